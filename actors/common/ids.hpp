@@ -1,0 +1,26 @@
+#pragma once
+// Identifier types shared by every part of hybridcache. Pure header: standard library only.
+
+#include <cstdint>
+
+namespace hc {
+
+/// A token id of the model's vocabulary.
+using token_id = std::int32_t;
+/// An index into the L1 full-attention KV pool (one per token). Index 0 (page 0 when
+/// paged) is the reserved dummy and is never handed out.
+using kv_index = std::int32_t;
+/// A row of the L1 SSM state pool. Slot 0 is the reserved dummy (padded CUDA-graph
+/// entries write it) and is never handed out.
+using slot_id = std::int32_t;
+/// A request row of the request -> token table; rows start at 1.
+using row_id = std::int32_t;
+/// Namespace of a key (LoRA id / cache salt, SGLang's `extra_key`), interned to an int.
+/// Namespace 0 is the default (no extra key).
+using namespace_id = std::uint32_t;
+
+/// "No slot", "no row": SGLang's -1 / None.
+inline constexpr slot_id no_slot = -1;
+inline constexpr row_id no_row = -1;
+
+}  // namespace hc

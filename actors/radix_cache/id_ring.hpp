@@ -1,0 +1,80 @@
+#pragma once
+// A bounded double-ended queue of 32-bit ids: the free list behind every FIFO allocator.
+// Fixed capacity chosen at construction (the pool size), so it never reallocates.
+//
+// Thread safety: none; confined to its owner (the radix_cache actor).
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace hc {
+
+class id_ring {
+ public:
+  /// An empty ring that can hold up to `capacity` ids.
+  explicit id_ring(std::size_t capacity = 0) { reset_capacity(capacity); }
+
+  /// Drops the content and sets a new capacity.
+  void reset_capacity(std::size_t capacity) {
+    std::size_t cap = 1;
+    while (cap < capacity + 1) cap <<= 1;
+    buf_.assign(cap, 0);
+    mask_ = cap - 1;
+    head_ = 0;
+    size_ = 0;
+    limit_ = capacity;
+  }
+
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  std::size_t capacity() const noexcept { return limit_; }
+  bool full() const noexcept { return size_ >= limit_; }
+
+  /// The i-th id from the front. REQUIRES: i < size().
+  std::int32_t operator[](std::size_t i) const noexcept { return buf_[(head_ + i) & mask_]; }
+
+  /// REQUIRES: !full().
+  void push_back(std::int32_t v) noexcept {
+    assert(!full());
+    buf_[(head_ + size_) & mask_] = v;
+    ++size_;
+  }
+  /// REQUIRES: !full().
+  void push_front(std::int32_t v) noexcept {
+    assert(!full());
+    head_ = (head_ + mask_) & mask_;
+    buf_[head_] = v;
+    ++size_;
+  }
+  /// Removes and returns the front id. REQUIRES: !empty().
+  std::int32_t pop_front() noexcept {
+    assert(!empty());
+    std::int32_t v = buf_[head_];
+    head_ = (head_ + 1) & mask_;
+    --size_;
+    return v;
+  }
+  /// Moves the first n ids into out (appended, front first). REQUIRES: n <= size().
+  void pop_front_into(std::size_t n, std::vector<std::int32_t>& out) {
+    assert(n <= size_);
+    out.reserve(out.size() + n);
+    for (std::size_t i = 0; i < n; ++i) out.push_back(buf_[(head_ + i) & mask_]);
+    head_ = (head_ + n) & mask_;
+    size_ -= n;
+  }
+  void clear() noexcept {
+    head_ = 0;
+    size_ = 0;
+  }
+
+ private:
+  std::vector<std::int32_t> buf_;
+  std::size_t mask_ = 0;
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+  std::size_t limit_ = 0;
+};
+
+}  // namespace hc

@@ -1,0 +1,70 @@
+#pragma once
+// L1 full-attention KV allocator, token-granular (page_size 1) or paged, with SGLang's
+// exact reuse order (spec/trace-format.md §3; cache-semantics.md §10.1):
+//
+//  * page_size 1 (TokenToKVPoolAllocator): free list [1..N]; alloc(n) takes the first n
+//    or nothing; free(x) appends x in the given order (FIFO reuse).
+//  * page_size P > 1 (PagedTokenToKVPoolAllocator): free list of page ids [1..N/P];
+//    token id = page * P + offset; an extend of a sequence of current length s by n
+//    tokens fills the rest of the page holding token s-1 first, then takes
+//    ceil((s+n)/P) - ceil(s/P) pages from the front; free(x) prepends the sorted unique
+//    page ids of x. available() = free pages * P.
+//
+// Allocation is all-or-nothing. Freeing an id that is already free is reported as
+// errc::double_free and changes nothing (SGLang does not check; we never corrupt the list).
+//
+// Thread safety: none; confined to the radix_cache actor.
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "actors/common/ids.hpp"
+#include "actors/common/status.hpp"
+#include "actors/radix_cache/id_ring.hpp"
+
+namespace hc {
+
+class kv_allocator {
+ public:
+  /// A pool of `tokens` usable token slots (ids 1..tokens for page 1; pages 1..tokens/P).
+  /// REQUIRES: page_size >= 1 and tokens % page_size == 0.
+  kv_allocator(std::size_t tokens, std::size_t page_size);
+
+  std::size_t page_size() const noexcept { return page_size_; }
+  /// Usable tokens in the pool (excluding the dummy page).
+  std::size_t capacity() const noexcept { return capacity_; }
+  /// Tokens available for allocation (pages * page_size when paged).
+  std::size_t available() const noexcept { return free_.size() * page_size_; }
+
+  /// page_size 1 only: n fresh token ids, or nullopt-equivalent (false) if fewer are free.
+  /// Appends to out. REQUIRES: page_size() == 1.
+  bool alloc(std::size_t n, std::vector<kv_index>& out);
+
+  /// Extends a sequence of current length `seq_len` (its last token id `last_index`,
+  /// ignored when seq_len % P == 0) by n tokens. Works for any page size. Appends the
+  /// n new ids to out; returns false (and changes nothing) if pages are short.
+  bool alloc_extend(std::size_t seq_len, kv_index last_index, std::size_t n,
+                    std::vector<kv_index>& out);
+
+  /// Pages (page_size 1: tokens) an extend would take from the free list.
+  std::size_t pages_needed(std::size_t seq_len, std::size_t n) const noexcept;
+
+  /// Returns ids to the pool (see the header comment for the order).
+  status free(std::span<const kv_index> ids);
+
+  /// Resets to the initial free list.
+  void clear();
+
+  /// True iff `id` is currently free (O(1)). For invariant checks.
+  bool is_free(kv_index id) const noexcept;
+
+ private:
+  std::size_t page_size_;
+  std::size_t capacity_;
+  id_ring free_;                     // token ids (P=1) or page ids (P>1)
+  std::vector<std::uint8_t> is_free_;  // per token (P=1) or per page (P>1)
+  std::vector<std::int32_t> scratch_;
+};
+
+}  // namespace hc

@@ -1,0 +1,58 @@
+#include "actors/radix_cache/radix_cache.hpp"
+
+#include <string>
+
+namespace hc {
+
+radix_cache::radix_cache(const cache_config& cfg, const page_hasher* hasher)
+    : kv_(cfg.kv_tokens, cfg.page_size),
+      slots_(cfg.slots),
+      tree_(tree_config{cfg.page_size, cfg.chunk_size, cfg.enable_events}, kv_, slots_, hasher) {}
+
+cow_match_result radix_cache::match(namespace_id ns, std::span<const token_id> key, bool cow,
+                                    bool has_working_slot) {
+  cow_match_result r{tree_.match(ns, key)};
+  if (!cow || r.match.last_slot == no_slot) return r;
+  if (!has_working_slot) {
+    slot_id s = slots_.alloc_one();
+    if (s == no_slot) {
+      (void)tree_.inc_lock(r.match.last_node);  // keep the COW source alive
+      (void)tree_.evict(0, 1);
+      s = slots_.alloc_one();
+      (void)tree_.dec_lock(r.match.last_node);
+    }
+    if (s == no_slot) return r;  // no working slot: the caller cannot COW
+    r.new_working_slot = s;
+  }
+  r.cow_src = r.match.last_slot;
+  return r;
+}
+
+slot_id radix_cache::alloc_slot_evicting() {
+  slot_id s = slots_.alloc_one();
+  if (s != no_slot) return s;
+  (void)tree_.evict(0, 1);
+  return slots_.alloc_one();
+}
+
+void radix_cache::ensure_free_slots(std::size_t needed) {
+  const std::size_t avail = slots_.available();
+  if (avail < needed) (void)tree_.evict(0, needed - avail);
+}
+
+status radix_cache::alloc_kv(std::size_t seq_len, kv_index last, std::size_t n,
+                             std::vector<kv_index>& out) {
+  const std::size_t p = kv_.page_size();
+  if (p == 1) {
+    if (kv_.available() < n) (void)tree_.evict(n, 0);
+  } else if (kv_.available() < n + p) {
+    (void)tree_.evict(n + p, 0);
+  }
+  if (!kv_.alloc_extend(seq_len, last, n, out))
+    return {errc::out_of_memory, "KV pool: " + std::to_string(n) + " tokens requested, " +
+                                     std::to_string(kv_.available()) +
+                                     " available after eviction"};
+  return {};
+}
+
+}  // namespace hc

@@ -1,0 +1,80 @@
+#pragma once
+// The index plane of one cache instance: the radix tree plus every L1 id allocator it
+// owns (KV tokens/pages and SSM slots), with SGLang's allocate-then-evict-then-retry
+// policies (cache-semantics.md §3.1 COW, §3.7 alloc_slot_evicting, §3.8 pre-eviction,
+// trace-format.md §4 alloc_kv). This is the pure logic the radix_cache actor wraps.
+//
+// Thread safety: none; confined to the radix_cache actor.
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "actors/common/ids.hpp"
+#include "actors/common/status.hpp"
+#include "actors/radix_cache/kv_allocator.hpp"
+#include "actors/radix_cache/radix_tree.hpp"
+#include "actors/radix_cache/slot_allocator.hpp"
+
+namespace hc {
+
+struct cache_config {
+  /// Usable KV tokens in L1 (multiple of page_size). Default: 4096.
+  std::size_t kv_tokens = 4096;
+  /// Tokens per page. Default: 1.
+  std::size_t page_size = 1;
+  /// Usable SSM slots in L1 (ids 1..slots). Default: 64.
+  std::size_t slots = 64;
+  /// C = max(model chunk size, page_size). Default: 64.
+  std::size_t chunk_size = 64;
+  /// Record KV events (needs a page hasher). Default: off.
+  bool enable_events = false;
+};
+
+/// match() plus the copy-on-write decision of §3.1.
+struct cow_match_result {
+  match_result match;
+  /// Slot to copy into the request's working slot before its next extend (no_slot: none).
+  slot_id cow_src = no_slot;
+  /// Working slot allocated for the COW (no_slot if none was needed or none was free).
+  slot_id new_working_slot = no_slot;
+};
+
+class radix_cache {
+ public:
+  /// REQUIRES: cfg.kv_tokens % cfg.page_size == 0. `hasher` must outlive the cache.
+  explicit radix_cache(const cache_config& cfg, const page_hasher* hasher = nullptr);
+
+  radix_tree& tree() noexcept { return tree_; }
+  const radix_tree& tree() const noexcept { return tree_; }
+  kv_allocator& kv() noexcept { return kv_; }
+  const kv_allocator& kv() const noexcept { return kv_; }
+  slot_allocator& slots() noexcept { return slots_; }
+  const slot_allocator& slots() const noexcept { return slots_; }
+  std::size_t page_size() const noexcept { return kv_.page_size(); }
+
+  /// §3.1 with COW: if `cow` and the best node holds a slot, records it as the COW
+  /// source and, when the request has no working slot yet, allocates one (on failure:
+  /// lock best, evict one slot, retry, unlock).
+  cow_match_result match(namespace_id ns, std::span<const token_id> key, bool cow,
+                         bool has_working_slot);
+
+  /// One slot; on failure evicts one tree slot and retries. no_slot if still short.
+  slot_id alloc_slot_evicting();
+
+  /// If fewer than `needed` slots are free, evicts (needed - free) tree slots (no KV).
+  void ensure_free_slots(std::size_t needed);
+
+  /// Extends a sequence (length seq_len, last index `last`) by n KV ids, evicting tree
+  /// KV first if short (page 1: if available < n evict n; paged: if available < n + P
+  /// evict n + P). Appends to out; out_of_memory if still short.
+  status alloc_kv(std::size_t seq_len, kv_index last, std::size_t n, std::vector<kv_index>& out);
+
+ private:
+  kv_allocator kv_;
+  slot_allocator slots_;
+  radix_tree tree_;
+};
+
+}  // namespace hc

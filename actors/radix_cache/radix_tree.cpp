@@ -1,0 +1,404 @@
+#include "actors/radix_cache/radix_tree.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <string>
+
+namespace hc {
+
+std::int64_t block_hash_of(const page_digest& d) noexcept {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | d.bytes[static_cast<std::size_t>(i)];
+  return static_cast<std::int64_t>(v);  // two's complement, as int(hex[:16], 16) - 2^64
+}
+
+radix_tree::radix_tree(tree_config cfg, kv_allocator& kv, slot_allocator& slots,
+                       const page_hasher* hasher)
+    : cfg_(cfg), kv_(kv), slots_(slots), hasher_(hasher) {
+  if (cfg_.page_size == 0) cfg_.page_size = 1;
+  if (!hasher_) cfg_.enable_events = false;
+  root_ = new_node();
+  root_->full_lock_ref = 1;
+  root_->mamba_lock_ref = 1;
+  root_->last_access = tick();
+}
+
+radix_tree::~radix_tree() = default;
+
+radix_node* radix_tree::new_node() {
+  radix_node* n;
+  if (!free_nodes_.empty()) {
+    n = free_nodes_.back();
+    free_nodes_.pop_back();
+  } else {
+    n = &storage_.emplace_back();
+  }
+  n->id = next_id_++;
+  n->last_access = tick();
+  ++live_nodes_;
+  return n;
+}
+
+void radix_tree::release_node(radix_node* n) {
+  n->parent = nullptr;
+  n->children.clear();
+  n->key.clear();
+  n->value.clear();
+  n->hashes.clear();
+  n->mamba = no_slot;
+  n->ns = 0;
+  n->full_lock_ref = n->mamba_lock_ref = 0;
+  n->id = 0;
+  --live_nodes_;
+  free_nodes_.push_back(n);
+}
+
+radix_node* radix_tree::find_child(const radix_node* n, namespace_id ns,
+                                   std::span<const token_id> key) const noexcept {
+  const std::size_t p = cfg_.page_size;
+  if (key.size() < p) return nullptr;
+  for (radix_node* c : n->children) {
+    if (c->ns != ns || c->key[0] != key[0]) continue;
+    if (p == 1 || std::memcmp(c->key.data(), key.data(), p * sizeof(token_id)) == 0) return c;
+  }
+  return nullptr;
+}
+
+void radix_tree::remove_child(radix_node* parent, radix_node* child) {
+  auto& v = parent->children;
+  auto it = std::find(v.begin(), v.end(), child);
+  assert(it != v.end());
+  *it = v.back();
+  v.pop_back();
+}
+
+std::size_t radix_tree::key_match(std::span<const token_id> a,
+                                  std::span<const token_id> b) const noexcept {
+  const std::size_t n = std::min(a.size(), b.size());
+  std::size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i / cfg_.page_size * cfg_.page_size;
+}
+
+// §3.2: new parent N takes child.key[:at]; the child keeps the tail, its slot and locks.
+radix_node* radix_tree::split(radix_node* child, std::size_t at) {
+  radix_node* n = new_node();
+  radix_node* parent = child->parent;
+  n->parent = parent;
+  n->ns = child->ns;
+  n->full_lock_ref = child->full_lock_ref;
+  n->mamba_lock_ref = 0;
+  n->key.assign(child->key.begin(), child->key.begin() + static_cast<std::ptrdiff_t>(at));
+  n->value.assign(child->value.begin(), child->value.begin() + static_cast<std::ptrdiff_t>(at));
+  if (!child->hashes.empty()) {
+    const std::size_t pages = at / cfg_.page_size;
+    n->hashes.assign(child->hashes.begin(), child->hashes.begin() + static_cast<std::ptrdiff_t>(pages));
+    child->hashes.erase(child->hashes.begin(), child->hashes.begin() + static_cast<std::ptrdiff_t>(pages));
+  }
+  child->last_access = tick();
+  full_lru_.remove(child);
+  if (child->in_mamba_lru) mamba_lru_.remove(child);
+  child->key.erase(child->key.begin(), child->key.begin() + static_cast<std::ptrdiff_t>(at));
+  child->value.erase(child->value.begin(), child->value.begin() + static_cast<std::ptrdiff_t>(at));
+  // Replace child by n in the parent's table, then hang child below n.
+  *std::find(parent->children.begin(), parent->children.end(), child) = n;
+  child->parent = n;
+  n->children.push_back(child);
+  // Parent first so that the child is more recent than its new parent.
+  full_lru_.insert_mru(n);
+  full_lru_.insert_mru(child);
+  if (!child->is_tombstone()) mamba_lru_.insert_mru(child);
+  return n;
+}
+
+match_result radix_tree::match(namespace_id ns, std::span<const token_id> key) {
+  match_result r;
+  r.last_node = root();
+  const std::size_t p = cfg_.page_size;
+  key = key.first(key.size() / p * p);
+  if (key.empty()) return r;
+
+  // Walk, remembering the matched node chunks; best = deepest node holding a slot.
+  radix_node* node = root_;
+  radix_node* best = root_;
+  std::size_t best_tokens = 0;
+  std::size_t total = 0;
+  std::size_t chunks = 0, best_chunks = 0;
+  while (!key.empty()) {
+    radix_node* child = find_child(node, ns, key);
+    if (!child) break;
+    if (!node->is_tombstone()) {
+      best = node;
+      best_tokens = total;
+      best_chunks = chunks;
+    }
+    const std::size_t pl = key_match(child->key, key);
+    if (pl < child->key.size()) {
+      node = split(child, pl);
+      total += pl;
+      ++chunks;
+      break;
+    }
+    node = child;
+    total += pl;
+    ++chunks;
+    key = key.subspan(pl);
+  }
+  if (!node->is_tombstone()) {
+    best = node;
+    best_tokens = total;
+    best_chunks = chunks;
+  }
+
+  // Refresh recency: best most recent, ancestors progressively less recent.
+  full_lru_.reset_node_and_parents_mru(best, root_);
+  mamba_lru_.reset_node_and_parents_mru(best, root_);
+  std::uint64_t t = tick();
+  for (radix_node* x = best; x != nullptr; x = x->parent) x->last_access = t--;
+
+  // Collect the indices of root..best.
+  r.indices.resize(best_tokens);
+  std::size_t end = best_tokens;
+  for (radix_node* x = best; x != root_; x = x->parent) {
+    end -= x->value.size();
+    std::memcpy(r.indices.data() + end, x->value.data(), x->value.size() * sizeof(kv_index));
+  }
+  assert(end == 0);
+  r.last_node = {best, best->id};
+  r.last_slot = best->mamba;
+  r.kv_matched = total;
+  if (chunks > best_chunks) {
+    const std::size_t c = cfg_.chunk_size == 0 ? 1 : cfg_.chunk_size;
+    const std::size_t aligned = total / c * c;
+    if (aligned > 0) r.branching = aligned;
+  }
+  return r;
+}
+
+result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_id> key,
+                                         std::span<const kv_index> value, slot_id slot,
+                                         std::size_t prev_prefix_len) {
+  const std::size_t p = cfg_.page_size;
+  if (key.size() != value.size())
+    return error{errc::invalid_argument, "insert: key has " + std::to_string(key.size()) +
+                                             " tokens but value has " +
+                                             std::to_string(value.size()) + " indices"};
+  if (key.size() % p != 0)
+    return error{errc::invalid_argument, "insert: key length " + std::to_string(key.size()) +
+                                             " is not a multiple of page_size " +
+                                             std::to_string(p)};
+  if (slot <= 0 || static_cast<std::size_t>(slot) > slots_.capacity())
+    return error{errc::invalid_argument, "insert: slot " + std::to_string(slot) + " out of range"};
+
+  insert_result res;
+  radix_node* node = root_;
+  node->last_access = tick();
+  if (key.empty()) {
+    res.mamba_exist = true;
+    return res;
+  }
+  std::size_t total = 0;
+  while (!key.empty()) {
+    radix_node* child = find_child(node, ns, key);
+    if (!child) break;
+    node = child;
+    node->last_access = tick();
+    full_lru_.reset_mru(node);
+    if (!node->is_tombstone()) mamba_lru_.reset_mru(node);
+    const std::size_t pl = key_match(node->key, key);
+    if (prev_prefix_len < total + pl) {
+      const std::size_t start = prev_prefix_len > total ? prev_prefix_len - total : 0;
+      free_kv(value.subspan(start, pl - start));
+    }
+    total += pl;
+    key = key.subspan(pl);
+    value = value.subspan(pl);
+    if (pl < node->key.size()) node = split(node, pl);
+  }
+  res.prefix_len = total;
+  if (!key.empty()) {
+    radix_node* leaf = new_node();
+    leaf->parent = node;
+    leaf->ns = ns;
+    leaf->key.assign(key.begin(), key.end());
+    leaf->value.assign(value.begin(), value.end());
+    leaf->mamba = slot;
+    node->children.push_back(leaf);
+    full_lru_.insert_mru(leaf);
+    mamba_lru_.insert_mru(leaf);
+    sizes_.full_evictable += leaf->value.size();
+    sizes_.mamba_evictable += 1;
+    record_store(leaf);
+  } else if (node->is_tombstone()) {
+    node->mamba = slot;
+    full_lru_.reset_mru(node);
+    mamba_lru_.insert_mru(node);
+    if (node->mamba_lock_ref > 0) {
+      sizes_.mamba_protected += 1;
+    } else {
+      sizes_.mamba_evictable += 1;
+    }
+    node->last_access = tick();
+  } else {
+    res.mamba_exist = true;
+    full_lru_.reset_mru(node);
+    mamba_lru_.reset_mru(node);
+    node->last_access = tick();
+  }
+  return res;
+}
+
+status radix_tree::inc_lock(node_ref ref) {
+  if (!valid(ref)) return {errc::not_found, "lock: stale or unknown node"};
+  radix_node* n = ref.node;
+  if (n == root_) return {};
+  if (!n->is_tombstone()) {
+    if (n->mamba_lock_ref == 0) {
+      sizes_.mamba_evictable -= 1;
+      sizes_.mamba_protected += 1;
+    }
+    ++n->mamba_lock_ref;
+  }
+  for (; n != root_; n = n->parent) {
+    if (n->full_lock_ref == 0) {
+      sizes_.full_evictable -= n->value.size();
+      sizes_.full_protected += n->value.size();
+    }
+    ++n->full_lock_ref;
+  }
+  return {};
+}
+
+status radix_tree::dec_lock(node_ref ref) {
+  if (!valid(ref)) return {errc::not_found, "unlock: stale or unknown node"};
+  radix_node* n = ref.node;
+  if (n == root_) return {};
+  // Validate the whole path first so an unbalanced unlock changes nothing.
+  if (!n->is_tombstone() && n->mamba_lock_ref <= 0)
+    return {errc::invalid_argument, "unlock: node is not mamba-locked"};
+  for (radix_node* x = n; x != root_; x = x->parent)
+    if (x->full_lock_ref <= 0) return {errc::invalid_argument, "unlock: node is not locked"};
+  if (!n->is_tombstone()) {
+    if (n->mamba_lock_ref == 1) {
+      sizes_.mamba_protected -= 1;
+      sizes_.mamba_evictable += 1;
+    }
+    --n->mamba_lock_ref;
+  }
+  for (; n != root_; n = n->parent) {
+    if (n->full_lock_ref == 1) {
+      sizes_.full_protected -= n->value.size();
+      sizes_.full_evictable += n->value.size();
+    }
+    --n->full_lock_ref;
+  }
+  return {};
+}
+
+void radix_tree::free_kv(std::span<const kv_index> ids) {
+  status s = kv_.free(ids);
+  assert(s.ok() && "tree freed a KV index it does not own");
+  (void)s;
+}
+
+void radix_tree::free_slot(slot_id s) {
+  status st = slots_.free_one(s);
+  assert(st.ok() && "tree freed a slot it does not own");
+  (void)st;
+}
+
+void radix_tree::ensure_hashes(radix_node* n) {
+  if (n == root_ || !hasher_) return;
+  const std::size_t pages = n->key.size() / cfg_.page_size;
+  if (n->hashes.size() == pages) return;
+  ensure_hashes(n->parent);
+  const page_digest* prior =
+      n->parent == root_ || n->parent->hashes.empty() ? nullptr : &n->parent->hashes.back();
+  n->hashes.clear();
+  n->hashes.reserve(pages);
+  const std::span<const token_id> key(n->key);
+  for (std::size_t i = 0; i < pages; ++i) {
+    n->hashes.push_back(hasher_->hash_page(prior, key.subspan(i * cfg_.page_size, cfg_.page_size)));
+    prior = &n->hashes.back();
+  }
+}
+
+std::span<const page_digest> radix_tree::node_hashes(node_ref ref) {
+  if (!valid(ref) || !hasher_) return {};
+  ensure_hashes(ref.node);
+  return ref.node->hashes;
+}
+
+void radix_tree::record_store(radix_node* n) {
+  if (!cfg_.enable_events) return;
+  ensure_hashes(n);
+  std::optional<std::int64_t> parent_hash;
+  if (n->parent != root_ && !n->parent->hashes.empty())
+    parent_hash = block_hash_of(n->parent->hashes.back());
+  const std::size_t p = cfg_.page_size;
+  for (std::size_t i = 0; i < n->hashes.size(); ++i) {
+    kv_event e;
+    e.type = kv_event::kind::block_stored;
+    e.block_hash = block_hash_of(n->hashes[i]);
+    e.parent_block_hash = parent_hash;
+    e.token_ids.assign(n->key.begin() + static_cast<std::ptrdiff_t>(i * p),
+                       n->key.begin() + static_cast<std::ptrdiff_t>((i + 1) * p));
+    e.block_size = static_cast<std::uint32_t>(p);
+    parent_hash = e.block_hash;
+    events_.push_back(std::move(e));
+  }
+}
+
+void radix_tree::record_remove(radix_node* n) {
+  if (!cfg_.enable_events) return;
+  ensure_hashes(n);
+  for (const page_digest& d : n->hashes) {
+    kv_event e;
+    e.type = kv_event::kind::block_removed;
+    e.block_hash = block_hash_of(d);
+    events_.push_back(std::move(e));
+  }
+}
+
+std::vector<kv_event> radix_tree::drain_events() {
+  std::vector<kv_event> out;
+  out.swap(events_);
+  return out;
+}
+
+void radix_tree::reset() {
+  // Post-order deletion of every node below root.
+  std::vector<radix_node*> stack(root_->children.begin(), root_->children.end());
+  std::vector<radix_node*> order;
+  while (!stack.empty()) {
+    radix_node* n = stack.back();
+    stack.pop_back();
+    order.push_back(n);
+    for (radix_node* c : n->children) stack.push_back(c);
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    radix_node* n = *it;
+    free_kv(n->value);
+    if (!n->is_tombstone()) free_slot(n->mamba);
+    full_lru_.remove(n);
+    if (n->in_mamba_lru) mamba_lru_.remove(n);
+    release_node(n);
+  }
+  root_->children.clear();
+  sizes_ = {};
+  if (cfg_.enable_events) {
+    events_.clear();
+    kv_event e;
+    e.type = kv_event::kind::all_blocks_cleared;
+    events_.push_back(std::move(e));
+  }
+}
+
+std::size_t radix_tree::leaf_count() const {
+  std::size_t n = 0;
+  for (radix_node* x = full_lru_.first(); x; x = full_lru_.after(x)) n += x->is_leaf() ? 1 : 0;
+  return n;
+}
+
+}  // namespace hc

@@ -1,0 +1,91 @@
+// Invariant checks (cache-semantics.md §2.3). Used by tests after every step and by
+// `hcctl replay` for the trace's sanity probes. O(tree size).
+#include <string>
+#include <unordered_set>
+
+#include "actors/radix_cache/radix_tree.hpp"
+
+namespace hc {
+namespace {
+
+status violation(std::string what, const radix_node* n) {
+  return {errc::invariant_violated,
+          what + " (node " + std::to_string(n ? n->id : 0) + ")"};
+}
+
+}  // namespace
+
+status radix_tree::check_invariants() const {
+  const std::size_t p = cfg_.page_size;
+  tree_sizes sums;
+  std::size_t nodes = 0, holding = 0;
+  std::unordered_set<slot_id> seen_slots;
+  std::vector<const radix_node*> stack{root_};
+  while (!stack.empty()) {
+    const radix_node* n = stack.back();
+    stack.pop_back();
+    for (const radix_node* c : n->children) {
+      if (c->parent != n) return violation("child's parent pointer is wrong", c);
+      if (n != root_ && c->ns != n->ns) return violation("namespace differs from parent", c);
+      stack.push_back(c);
+    }
+    for (std::size_t i = 0; i < n->children.size(); ++i)
+      for (std::size_t j = i + 1; j < n->children.size(); ++j) {
+        const radix_node* a = n->children[i];
+        const radix_node* b = n->children[j];
+        if (a->ns == b->ns && std::equal(a->key.begin(), a->key.begin() + static_cast<std::ptrdiff_t>(p), b->key.begin()))
+          return violation("two children share a child key", a);
+      }
+    if (n == root_) continue;
+    ++nodes;
+    if (n->key.empty() || n->key.size() % p != 0) return violation("key not a positive page multiple", n);
+    if (n->key.size() != n->value.size()) return violation("key and value lengths differ", n);
+    if (n->mamba_lock_ref < 0 || n->full_lock_ref < n->mamba_lock_ref)
+      return violation("full_lock_ref < mamba_lock_ref", n);
+    if (n->parent != root_ && n->parent->full_lock_ref < n->full_lock_ref)
+      return violation("parent less locked than child", n);
+    if (n->is_tombstone() && n->is_leaf()) return violation("tombstone leaf", n);
+    if (n->is_leaf() && n->full_lock_ref > 0 && n->mamba_lock_ref == 0)
+      return violation("full-locked leaf without mamba lock", n);
+    if (!n->in_full_lru) return violation("node missing from full LRU", n);
+    if (n->in_mamba_lru == n->is_tombstone()) return violation("mamba LRU membership wrong", n);
+    (n->full_lock_ref > 0 ? sums.full_protected : sums.full_evictable) += n->value.size();
+    for (kv_index k : n->value)
+      if (kv_.is_free(k)) return violation("tree holds a free KV index " + std::to_string(k), n);
+    if (!n->is_tombstone()) {
+      ++holding;
+      (n->mamba_lock_ref > 0 ? sums.mamba_protected : sums.mamba_evictable) += 1;
+      if (slots_.is_free(n->mamba)) return violation("tree holds a free slot", n);
+      if (!seen_slots.insert(n->mamba).second) return violation("slot held by two nodes", n);
+    }
+  }
+  if (sums.full_evictable != sizes_.full_evictable || sums.full_protected != sizes_.full_protected)
+    return violation("full evictable/protected totals disagree with the nodes", root_);
+  if (sums.mamba_evictable != sizes_.mamba_evictable ||
+      sums.mamba_protected != sizes_.mamba_protected)
+    return violation("mamba evictable/protected totals disagree with the nodes", root_);
+  if (full_lru_.size() != nodes) return violation("full LRU size != node count", root_);
+  if (mamba_lru_.size() != holding) return violation("mamba LRU size != holding nodes", root_);
+  if (nodes + 1 != live_nodes_) return violation("live node count drifted", root_);
+  return {};
+}
+
+status radix_tree::sanity_check() const {
+  if (status s = check_invariants(); !s) return s;
+  if (sizes_.full_protected != 0 || sizes_.mamba_protected != 0)
+    return violation("idle tree has protected entries", root_);
+  std::uint64_t prev = UINT64_MAX;
+  for (radix_node* x = full_lru_.first(); x; x = full_lru_.after(x)) {
+    if (x->full_lock_ref != 0 || x->mamba_lock_ref != 0) return violation("idle node locked", x);
+    if (x->last_access > prev) return violation("full LRU out of access-time order", x);
+    prev = x->last_access;
+  }
+  prev = UINT64_MAX;
+  for (radix_node* x = mamba_lru_.first(); x; x = mamba_lru_.after(x)) {
+    if (x->last_access > prev) return violation("mamba LRU out of access-time order", x);
+    prev = x->last_access;
+  }
+  return {};
+}
+
+}  // namespace hc

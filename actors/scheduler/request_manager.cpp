@@ -1,0 +1,517 @@
+#include "actors/scheduler/request_manager.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+#include <unordered_set>
+
+namespace hc {
+namespace {
+
+std::string req_name(request_handle h) { return "request " + std::to_string(h); }
+
+}  // namespace
+
+request_manager::request_manager(const request_config& cfg, radix_cache& cache)
+    : cfg_(cfg), cache_(cache), rows_(cfg.rows) {
+  if (cfg_.pp_size != 1 && cfg_.pp_size != 2) cfg_.pp_size = 2;
+  if (lazy()) cfg_.pp_size = 2;  // lazy always runs with overlap
+  if (cfg_.chunk_size == 0) cfg_.chunk_size = 1;
+  if (cfg_.alloc_factor == 0) cfg_.alloc_factor = lazy() ? 2 : 3;
+}
+
+result<request_record*> request_manager::get(request_handle h) {
+  auto it = reqs_.find(h);
+  if (it == reqs_.end()) return error{errc::not_found, "unknown " + req_name(h)};
+  return &it->second;
+}
+
+const request_record* request_manager::find(request_handle h) const {
+  auto it = reqs_.find(h);
+  return it == reqs_.end() ? nullptr : &it->second;
+}
+
+void request_manager::free_kv(std::span<const kv_index> ids) {
+  status s = cache_.kv().free(ids);
+  assert(s.ok());
+  (void)s;
+}
+
+void request_manager::free_slot(slot_id s) {
+  if (s == no_slot) return;
+  status st = cache_.slots().free_one(s);
+  assert(st.ok());
+  (void)st;
+}
+
+status request_manager::create(request_handle h, namespace_id ns, std::vector<token_id> prompt) {
+  if (reqs_.count(h)) return {errc::invalid_argument, req_name(h) + " already exists"};
+  if (prompt.empty()) return {errc::invalid_argument, req_name(h) + ": empty prompt"};
+  request_record r;
+  r.handle = h;
+  r.ns = ns;
+  r.input_len = prompt.size();
+  r.tokens = std::move(prompt);
+  reqs_.emplace(h, std::move(r));
+  return {};
+}
+
+status request_manager::append_tokens(request_handle h, std::span<const token_id> tokens) {
+  auto r = get(h);
+  if (!r) return r.err();
+  (*r)->tokens.insert((*r)->tokens.end(), tokens.begin(), tokens.end());
+  return {};
+}
+
+result<match_info> request_manager::match(request_handle h) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  request_record& r = **rr;
+  if (r.row != no_row || r.locked)
+    return error{errc::invalid_argument, req_name(h) + ": match after admission"};
+  const std::span<const token_id> key(r.tokens.data(), r.input_len - 1);
+  cow_match_result m = cache_.match(r.ns, key, /*cow=*/true, r.working != no_slot);
+  if (m.match.last_slot != no_slot && m.cow_src == no_slot)
+    return error{errc::out_of_memory, req_name(h) + ": no SSM slot for the copy-on-write"};
+  r.row_kv = std::move(m.match.indices);
+  r.kv_committed = r.row_kv.size();
+  r.cache_protected_len = r.row_kv.size();
+  r.last_node = m.match.last_node;
+  r.branching = m.match.branching;
+  if (m.new_working_slot != no_slot) r.working = m.new_working_slot;
+  if (m.cow_src != no_slot) {
+    r.cow_src = m.cow_src;
+    r.needs_clear = false;
+  }
+  match_info info;
+  info.prefix_len = r.row_kv.size();
+  info.indices = r.row_kv;
+  info.node_slot = m.match.last_slot;
+  info.branching = r.branching;
+  info.working = r.working;
+  return info;
+}
+
+status request_manager::lock(request_handle h) {
+  auto r = get(h);
+  if (!r) return r.err();
+  if ((*r)->locked) return {errc::invalid_argument, req_name(h) + " is already locked"};
+  if (status s = cache_.tree().inc_lock((*r)->last_node); !s) return s;
+  (*r)->locked = true;
+  return {};
+}
+
+status request_manager::unlock(request_handle h) {
+  auto r = get(h);
+  if (!r) return r.err();
+  if (!(*r)->locked) return {errc::invalid_argument, req_name(h) + " is not locked"};
+  if (status s = cache_.tree().dec_lock((*r)->last_node); !s) return s;
+  (*r)->locked = false;
+  return {};
+}
+
+result<admit_info> request_manager::alloc_req(request_handle h) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  request_record& r = **rr;
+  if (r.row != no_row) return error{errc::invalid_argument, req_name(h) + " already has a row"};
+  cache_.ensure_free_slots(cfg_.alloc_factor);
+  const row_id row = rows_.alloc();
+  if (row == no_row) return error{errc::out_of_memory, "no free request row for " + req_name(h)};
+  bool took_working = false;
+  if (r.working == no_slot) {
+    r.working = cache_.slots().alloc_one();
+    if (r.working == no_slot) {
+      (void)rows_.free(row);
+      return error{errc::out_of_memory, "no SSM slot for the working state of " + req_name(h)};
+    }
+    r.needs_clear = true;
+    took_working = true;
+  }
+  if (extra() && !r.has_pingpong) {
+    std::vector<slot_id> pp;
+    const std::size_t want = lazy() ? 1 : static_cast<std::size_t>(cfg_.pp_size);
+    if (!cache_.slots().alloc(want, pp)) {
+      if (took_working) {
+        free_slot(r.working);
+        r.working = no_slot;
+        r.needs_clear = false;
+      }
+      (void)rows_.free(row);
+      return error{errc::out_of_memory, "no SSM slots for the track buffers of " + req_name(h)};
+    }
+    r.pingpong = {pp[0], pp.size() > 1 ? pp[1] : no_slot};
+    r.has_pingpong = true;
+    r.next_track_idx = 0;
+  }
+  r.row = row;
+  admit_info info;
+  info.row = row;
+  info.working = r.working;
+  if (r.has_pingpong) {
+    info.pingpong = r.pingpong;
+    if (!lazy() && cfg_.pp_size == 1) (*info.pingpong)[1] = no_slot;
+  }
+  return info;
+}
+
+result<std::span<const kv_index>> request_manager::alloc_kv(request_handle h, std::size_t start,
+                                                            std::size_t n) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  request_record& r = **rr;
+  if (r.row == no_row) return error{errc::invalid_argument, req_name(h) + " has no row yet"};
+  if (start != r.kv_allocated())
+    return error{errc::invalid_argument, req_name(h) + ": KV extend starts at " +
+                                             std::to_string(start) + " but the row holds " +
+                                             std::to_string(r.kv_allocated())};
+  if (cfg_.max_context_len && start + n > cfg_.max_context_len)
+    return error{errc::invalid_argument, req_name(h) + ": " + std::to_string(start + n) +
+                                             " tokens exceed max_context_len " +
+                                             std::to_string(cfg_.max_context_len)};
+  const kv_index last = start > 0 ? r.row_kv[start - 1] : 0;
+  if (status s = cache_.alloc_kv(start, last, n, r.row_kv); !s) return s.err();
+  r.kv_committed = r.row_kv.size();
+  return std::span<const kv_index>(r.row_kv.data() + start, n);
+}
+
+result<slot_id> request_manager::record_track(request_handle h, std::size_t seqlen, bool flip) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  request_record& r = **rr;
+  if (!r.has_pingpong) return error{errc::invalid_argument, req_name(h) + " has no track slots"};
+  r.tracked_len = seqlen;
+  if (flip) r.next_track_idx = other_idx(r.next_track_idx);
+  return r.pingpong[static_cast<std::size_t>(keep_idx(r))];
+}
+
+result<extend_track> request_manager::prepare_extend(request_handle h, std::size_t prefix_len,
+                                                     std::size_t extend_len) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  request_record& r = **rr;
+  extend_track t;
+  if (!extra() || !r.has_pingpong) return t;
+  t.plan = plan_prefill_track(prefix_len, extend_len, cfg_.chunk_size, r.branching, lazy(),
+                              r.next_track_idx, cfg_.pp_size);
+  if (t.plan.mask) {
+    t.track_slot = r.pingpong[static_cast<std::size_t>(t.plan.track_entry)];
+    r.tracked_len = t.plan.tracked_len;
+    r.next_track_idx = t.plan.next_after;
+  }
+  return t;
+}
+
+result<decode_track> request_manager::prepare_decode(request_handle h) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  request_record& r = **rr;
+  decode_track t;
+  if (!extra() || !r.has_pingpong) return t;
+  t.mask = is_decode_boundary(r.kv_committed, cfg_.track_interval);
+  if (t.mask && lazy()) {
+    const int other = 1 - r.next_track_idx;
+    if (r.pingpong[static_cast<std::size_t>(other)] == no_slot) {
+      slot_id s = no_slot;
+      if (!cfg_.force_lazy_prealloc_failure) {
+        s = cache_.slots().alloc_one();
+        if (s == no_slot) {
+          (void)cache_.tree().evict(0, 1);
+          s = cache_.slots().alloc_one();
+        }
+      }
+      if (s != no_slot) {
+        r.pingpong[static_cast<std::size_t>(other)] = s;
+        r.next_track_idx = other;
+      }
+    }
+  }
+  t.track_slot = r.pingpong[static_cast<std::size_t>(r.next_track_idx)];
+  return t;
+}
+
+status request_manager::process_decode(request_handle h, bool finished) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  request_record& r = **rr;
+  if (!extra() || !r.has_pingpong) return {};
+  if (!is_decode_boundary(r.kv_committed, cfg_.track_interval)) return {};
+  r.tracked_len = r.kv_committed;
+  if (!lazy()) {
+    r.next_track_idx = other_idx(r.next_track_idx);
+    return {};
+  }
+  const std::size_t other = static_cast<std::size_t>(1 - r.next_track_idx);
+  if (r.pingpong[other] != no_slot) {
+    free_slot(r.pingpong[other]);
+    r.pingpong[other] = no_slot;
+  } else if (finished) {
+    r.lazy_is_insert = false;  // the only track slot was overwritten by this boundary
+  }
+  return {};
+}
+
+status request_manager::process_spec_decode(request_handle h, std::size_t accepted,
+                                            bool finished) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  request_record& r = **rr;
+  (void)finished;
+  if (!extra() || !r.has_pingpong) return {};
+  auto tracked = spec_decode_boundary(r.kv_committed, accepted, cfg_.track_interval);
+  if (!tracked) return {};
+  r.tracked_len = *tracked;
+  if (!lazy()) r.next_track_idx = other_idx(r.next_track_idx);
+  return {};
+}
+
+result<unfinished_info> request_manager::cache_unfinished(request_handle h, std::size_t fill_len) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  request_record& r = **rr;
+  radix_tree& tree = cache_.tree();
+  if (fill_len > r.tokens.size() || fill_len > r.kv_allocated())
+    return error{errc::invalid_argument, req_name(h) + ": fill length " +
+                                             std::to_string(fill_len) + " beyond its KV"};
+  unfinished_info info;
+  const std::optional<std::size_t> cache_len =
+      extra() ? r.tracked_len : std::optional<std::size_t>(fill_len);
+  if (!cache_len) {
+    info.protected_len = r.cache_protected_len;
+    info.prefix = std::span<const kv_index>(r.row_kv.data(), r.cache_protected_len);
+    info.node_slot = tree.slot_of(r.last_node);
+    return info;
+  }
+  const std::size_t len = *cache_len;
+  if (len > fill_len || len % cache_.page_size() != 0)
+    return error{errc::invalid_argument, req_name(h) + ": tracked length " + std::to_string(len) +
+                                             " is unaligned or beyond the fill length"};
+  slot_id donated = no_slot;
+  if (extra()) {
+    const std::size_t k = static_cast<std::size_t>(keep_idx(r));
+    if (r.pingpong[k] == no_slot)
+      return error{errc::invariant_violated, req_name(h) + ": keep track slot is empty"};
+    const slot_id fresh = cache_.alloc_slot_evicting();
+    if (fresh == no_slot)
+      return error{errc::out_of_memory, req_name(h) + ": no SSM slot to replace the donated one"};
+    donated = r.pingpong[k];
+    r.pingpong[k] = fresh;
+  } else {
+    donated = cache_.alloc_slot_evicting();
+    if (donated == no_slot)
+      return error{errc::out_of_memory, req_name(h) + ": no SSM slot for the prefill snapshot"};
+  }
+  const std::span<const token_id> key(r.tokens.data(), len);
+  auto ins = tree.insert(r.ns, key, std::span<const kv_index>(r.row_kv.data(), len), donated,
+                         r.cache_protected_len);
+  if (!ins) {
+    free_slot(donated);
+    return ins.err();
+  }
+  if (ins->mamba_exist) {
+    free_slot(donated);
+  } else if (!extra()) {
+    pending_snapshots_.push_back({r.working, donated});  // copy once the forward is done
+  }
+  match_result m = tree.match(r.ns, key);
+  std::copy(m.indices.begin() + static_cast<std::ptrdiff_t>(r.cache_protected_len), m.indices.end(),
+            r.row_kv.begin() + static_cast<std::ptrdiff_t>(r.cache_protected_len));
+  if (r.locked) (void)tree.dec_lock(r.last_node);
+  (void)tree.inc_lock(m.last_node);
+  r.locked = true;
+  r.last_node = m.last_node;
+  r.cache_protected_len = m.indices.size();
+  r.tracked_len.reset();
+  info.inserted = true;
+  info.protected_len = r.cache_protected_len;
+  info.prefix = std::span<const kv_index>(r.row_kv.data(), r.cache_protected_len);
+  info.node_slot = m.last_slot;
+  return info;
+}
+
+void request_manager::free_mamba_cache(request_record& r, std::optional<int> keep) {
+  free_slot(r.working);
+  r.working = no_slot;
+  r.cow_src = no_slot;
+  r.needs_clear = false;
+  if (!r.has_pingpong) return;
+  for (int i = 0; i < 2; ++i) {
+    if (keep && (cfg_.pp_size == 1 || i == *keep)) continue;
+    free_slot(r.pingpong[static_cast<std::size_t>(i)]);
+  }
+  r.pingpong = {no_slot, no_slot};
+  r.has_pingpong = false;
+  r.next_track_idx = 0;
+}
+
+void request_manager::drop_pending_ops(const request_record& r) {
+  std::erase_if(pending_snapshots_, [&](const slot_copy& c) { return c.src == r.working; });
+}
+
+status request_manager::release(request_record& r, bool is_insert, finish_info* info) {
+  radix_tree& tree = cache_.tree();
+  drop_pending_ops(r);
+  if (r.row == no_row) {
+    // Never admitted: only a COW working slot (and nothing else) can be held.
+    free_mamba_cache(r, std::nullopt);
+    if (r.locked) (void)tree.dec_lock(r.last_node);
+    return {};
+  }
+  const std::size_t p = cache_.page_size();
+  const std::size_t n = std::min(r.kv_committed, r.kv_allocated());
+  const std::size_t prot = std::min(r.cache_protected_len, n);
+  bool exist = true;
+  std::optional<std::size_t> cache_len;
+  if (is_insert) {
+    cache_len = extra() ? r.tracked_len.value_or(0) : n;
+    if (*cache_len > n || *cache_len % p != 0) cache_len.reset();  // never insert a misplaced state
+  }
+  const slot_id slot =
+      !cache_len ? no_slot
+                 : (extra() ? r.pingpong[static_cast<std::size_t>(keep_idx(r))] : r.working);
+  if (cache_len && slot == no_slot && *cache_len > 0) cache_len.reset();
+  if (cache_len) {
+    const std::size_t len = *cache_len;
+    if (len != n) {
+      const std::size_t from = std::max(len, prot);
+      if (from < n) free_kv(std::span<const kv_index>(r.row_kv.data() + from, n - from));
+    }
+    if (slot == no_slot) {  // len == 0 with an empty keep slot: nothing to offer
+      exist = true;
+    } else {
+      auto ins = tree.insert(r.ns, std::span<const token_id>(r.tokens.data(), len),
+                             std::span<const kv_index>(r.row_kv.data(), len), slot, prot);
+      assert(ins.ok());
+      exist = !ins.ok() || ins->mamba_exist;
+      if (info) {
+        info->inserted = ins.ok();
+        info->cached_len = len;
+        info->mamba_exist = exist;
+      }
+    }
+  } else if (prot < n) {
+    free_kv(std::span<const kv_index>(r.row_kv.data() + prot, n - prot));
+  }
+  std::optional<int> keep;
+  if (extra() && !exist) keep = keep_idx(r);
+  if (extra() || exist) {
+    free_mamba_cache(r, keep);
+  } else {
+    r.working = no_slot;  // no_buffer: the working slot itself now belongs to the tree
+  }
+  if (r.locked) (void)tree.dec_lock(r.last_node);
+  r.locked = false;
+  // Over-allocated KV (beyond the committed length, rounded up to a page).
+  const std::size_t over_from = (n + p - 1) / p * p;
+  if (r.kv_allocated() > over_from)
+    free_kv(std::span<const kv_index>(r.row_kv.data() + over_from, r.kv_allocated() - over_from));
+  (void)rows_.free(r.row);
+  r.row = no_row;
+  return {};
+}
+
+result<finish_info> request_manager::finish(request_handle h) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  request_record& r = **rr;
+  if (r.kv_committed > r.tokens.size())
+    return error{errc::invalid_argument, req_name(h) + ": committed length " +
+                                             std::to_string(r.kv_committed) + " exceeds its " +
+                                             std::to_string(r.tokens.size()) + " tokens"};
+  finish_info info;
+  const bool is_insert = !lazy() || r.lazy_is_insert;
+  if (status s = release(r, is_insert, &info); !s) return s.err();
+  reqs_.erase(h);
+  return info;
+}
+
+status request_manager::abort(request_handle h) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  if (status s = release(**rr, /*is_insert=*/false, nullptr); !s) return s;
+  reqs_.erase(h);
+  return {};
+}
+
+status request_manager::not_admitted(request_handle h) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  request_record& r = **rr;
+  if (r.row != no_row)
+    return {errc::invalid_argument, req_name(h) + " was admitted; use finish or abort"};
+  return abort(h);
+}
+
+forward_ops request_manager::take_forward_ops(std::span<const request_handle> extend_batch) {
+  forward_ops ops;
+  ops.snapshots.swap(pending_snapshots_);
+  for (request_handle h : extend_batch) {
+    auto it = reqs_.find(h);
+    if (it == reqs_.end()) continue;
+    request_record& r = it->second;
+    if (r.working == no_slot) continue;
+    if (r.cow_src != no_slot) {
+      ops.cows.push_back({r.cow_src, r.working});
+      r.cow_src = no_slot;
+      r.needs_clear = false;
+    } else if (r.needs_clear) {
+      ops.clears.push_back(r.working);
+      r.needs_clear = false;
+    }
+  }
+  return ops;
+}
+
+std::size_t request_manager::held_slots() const {
+  std::size_t n = 0;
+  for (const auto& [h, r] : reqs_) {
+    n += r.working != no_slot ? 1 : 0;
+    if (r.has_pingpong)
+      for (slot_id s : r.pingpong) n += s != no_slot ? 1 : 0;
+  }
+  return n;
+}
+
+std::size_t request_manager::held_kv_tokens() const {
+  const std::size_t p = cache_.page_size();
+  std::size_t n = 0;
+  std::unordered_set<kv_index> pages;
+  for (const auto& [h, r] : reqs_) {
+    const std::size_t from = std::min(r.cache_protected_len, r.kv_allocated());
+    if (p == 1) {
+      n += r.kv_allocated() - from;
+      continue;
+    }
+    pages.clear();
+    for (std::size_t i = from; i < r.kv_allocated(); ++i)
+      pages.insert(r.row_kv[i] / static_cast<kv_index>(p));
+    n += pages.size() * p;
+  }
+  return n;
+}
+
+status request_manager::check_pool_invariants() const {
+  const radix_tree& tree = cache_.tree();
+  const tree_sizes& s = tree.sizes();
+  const std::size_t kv_sum = cache_.kv().available() + s.full_evictable + s.full_protected +
+                             held_kv_tokens();
+  if (kv_sum != cache_.kv().capacity())
+    return {errc::invariant_violated, "KV leak: available " + std::to_string(cache_.kv().available()) +
+                                          " + evictable " + std::to_string(s.full_evictable) +
+                                          " + protected " + std::to_string(s.full_protected) +
+                                          " + held " + std::to_string(held_kv_tokens()) +
+                                          " != capacity " + std::to_string(cache_.kv().capacity())};
+  const std::size_t slot_sum = cache_.slots().available() + s.mamba_evictable + s.mamba_protected +
+                               held_slots();
+  if (slot_sum != cache_.slots().capacity())
+    return {errc::invariant_violated,
+            "slot leak: available " + std::to_string(cache_.slots().available()) + " + evictable " +
+                std::to_string(s.mamba_evictable) + " + protected " +
+                std::to_string(s.mamba_protected) + " + held " + std::to_string(held_slots()) +
+                " != capacity " + std::to_string(cache_.slots().capacity())};
+  if (reqs_.empty() && rows_.available() != rows_.capacity())
+    return {errc::invariant_violated, "request row leak"};
+  return {};
+}
+
+}  // namespace hc

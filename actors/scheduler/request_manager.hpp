@@ -1,0 +1,171 @@
+#pragma once
+// Request bookkeeping for the three strategies, with SGLang's exact slot and KV
+// semantics: match with COW, admission (alloc_req_slots), KV extension, prefill and
+// decode tracking (eager and lazy ping-pong), cache_unfinished_req (donation),
+// cache_finished_req, release / abort without insert, and the deferred clear / COW /
+// snapshot command lists (cache-semantics.md §2.6, §3.6-§3.10, §4.3; seeds 24954, 27118).
+//
+// Every method validates its arguments and returns an error value instead of asserting;
+// on error nothing is leaked and the caches stay consistent.
+//
+// Thread safety: none; confined to the scheduler actor (one per worker session).
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/common/status.hpp"
+#include "actors/common/strategy.hpp"
+#include "actors/radix_cache/radix_cache.hpp"
+#include "actors/radix_cache/slot_allocator.hpp"
+#include "actors/scheduler/forward_ops.hpp"
+#include "actors/scheduler/request.hpp"
+#include "actors/scheduler/tracking.hpp"
+
+namespace hc {
+
+struct request_config {
+  /// Default: no_buffer.
+  strategy strat = strategy::no_buffer;
+  /// Ping-pong entries per request: 2 with overlap scheduling, 1 without. Default: 2.
+  int pp_size = 2;
+  /// C, the prefill snapshot alignment. Default: 64.
+  std::size_t chunk_size = 64;
+  /// Decode snapshot interval. Default: 256.
+  std::size_t track_interval = 256;
+  /// Request rows (ids 1..rows). Default: 16.
+  std::size_t rows = 16;
+  /// Width of a request row; 0 = unlimited. Default: 0.
+  std::size_t max_context_len = 0;
+  /// Slots pre-evicted per admitted request (3; 2 for lazy). 0 = derive from strat.
+  std::size_t alloc_factor = 0;
+  /// Test hook (SGLANG_TEST_MAMBA_LAZY_ALLOC_FAIL): lazy boundary preallocs fail.
+  bool force_lazy_prealloc_failure = false;
+};
+
+struct match_info {
+  std::size_t prefix_len = 0;
+  std::span<const kv_index> indices;  ///< valid until the request's next call
+  slot_id node_slot = no_slot;        ///< slot of the matched node (-1 for root)
+  std::optional<std::size_t> branching;
+  slot_id working = no_slot;          ///< working slot after COW (-1 if none)
+};
+
+struct admit_info {
+  row_id row = no_row;
+  slot_id working = no_slot;
+  std::optional<std::array<slot_id, 2>> pingpong;  ///< entries as allocated (-1 = empty)
+};
+
+struct unfinished_info {
+  bool inserted = false;               ///< false: nothing was tracked (extra_buffer)
+  std::size_t protected_len = 0;
+  std::span<const kv_index> prefix;    ///< first protected_len row entries
+  slot_id node_slot = no_slot;
+};
+
+struct finish_info {
+  bool inserted = false;
+  std::size_t cached_len = 0;   ///< tokens offered to the tree
+  bool mamba_exist = false;
+};
+
+/// One request's prefill-tracking decision with the slot it writes.
+struct extend_track {
+  prefill_track plan;
+  slot_id track_slot = no_slot;
+};
+
+struct decode_track {
+  bool mask = false;
+  slot_id track_slot = no_slot;
+};
+
+class request_manager {
+ public:
+  /// `cache` must outlive the manager.
+  request_manager(const request_config& cfg, radix_cache& cache);
+
+  const request_config& config() const noexcept { return cfg_; }
+
+  /// Registers a request with its prompt (input_len tokens). Handles are never reused.
+  status create(request_handle h, namespace_id ns, std::vector<token_id> prompt);
+  /// Appends generated tokens (decode outputs) to the request's token list.
+  status append_tokens(request_handle h, std::span<const token_id> tokens);
+
+  /// Scheduler's init_next_round_input: match_prefix(prompt[:input_len-1], cow=true).
+  result<match_info> match(request_handle h);
+  /// inc_lock_ref / dec_lock_ref of the request's last node.
+  status lock(request_handle h);
+  status unlock(request_handle h);
+  /// alloc_req_slots for one request: pre-evict slots, row, working slot, ping-pong.
+  result<admit_info> alloc_req(request_handle h);
+  /// Extends the request's KV by n at row position start (== current length).
+  result<std::span<const kv_index>> alloc_kv(request_handle h, std::size_t start, std::size_t n);
+
+  /// Records a snapshot: tracked length = seqlen; optionally flips next_track_idx.
+  /// Returns the keep slot (the entry now holding the newest snapshot).
+  result<slot_id> record_track(request_handle h, std::size_t seqlen, bool flip);
+  /// Prefill tracking decision for an extend of extend_len after prefix_len tokens;
+  /// applies it (tracked length, next index). Mask false for no_buffer.
+  result<extend_track> prepare_extend(request_handle h, std::size_t prefix_len,
+                                      std::size_t extend_len);
+  /// Decode step reaching the request's current KV length; lazy: preallocates the second
+  /// track slot at a boundary (evict one slot and retry once on failure).
+  result<decode_track> prepare_decode(request_handle h);
+  /// After the decode step: boundary bookkeeping; `finished` = the request ends now.
+  status process_decode(request_handle h, bool finished);
+  /// Speculative decode result: `accepted` drafts accepted in this step.
+  status process_spec_decode(request_handle h, std::size_t accepted, bool finished);
+
+  /// cache_unfinished_req with fill_ids = tokens[:fill_len].
+  result<unfinished_info> cache_unfinished(request_handle h, std::size_t fill_len);
+  /// release_kv_cache(is_insert=true) (lazy: unless a failed boundary forbids it); the
+  /// handle is dead afterwards.
+  result<finish_info> finish(request_handle h);
+  /// Abort / retraction: release without insert; the handle is dead afterwards.
+  status abort(request_handle h);
+  /// Not admitted after match: frees the COW slot the match allocated (PR 21404).
+  status not_admitted(request_handle h);
+
+  /// Deferred data ops for an extend batch: every pending snapshot copy, then the clears
+  /// and COW pairs of the listed requests (each taken once).
+  forward_ops take_forward_ops(std::span<const request_handle> extend_batch);
+
+  const request_record* find(request_handle h) const;
+  std::size_t live_requests() const noexcept { return reqs_.size(); }
+  const row_allocator& rows() const noexcept { return rows_; }
+
+  /// Slots held by live requests (working + ping-pong), for the idle invariant.
+  std::size_t held_slots() const;
+  /// KV tokens held by live requests outside the tree (pages * page_size when paged).
+  std::size_t held_kv_tokens() const;
+
+  /// available + evictable + protected + held == capacity for KV tokens and slots.
+  status check_pool_invariants() const;
+
+ private:
+  result<request_record*> get(request_handle h);
+  int other_idx(int i) const noexcept { return cfg_.pp_size == 2 ? 1 - i : i; }
+  int keep_idx(const request_record& r) const noexcept {
+    return lazy() ? r.next_track_idx : other_idx(r.next_track_idx);
+  }
+  bool extra() const noexcept { return uses_track_buffer(cfg_.strat); }
+  bool lazy() const noexcept { return cfg_.strat == strategy::extra_buffer_lazy; }
+  void free_kv(std::span<const kv_index> ids);
+  void free_slot(slot_id s);
+  void free_mamba_cache(request_record& r, std::optional<int> keep);
+  status release(request_record& r, bool is_insert, finish_info* info);
+  void drop_pending_ops(const request_record& r);
+
+  request_config cfg_;
+  radix_cache& cache_;
+  row_allocator rows_;
+  std::unordered_map<request_handle, request_record> reqs_;
+  std::vector<slot_copy> pending_snapshots_;
+  std::vector<kv_index> scratch_;
+};
+
+}  // namespace hc

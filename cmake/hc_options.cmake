@@ -1,0 +1,9 @@
+# Build options of hybridcache. Every option is documented in README.md.
+option(HC_WERROR "Treat compiler warnings as errors" OFF)
+option(HC_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer" OFF)
+# HC_WITH_CUDA: default ON when nvcc is found (decided in hc_cuda.cmake).
+
+if(HC_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

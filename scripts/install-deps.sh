@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package hybridcache needs to build and test.
+# Idempotent: packages already present are left as they are; `apt-get update`
+# runs once per invocation, only when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  # actors, RPC, L3 store, metrics
+  libcaf-dev libcapnp-dev capnproto librocksdb-dev prometheus-cpp-dev
+  # standard building blocks (never hand-written)
+  libssl-dev zlib1g-dev libbz2-dev libxxhash-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

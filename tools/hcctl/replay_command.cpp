@@ -1,0 +1,127 @@
+#include "tools/hcctl/replay_command.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "tools/replay/replayer.hpp"
+
+namespace hc::cli {
+namespace {
+
+using nlohmann::json;
+
+struct op_stats {
+  std::vector<std::uint64_t> ns;
+};
+
+double percentile_us(std::vector<std::uint64_t>& v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t idx = std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
+  return static_cast<double>(v[idx]) / 1000.0;
+}
+
+struct bench_run {
+  std::map<std::string, op_stats> per_op;
+  std::uint64_t total_ns = 0;   // cache ops, checks excluded
+  std::uint64_t measure_ns = 0;
+  std::size_t ops = 0, measure_ops = 0;
+};
+
+}  // namespace
+
+int run_replay(const replay_options& opts) {
+  auto tr = replay::read_trace(opts.trace_path);
+  if (!tr) {
+    std::fprintf(stderr, "hcctl replay: %s\n", tr.err().message.c_str());
+    return 2;
+  }
+  replay::token_generator gen(tr->config);
+  if (status s = gen.self_test(); !s) {
+    std::fprintf(stderr, "hcctl replay: %s\n", s.err().message.c_str());
+    return 2;
+  }
+  const bool print_lines = !opts.quiet && !opts.bench;
+  const int runs = opts.bench ? std::max(1, opts.repeat) : 1;
+  std::vector<bench_run> results;
+  std::size_t agreed = 0;
+  for (int run = 0; run < runs; ++run) {
+    replay::replayer rp(tr->config);
+    bench_run b;
+    std::string out_buf;
+    for (const replay::trace_op& op : tr->ops) {
+      replay::outcome o;
+      const std::uint64_t ns = rp.execute(op, o);
+      if (op.kind != replay::op_kind::check) {
+        b.per_op[op.name].ns.push_back(ns);
+        b.total_ns += ns;
+        ++b.ops;
+        if (op.phase == "measure") {
+          b.measure_ns += ns;
+          ++b.measure_ops;
+        }
+      }
+      if (!print_lines && !opts.check) continue;
+      json line = replay::replayer::to_json(op, o);
+      if (print_lines) {
+        out_buf += line.dump();
+        out_buf += '\n';
+        if (out_buf.size() > (1 << 16)) {
+          std::fwrite(out_buf.data(), 1, out_buf.size(), stdout);
+          out_buf.clear();
+        }
+      }
+      if (opts.check) {
+        if (auto d = replay::replayer::compare(op, line)) {
+          std::fwrite(out_buf.data(), 1, out_buf.size(), stdout);
+          std::fflush(stdout);
+          std::fprintf(stderr, "hcctl replay: divergence at %s\n", d->describe().c_str());
+          return 1;
+        }
+        if (run == 0) ++agreed;
+      }
+    }
+    std::fwrite(out_buf.data(), 1, out_buf.size(), stdout);
+    results.push_back(std::move(b));
+  }
+  if (opts.check)
+    std::fprintf(stderr, "hcctl replay: %zu of %zu ops agree with %s\n", agreed, tr->ops.size(),
+                 opts.trace_path.c_str());
+  if (!opts.bench) return 0;
+
+  // Best run = the one with the smallest total time (the machine is shared and noisy).
+  auto best = std::min_element(results.begin(), results.end(),
+                               [](const bench_run& a, const bench_run& b) { return a.total_ns < b.total_ns; });
+  json summary;
+  summary["trace"] = opts.trace_path;
+  summary["runs"] = runs;
+  summary["ops"] = best->ops;
+  summary["ops_per_s"] = best->total_ns ? static_cast<double>(best->ops) * 1e9 / static_cast<double>(best->total_ns) : 0.0;
+  summary["measure_ops_per_s"] = best->measure_ns ? static_cast<double>(best->measure_ops) * 1e9 / static_cast<double>(best->measure_ns) : 0.0;
+  for (auto& [name, st] : best->per_op) {
+    summary["per_op"][name] = {{"count", st.ns.size()},
+                               {"median_us", percentile_us(st.ns, 0.5)},
+                               {"p99_us", percentile_us(st.ns, 0.99)}};
+  }
+  if (opts.json) {
+    std::printf("%s\n", summary.dump().c_str());
+    return 0;
+  }
+  std::printf("%s", fmt::format("trace {}  ({} cache ops, best of {} runs)\n", opts.trace_path,
+                                best->ops, runs).c_str());
+  std::printf("%-18s %8s %12s %12s\n", "op", "count", "median_us", "p99_us");
+  for (auto& [name, v] : summary["per_op"].items())
+    std::printf("%-18s %8zu %12.3f %12.3f\n", name.c_str(), v["count"].get<std::size_t>(),
+                v["median_us"].get<double>(), v["p99_us"].get<double>());
+  std::printf("whole trace: %.0f ops/s   measure phase: %.0f ops/s\n",
+              summary["ops_per_s"].get<double>(), summary["measure_ops_per_s"].get<double>());
+  return 0;
+}
+
+}  // namespace hc::cli

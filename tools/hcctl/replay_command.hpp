@@ -1,0 +1,20 @@
+#pragma once
+// `hcctl replay TRACE [--check] [--bench] [--quiet] [--json]`: in-process trace replay.
+
+#include <string>
+
+namespace hc::cli {
+
+struct replay_options {
+  std::string trace_path;
+  bool check = false;   ///< compare every op with its `expect`; exit 1 at the first divergence
+  bool bench = false;   ///< time every op; print median / p99 per op kind and ops/s
+  bool quiet = false;   ///< do not print the per-op result lines
+  bool json = false;    ///< --bench: print the timing summary as one JSON object
+  int repeat = 1;       ///< --bench: replay this many times (fresh cache each), keep the best
+};
+
+/// Runs the command; returns the process exit status (0 ok, 1 divergence, 2 bad input).
+int run_replay(const replay_options& opts);
+
+}  // namespace hc::cli

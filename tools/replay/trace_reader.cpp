@@ -1,0 +1,178 @@
+#include <zlib.h>
+
+#include <memory>
+#include <string_view>
+
+#include "tools/replay/trace.hpp"
+
+namespace hc::replay {
+namespace {
+
+using nlohmann::json;
+
+struct gz_closer {
+  void operator()(gzFile f) const { gzclose(f); }
+};
+
+result<op_kind> kind_of(std::string_view s) {
+  if (s == "match") return op_kind::match;
+  if (s == "lock") return op_kind::lock;
+  if (s == "unlock") return op_kind::unlock;
+  if (s == "alloc_req") return op_kind::alloc_req;
+  if (s == "alloc_kv") return op_kind::alloc_kv;
+  if (s == "track") return op_kind::track;
+  if (s == "cache_unfinished") return op_kind::cache_unfinished;
+  if (s == "finish") return op_kind::finish;
+  if (s == "evict") return op_kind::evict;
+  if (s == "check") return op_kind::check;
+  return error{errc::parse_error, "unknown op '" + std::string(s) + "'"};
+}
+
+template <class T>
+T get_or(const json& j, const char* key, T def) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? def : it->get<T>();
+}
+
+status parse_header(const json& j, trace_config& c) {
+  if (get_or<std::string>(j, "op", "") != "config") return {errc::parse_error, "line 1 is not a config header"};
+  if (get_or<std::string>(j, "format", "") != "sglang-mamba-trace")
+    return {errc::parse_error, "format is not sglang-mamba-trace"};
+  if (get_or<int>(j, "version", 0) != 1) return {errc::parse_error, "unsupported trace version"};
+  c.page_size = j.at("page_size").get<std::size_t>();
+  c.strategy = j.at("strategy").get<std::string>();
+  c.ping_pong_size = get_or<int>(j, "ping_pong_size", 2);
+  c.chunk_size = get_or<std::size_t>(j, "mamba_cache_chunk_size", 64);
+  c.track_interval = get_or<std::size_t>(j, "mamba_track_interval", 256);
+  c.state_per_req = get_or<std::size_t>(j, "mamba_state_per_req", 3);
+  c.kv_pool_tokens = j.at("kv_pool_tokens").get<std::size_t>();
+  c.mamba_pool_slots = j.at("mamba_pool_slots").get<std::size_t>();
+  c.req_pool_rows = j.at("req_pool_rows").get<std::size_t>();
+  c.max_context_len = get_or<std::size_t>(j, "max_context_len", 0);
+  const json& t = j.at("tokens");
+  if (get_or<std::string>(t, "generator", "") != "splitmix64-v1")
+    return {errc::parse_error, "unsupported token generator"};
+  c.seed = t.at("seed").get<std::uint64_t>();
+  c.vocab = t.at("vocab").get<std::uint64_t>();
+  c.sys_len = t.at("sys_len").get<std::size_t>();
+  c.sys_groups = t.at("sys_groups").get<std::size_t>();
+  c.conv_lengths = t.at("conv_lengths").get<std::vector<std::size_t>>();
+  c.self_test = get_or<json>(j, "self_test", json());
+  if (c.page_size == 0 || c.vocab == 0 || c.sys_groups == 0 || c.kv_pool_tokens % c.page_size != 0)
+    return {errc::parse_error, "config: page_size, vocab and sys_groups must be > 0 and "
+                               "kv_pool_tokens a multiple of page_size"};
+  return {};
+}
+
+status parse_op(const json& j, trace_op& op) {
+  op.name = j.at("op").get<std::string>();
+  auto k = kind_of(op.name);
+  if (!k) return k.err();
+  op.kind = *k;
+  op.index = get_or<std::int64_t>(j, "i", -1);
+  op.phase = get_or<std::string>(j, "phase", "");
+  op.req = get_or<std::uint64_t>(j, "req", 0);
+  op.conv = get_or<std::size_t>(j, "conv", 0);
+  op.input_len = get_or<std::size_t>(j, "input_len", 0);
+  op.start = get_or<std::size_t>(j, "start", 0);
+  op.n = get_or<std::size_t>(j, "n", 0);
+  op.seqlen = get_or<std::size_t>(j, "seqlen", 0);
+  op.output_len = get_or<std::size_t>(j, "output_len", 0);
+  op.num_tokens = get_or<std::size_t>(j, "num_tokens", 0);
+  op.mamba_num = get_or<std::size_t>(j, "mamba_num", 0);
+  op.flip = get_or<bool>(j, "flip", false);
+  op.sanity = get_or<bool>(j, "sanity", false);
+  op.expect = get_or<json>(j, "expect", json());
+  const bool needs_req = op.kind != op_kind::evict && op.kind != op_kind::check;
+  if (needs_req && !j.contains("req")) return {errc::parse_error, "op '" + op.name + "' has no req"};
+  if (op.kind == op_kind::match && op.input_len == 0)
+    return {errc::parse_error, "match needs input_len >= 1"};
+  return {};
+}
+
+}  // namespace
+
+result<trace> read_trace(const std::string& path) {
+  std::unique_ptr<gzFile_s, gz_closer> f(gzopen(path.c_str(), "rb"));  // also reads plain files
+  if (!f) return error{errc::io_error, "cannot open trace '" + path + "'"};
+  gzbuffer(f.get(), 1 << 20);
+  trace t;
+  std::string line;
+  std::size_t lineno = 0;
+  char buf[1 << 16];
+  bool eof = false;
+  while (!eof) {
+    line.clear();
+    for (;;) {
+      if (!gzgets(f.get(), buf, sizeof buf)) {
+        int err = 0;
+        const char* msg = gzerror(f.get(), &err);
+        if (err != Z_OK && err != Z_STREAM_END)
+          return error{errc::io_error, path + ": read error: " + msg};
+        eof = true;
+        break;
+      }
+      line += buf;
+      if (!line.empty() && line.back() == '\n') break;
+    }
+    if (line.empty() || line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+    ++lineno;
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object())
+      return error{errc::parse_error, path + ":" + std::to_string(lineno) + ": not a JSON object"};
+    try {
+      if (lineno == 1) {
+        if (status s = parse_header(j, t.config); !s)
+          return error{s.err().code, path + ":1: " + s.err().message};
+        continue;
+      }
+      trace_op op;
+      op.line = lineno;
+      if (status s = parse_op(j, op); !s)
+        return error{s.err().code, path + ":" + std::to_string(lineno) + ": " + s.err().message};
+      t.ops.push_back(std::move(op));
+    } catch (const json::exception& e) {
+      return error{errc::parse_error, path + ":" + std::to_string(lineno) + ": " + e.what()};
+    }
+  }
+  if (lineno == 0) return error{errc::parse_error, path + ": empty trace"};
+  return t;
+}
+
+std::uint64_t token_generator::splitmix64(std::uint64_t x) noexcept {
+  std::uint64_t z = x + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+token_id token_generator::token(std::uint64_t stream, std::uint64_t i) const noexcept {
+  return static_cast<token_id>(1 + splitmix64((stream << 32) | i) % cfg_.vocab);
+}
+
+std::vector<token_id> token_generator::conversation(std::size_t c, std::size_t n) const {
+  std::vector<token_id> out(n);
+  const std::uint64_t sys_stream = (cfg_.seed << 21) + 1 + c % cfg_.sys_groups;
+  const std::uint64_t conv_stream = (cfg_.seed << 21) + (1ull << 20) + c;
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = i < cfg_.sys_len ? token(sys_stream, i) : token(conv_stream, i - cfg_.sys_len);
+  return out;
+}
+
+status token_generator::self_test() const {
+  if (!cfg_.self_test.is_object()) return {};
+  auto check = [&](const char* key, std::uint64_t stream) -> status {
+    auto it = cfg_.self_test.find(key);
+    if (it == cfg_.self_test.end()) return {};
+    const auto want = it->get<std::vector<std::int64_t>>();
+    for (std::size_t i = 0; i < want.size(); ++i)
+      if (token(stream, i) != want[i])
+        return {errc::parse_error, std::string("token generator self test '") + key +
+                                       "' differs at " + std::to_string(i)};
+    return {};
+  };
+  if (status s = check("conv_stream_0_first8", (cfg_.seed << 21) + (1ull << 20)); !s) return s;
+  return check("sys_stream_0_first4", (cfg_.seed << 21) + 1);
+}
+
+}  // namespace hc::replay
