@@ -50,6 +50,8 @@ class [[nodiscard]] result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   /// REQUIRES: !ok().
   const error& err() const { return std::get<1>(v_); }
 

@@ -395,6 +395,16 @@ void radix_tree::reset() {
   }
 }
 
+std::vector<const radix_node*> radix_tree::lru_order(lru_kind kind) const {
+  std::vector<const radix_node*> out;
+  if (kind == lru_kind::full) {
+    for (radix_node* x = full_lru_.first(); x; x = full_lru_.after(x)) out.push_back(x);
+  } else {
+    for (radix_node* x = mamba_lru_.first(); x; x = mamba_lru_.after(x)) out.push_back(x);
+  }
+  return out;
+}
+
 std::size_t radix_tree::leaf_count() const {
   std::size_t n = 0;
   for (radix_node* x = full_lru_.first(); x; x = full_lru_.after(x)) n += x->is_leaf() ? 1 : 0;

@@ -110,7 +110,8 @@ class radix_tree {
   evict_result evict(std::size_t num_tokens, std::size_t mamba_num);
 
   const tree_sizes& sizes() const noexcept { return sizes_; }
-  std::size_t node_count() const noexcept { return live_nodes_; }
+  /// Non-root nodes.
+  std::size_t node_count() const noexcept { return live_nodes_ - 1; }
   /// Leaves (non-root nodes without children).
   std::size_t leaf_count() const;
 
@@ -129,6 +130,9 @@ class radix_tree {
 
   /// Slot held by the node (no_slot for a tombstone or root).
   slot_id slot_of(node_ref ref) const noexcept { return valid(ref) ? ref.node->mamba : no_slot; }
+
+  /// Nodes of one LRU list from most to least recent (for tests and `hcctl inspect`).
+  std::vector<const radix_node*> lru_order(lru_kind kind) const;
 
   /// Drops every node (KV and slots returned to the allocators); emits AllBlocksCleared.
   void reset();

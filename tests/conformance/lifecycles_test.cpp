@@ -1,0 +1,200 @@
+// spec/cache-semantics.md §4.4: the three worked lifecycles, slot ids and free-list order
+// included. Setup: empty tree, page 1, C 64, interval 256, slots [1..10]; one request,
+// 200-token prompt, no prefix hit, 99 decode steps (kv_committed_len 299).
+//
+// Groups: A. extra_buffer (eager, pp 2)  B. extra_buffer_lazy  C. no_buffer
+#include <gtest/gtest.h>
+
+#include "actors/scheduler/request_manager.hpp"
+#include "tests/support/tree_fixture.hpp"
+
+namespace hc::test {
+namespace {
+
+struct lifecycle : ::testing::Test {
+  radix_cache cache{{4096, 1, 10, 64}};
+  std::unique_ptr<request_manager> m;
+  const request_handle h = 7;
+  bool check_pools = true;  // off where a test takes slots behind the manager's back
+
+  void start(strategy s, int pp, bool force_fail = false) {
+    request_config rc;
+    rc.strat = s;
+    rc.pp_size = pp;
+    rc.chunk_size = 64;
+    rc.track_interval = 256;
+    rc.rows = 4;
+    rc.force_lazy_prealloc_failure = force_fail;
+    m = std::make_unique<request_manager>(rc, cache);
+    ASSERT_TRUE(m->create(h, 0, iota_tokens(1000, 200)).ok());
+    auto mi = m->match(h);
+    ASSERT_TRUE(mi.ok());
+    EXPECT_EQ(mi->prefix_len, 0u);
+    ASSERT_TRUE(m->lock(h).ok());
+    ASSERT_TRUE(m->alloc_req(h).ok());
+    ASSERT_TRUE(m->alloc_kv(h, 0, 200).ok());
+  }
+  // Decode steps from length 201 to `to`; `finish_at_last` marks the last step finished.
+  void decode_to(std::size_t to, bool finish_at_last = false) {
+    const request_record* r = m->find(h);
+    for (std::size_t len = r->kv_allocated() + 1; len <= to; ++len) {
+      ASSERT_TRUE(m->alloc_kv(h, len - 1, 1).ok());
+      ASSERT_TRUE(m->prepare_decode(h).ok());
+      ASSERT_TRUE(m->process_decode(h, finish_at_last && len == to).ok());
+      if (check_pools) {
+        auto s = m->check_pool_invariants();
+        ASSERT_TRUE(s.ok()) << s.err().message;
+      }
+    }
+  }
+  void finish() {
+    ASSERT_TRUE(m->append_tokens(h, iota_tokens(5000, 99)).ok());
+    auto f = m->finish(h);
+    ASSERT_TRUE(f.ok()) << f.err().message;
+  }
+  std::vector<std::pair<std::size_t, slot_id>> tree_states() {
+    std::vector<std::pair<std::size_t, slot_id>> out;
+    std::vector<token_id> all = cat(iota_tokens(1000, 200), iota_tokens(5000, 99));
+    for (std::size_t len : {192u, 200u, 256u, 299u}) {
+      auto mr = cache.tree().match(0, std::span<const token_id>(all.data(), len));
+      if (mr.indices.size() == len && mr.last_slot != no_slot) out.emplace_back(len, mr.last_slot);
+    }
+    return out;
+  }
+};
+
+using states = std::vector<std::pair<std::size_t, slot_id>>;
+
+// ---- A ---------------------------------------------------------------------------------
+TEST_F(lifecycle, ExtraBufferEagerOverlap) {
+  start(strategy::extra_buffer, 2);
+  const request_record* r = m->find(h);
+  EXPECT_EQ(r->working, 1);
+  EXPECT_EQ(r->pingpong, (std::array<slot_id, 2>{2, 3}));
+  auto ex = m->prepare_extend(h, 0, 200);
+  ASSERT_TRUE(ex.ok());
+  EXPECT_TRUE(ex->plan.mask);
+  EXPECT_EQ(ex->track_slot, 2);
+  EXPECT_EQ(ex->plan.tracked_len, 192u);
+  EXPECT_EQ(r->next_track_idx, 1);
+  const request_handle batch[] = {h};
+  auto ops = m->take_forward_ops(batch);
+  EXPECT_EQ(ops.clears, (std::vector<slot_id>{1}));
+  auto u = m->cache_unfinished(h, 200);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->protected_len, 192u);
+  EXPECT_EQ(u->node_slot, 2);
+  EXPECT_EQ(r->pingpong, (std::array<slot_id, 2>{4, 3}));
+  EXPECT_EQ(cache.tree().sizes().full_protected, 192u);
+  EXPECT_FALSE(r->tracked_len.has_value());
+  decode_to(255);
+  {
+    ASSERT_TRUE(m->alloc_kv(h, 255, 1).ok());
+    auto d = m->prepare_decode(h);
+    ASSERT_TRUE(d.ok());
+    EXPECT_TRUE(d->mask);
+    EXPECT_EQ(d->track_slot, 3);
+    ASSERT_TRUE(m->process_decode(h, false).ok());
+    EXPECT_EQ(r->tracked_len, 256u);
+    EXPECT_EQ(r->next_track_idx, 0);
+  }
+  decode_to(299);
+  finish();
+  EXPECT_EQ(tree_states(), (states{{192, 2}, {256, 3}}));
+  EXPECT_EQ(drain_free_slots(cache), (std::vector<slot_id>{5, 6, 7, 8, 9, 10, 1, 4}));
+}
+
+// ---- B ---------------------------------------------------------------------------------
+TEST_F(lifecycle, ExtraBufferLazy) {
+  start(strategy::extra_buffer_lazy, 2);
+  const request_record* r = m->find(h);
+  EXPECT_EQ(r->working, 1);
+  EXPECT_EQ(r->pingpong, (std::array<slot_id, 2>{2, no_slot}));
+  auto ex = m->prepare_extend(h, 0, 200);
+  ASSERT_TRUE(ex.ok());
+  EXPECT_EQ(ex->track_slot, 2);
+  EXPECT_EQ(r->next_track_idx, 0) << "lazy never flips at prefill";
+  ASSERT_TRUE(m->cache_unfinished(h, 200).ok());
+  EXPECT_EQ(r->pingpong, (std::array<slot_id, 2>{3, no_slot}));
+  decode_to(255);
+  ASSERT_TRUE(m->alloc_kv(h, 255, 1).ok());
+  auto d = m->prepare_decode(h);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(r->pingpong, (std::array<slot_id, 2>{3, 4}));
+  EXPECT_EQ(d->track_slot, 4);
+  ASSERT_TRUE(m->process_decode(h, false).ok());
+  EXPECT_EQ(r->pingpong, (std::array<slot_id, 2>{no_slot, 4}));
+  decode_to(299);
+  finish();
+  EXPECT_EQ(tree_states(), (states{{192, 2}, {256, 4}}));
+  EXPECT_EQ(drain_free_slots(cache), (std::vector<slot_id>{5, 6, 7, 8, 9, 10, 3, 1}));
+}
+
+TEST_F(lifecycle, ExtraBufferLazyFailedPreallocStillInsertsAtFinish) {
+  start(strategy::extra_buffer_lazy, 2, /*force_fail=*/true);
+  const request_record* r = m->find(h);
+  ASSERT_TRUE(m->prepare_extend(h, 0, 200).ok());
+  ASSERT_TRUE(m->cache_unfinished(h, 200).ok());
+  decode_to(256);
+  EXPECT_EQ(r->pingpong, (std::array<slot_id, 2>{3, no_slot})) << "prealloc failed: one slot";
+  EXPECT_EQ(r->next_track_idx, 0);
+  EXPECT_EQ(r->tracked_len, 256u);
+  decode_to(299);
+  finish();
+  EXPECT_EQ(tree_states(), (states{{192, 2}, {256, 3}}));
+}
+
+TEST_F(lifecycle, ExtraBufferLazyFinishingAtAFailedBoundarySkipsInsert) {
+  start(strategy::extra_buffer_lazy, 2, /*force_fail=*/true);
+  ASSERT_TRUE(m->prepare_extend(h, 0, 200).ok());
+  ASSERT_TRUE(m->cache_unfinished(h, 200).ok());
+  decode_to(256, /*finish_at_last=*/true);
+  EXPECT_FALSE(m->find(h)->lazy_is_insert);
+  ASSERT_TRUE(m->append_tokens(h, iota_tokens(5000, 57)).ok());
+  ASSERT_TRUE(m->finish(h).ok());
+  EXPECT_EQ(tree_states(), (states{{192, 2}})) << "nothing inserted at 256";
+  EXPECT_EQ(cache.tree().sizes().total_tokens(), 192u);
+  EXPECT_EQ(cache.slots().available() + cache.tree().sizes().total_slots(), 10u);
+}
+
+TEST_F(lifecycle, ExtraBufferLazyPreallocEvictsOneSlotAndRetries) {
+  start(strategy::extra_buffer_lazy, 2);
+  ASSERT_TRUE(m->prepare_extend(h, 0, 200).ok());
+  ASSERT_TRUE(m->cache_unfinished(h, 200).ok());
+  // Fill the pool except nothing: the tree holds slot 2 (locked by the request). Add an
+  // unlocked tree slot, then exhaust the free list so the prealloc must evict it.
+  std::vector<kv_index> kv = alloc_kv(cache, 64);
+  const slot_id extra_slot = cache.slots().alloc_one();
+  ASSERT_TRUE(cache.tree().insert(0, iota_tokens(90000, 64), kv, extra_slot).ok());
+  std::vector<slot_id> hog;
+  check_pools = false;
+  ASSERT_TRUE(cache.slots().alloc(cache.slots().available(), hog));
+  decode_to(256);
+  const request_record* r = m->find(h);
+  EXPECT_EQ(r->pingpong[0], no_slot) << "second slot obtained by evicting one tree slot";
+  EXPECT_EQ(r->pingpong[1], extra_slot);
+  EXPECT_TRUE(cache.slots().free(hog).ok());
+}
+
+// ---- C ---------------------------------------------------------------------------------
+TEST_F(lifecycle, NoBufferWithoutOverlap) {
+  start(strategy::no_buffer, 1);
+  const request_record* r = m->find(h);
+  EXPECT_EQ(r->working, 1);
+  EXPECT_FALSE(r->has_pingpong);
+  auto u = m->cache_unfinished(h, 200);
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->protected_len, 200u);
+  EXPECT_EQ(u->node_slot, 2);
+  const request_handle batch[] = {h};
+  auto ops = m->take_forward_ops(batch);
+  EXPECT_EQ(ops.snapshots, (std::vector<slot_copy>{{1, 2}})) << "deferred copy W -> donated";
+  EXPECT_EQ(ops.clears, (std::vector<slot_id>{1}));
+  decode_to(299);
+  finish();
+  EXPECT_EQ(tree_states(), (states{{200, 2}, {299, 1}}));
+  EXPECT_EQ(drain_free_slots(cache), (std::vector<slot_id>{3, 4, 5, 6, 7, 8, 9, 10}));
+}
+
+}  // namespace
+}  // namespace hc::test

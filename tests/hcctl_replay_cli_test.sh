@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The hcctl replay contract: --check exits 0 on every bundled SGLang trace, exits 1 and
+# names line, field and both values on a corrupted one, and exits 2 on unreadable input.
+set -u
+hcctl=$1
+data=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for t in "$data"/*.jsonl.gz; do
+  "$hcctl" replay --check --quiet "$t" || { echo "FAIL: $t does not replay"; exit 1; }
+done
+# Corrupt one expected value: the replay must stop there with a precise message.
+gzip -dc "$data/p64_ctx4k_c100.jsonl.gz" | sed '500s/"kv_avail":\([0-9]*\)/"kv_avail":1\1/' > "$tmp/bad.jsonl"
+"$hcctl" replay --check --quiet "$tmp/bad.jsonl" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: corrupted trace gave exit $rc, want 1"; exit 1; }
+grep -q "line 500" "$tmp/err" && grep -q "kv_avail" "$tmp/err" || { echo "FAIL: message: $(cat "$tmp/err")"; exit 1; }
+# Result lines carry the expect fields.
+"$hcctl" replay "$data/conf_p1_pressure.jsonl.gz" | head -1 | grep -q '"prefix_len"' || { echo "FAIL: no result lines"; exit 1; }
+# Bad input: missing file, garbage.
+"$hcctl" replay --check "$tmp/missing.jsonl" 2>/dev/null; [ $? -eq 2 ] || { echo "FAIL: missing file"; exit 1; }
+echo '{"op":"config"' > "$tmp/garbage.jsonl"
+"$hcctl" replay --check "$tmp/garbage.jsonl" 2>/dev/null; [ $? -eq 2 ] || { echo "FAIL: garbage"; exit 1; }
+"$hcctl" replay --bench --json "$data/conf_p1_pressure.jsonl.gz" | grep -q '"ops_per_s"' || { echo "FAIL: bench"; exit 1; }
+echo "hcctl replay CLI: all checks passed"

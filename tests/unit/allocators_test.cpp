@@ -1,0 +1,115 @@
+// Allocators: FIFO reuse, page-aware extends, all-or-nothing, slot 0 reserved, groups.
+// Groups: A. kv token  B. kv paged  C. slots  D. rows
+#include <gtest/gtest.h>
+
+#include "actors/radix_cache/kv_allocator.hpp"
+#include "actors/radix_cache/slot_allocator.hpp"
+
+namespace hc {
+namespace {
+
+std::vector<kv_index> take(kv_allocator& a, std::size_t seq, kv_index last, std::size_t n) {
+  std::vector<kv_index> out;
+  EXPECT_TRUE(a.alloc_extend(seq, last, n, out));
+  return out;
+}
+
+// ---- A ---------------------------------------------------------------------------------
+TEST(KvTokenAllocator, FifoReuseAndAllOrNothing) {
+  kv_allocator a(8, 1);
+  EXPECT_EQ(a.available(), 8u);
+  EXPECT_EQ(take(a, 0, 0, 3), (std::vector<kv_index>{1, 2, 3}));
+  std::vector<kv_index> none;
+  EXPECT_FALSE(a.alloc(6, none));
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(a.available(), 5u);
+  const std::vector<kv_index> back{3, 1};
+  ASSERT_TRUE(a.free(back).ok());
+  EXPECT_EQ(take(a, 0, 0, 7), (std::vector<kv_index>{4, 5, 6, 7, 8, 3, 1}));
+}
+
+TEST(KvTokenAllocator, DoubleFreeAndRangeAreErrorsThatChangeNothing) {
+  kv_allocator a(4, 1);
+  auto got = take(a, 0, 0, 2);
+  ASSERT_TRUE(a.free(got).ok());
+  EXPECT_EQ(a.free(got).err().code, errc::double_free);
+  const std::vector<kv_index> bad{0};
+  EXPECT_EQ(a.free(bad).err().code, errc::invalid_argument);
+  EXPECT_EQ(a.available(), 4u);
+}
+
+// ---- B ---------------------------------------------------------------------------------
+TEST(KvPagedAllocator, ExtendFillsThePartialPageThenTakesWholePages) {
+  kv_allocator a(16, 4);  // pages 1..4
+  EXPECT_EQ(a.available(), 16u);
+  auto first = take(a, 0, 0, 6);  // pages 1, 2
+  EXPECT_EQ(first, (std::vector<kv_index>{4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(a.available(), 8u);
+  auto more = take(a, 6, 9, 3);  // fills 10, 11 then page 3
+  EXPECT_EQ(more, (std::vector<kv_index>{10, 11, 12}));
+  EXPECT_EQ(a.pages_needed(9, 3), 0u);
+  EXPECT_EQ(a.pages_needed(8, 1), 1u);
+  EXPECT_EQ(a.pages_needed(8, 0), 0u);
+}
+
+TEST(KvPagedAllocator, FreePrependsSortedUniquePages) {
+  kv_allocator a(16, 4);
+  auto x = take(a, 0, 0, 16);  // all four pages
+  const std::vector<kv_index> some{13, 5, 14, 6};  // pages 3 and 1
+  ASSERT_TRUE(a.free(some).ok());
+  EXPECT_EQ(take(a, 0, 0, 8), (std::vector<kv_index>{4, 5, 6, 7, 12, 13, 14, 15}));
+  std::vector<kv_index> none;
+  EXPECT_FALSE(a.alloc_extend(0, 0, 1, none)) << "no page left";
+}
+
+TEST(KvPagedAllocator, PageZeroIsNeverHandedOut) {
+  kv_allocator a(8, 4);
+  auto all = take(a, 0, 0, 8);
+  for (kv_index k : all) EXPECT_GE(k, 4);
+}
+
+// ---- C ---------------------------------------------------------------------------------
+TEST(SlotAllocator, SlotZeroReservedFifoNoPartial) {
+  slot_allocator s(4);
+  std::vector<slot_id> got;
+  ASSERT_TRUE(s.alloc(2, got));
+  EXPECT_EQ(got, (std::vector<slot_id>{1, 2}));
+  EXPECT_FALSE(s.alloc(3, got));
+  EXPECT_EQ(got.size(), 2u);
+  ASSERT_TRUE(s.free_one(1).ok());
+  EXPECT_EQ(s.free_one(1).err().code, errc::double_free);
+  EXPECT_EQ(s.free_one(0).err().code, errc::invalid_argument);
+  got.clear();
+  ASSERT_TRUE(s.alloc(3, got));
+  EXPECT_EQ(got, (std::vector<slot_id>{3, 4, 1}));
+  EXPECT_EQ(s.alloc_one(), no_slot);
+}
+
+TEST(SlotAllocator, GroupPreallocationPopsFromTheGroupAndReturnsTheRest) {
+  slot_allocator s(6);
+  ASSERT_TRUE(s.group_begin(3));  // 1, 2, 3 reserved
+  EXPECT_EQ(s.available(), 3u);
+  EXPECT_EQ(s.alloc_one(), 1);
+  EXPECT_EQ(s.alloc_one(), 2);
+  s.group_end();  // 3 goes to the end of the free list
+  std::vector<slot_id> rest;
+  ASSERT_TRUE(s.alloc(4, rest));
+  EXPECT_EQ(rest, (std::vector<slot_id>{4, 5, 6, 3}));
+  EXPECT_FALSE(s.group_begin(1)) << "all or nothing";
+  EXPECT_FALSE(s.group_active());
+}
+
+// ---- D ---------------------------------------------------------------------------------
+TEST(RowAllocator, FrontAllocAppendFree) {
+  row_allocator r(3);
+  EXPECT_EQ(r.alloc(), 1);
+  EXPECT_EQ(r.alloc(), 2);
+  ASSERT_TRUE(r.free(1).ok());
+  EXPECT_EQ(r.alloc(), 3);
+  EXPECT_EQ(r.alloc(), 1);
+  EXPECT_EQ(r.alloc(), no_row);
+  EXPECT_EQ(r.free(7).err().code, errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace hc

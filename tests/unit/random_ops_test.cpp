@@ -1,0 +1,190 @@
+// Randomized lifecycles on small pools: match / lock / admit / extend with tracking /
+// cache_unfinished / decode with boundaries / finish / abort / not-admitted, raw tree
+// matches, inserts and evictions, for every strategy and several page sizes. After every
+// step the tree invariants and the pool identity
+//   available + evictable + protected + held == capacity   (KV tokens and SSM slots)
+// are checked. Fixed seeds; a failure names the seed and the step.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "actors/scheduler/request_manager.hpp"
+#include "tests/support/tree_fixture.hpp"
+
+namespace hc::test {
+namespace {
+
+struct params {
+  strategy strat;
+  std::size_t page;
+  int pp;
+  std::uint64_t seed;
+};
+
+enum class stage { created, matched, admitted, prefilled, decoding };
+
+struct live {
+  stage st = stage::created;
+  std::size_t target_len = 0;  // prompt + decode tokens
+};
+
+class RandomOps : public ::testing::TestWithParam<params> {};
+
+TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
+  const params p = GetParam();
+  const std::size_t C = std::max<std::size_t>(16, p.page);
+  radix_cache cache({static_cast<std::size_t>(1024) / p.page * p.page * 4, p.page, 24, C});
+  request_config rc;
+  rc.strat = p.strat;
+  rc.pp_size = p.pp;
+  rc.chunk_size = C;
+  rc.track_interval = std::max<std::size_t>(32, p.page * 2);
+  rc.rows = 8;
+  request_manager m(rc, cache);
+  std::mt19937_64 rng(p.seed);
+  // A few shared "system prompts" so prefixes, splits and branching happen.
+  std::vector<std::vector<token_id>> systems;
+  for (int g = 0; g < 3; ++g) systems.push_back(iota_tokens(10000 * (g + 1), 40 + 17 * static_cast<std::size_t>(g)));
+  std::map<request_handle, live> reqs;
+  request_handle next_h = 1;
+  std::size_t finished = 0, aborted = 0, oom = 0;
+
+  auto fail_safe_abort = [&](request_handle h) {
+    ASSERT_TRUE(m.abort(h).ok());
+    reqs.erase(h);
+    ++aborted;
+  };
+
+  for (int step = 0; step < 3000; ++step) {
+    SCOPED_TRACE(::testing::Message() << "seed " << p.seed << " step " << step);
+    const unsigned action = static_cast<unsigned>(rng() % 100);
+    if (action < 12 && reqs.size() < 8) {
+      // New request: system prompt + random user tail (sometimes sharing a previous tail).
+      std::vector<token_id> prompt = systems[rng() % systems.size()];
+      const std::size_t tail = 1 + rng() % 120;
+      auto user = iota_tokens(static_cast<int>(100000 + (rng() % 5) * 1000), tail);
+      prompt = cat(prompt, user);
+      const request_handle h = next_h++;
+      ASSERT_TRUE(m.create(h, static_cast<namespace_id>(rng() % 10 == 0), prompt).ok());
+      reqs[h] = {stage::created, prompt.size() + rng() % 60};
+    } else if (action < 80 && !reqs.empty()) {
+      auto it = reqs.begin();
+      std::advance(it, static_cast<long>(rng() % reqs.size()));
+      const request_handle h = it->first;
+      live& L = it->second;
+      const request_record* r = m.find(h);
+      ASSERT_NE(r, nullptr);
+      if (rng() % 150 == 0) {
+        if (L.st == stage::created || L.st == stage::matched) {
+          ASSERT_TRUE(m.not_admitted(h).ok());
+          reqs.erase(it);
+        } else {
+          fail_safe_abort(h);
+        }
+      } else if (L.st == stage::created) {
+        auto mi = m.match(h);
+        if (!mi) {
+          ASSERT_EQ(mi.err().code, errc::out_of_memory);
+          ASSERT_TRUE(m.not_admitted(h).ok());
+          reqs.erase(it);
+          ++oom;
+        } else {
+          ASSERT_TRUE(m.lock(h).ok());
+          L.st = stage::matched;
+        }
+      } else if (L.st == stage::matched) {
+        auto a = m.alloc_req(h);
+        if (!a) {
+          ASSERT_EQ(a.err().code, errc::out_of_memory) << a.err().message;
+          fail_safe_abort(h);
+          ++oom;
+        } else {
+          L.st = stage::admitted;
+        }
+      } else if (L.st == stage::admitted) {
+        const std::size_t prefix = r->kv_allocated();
+        const std::size_t extend = r->input_len - prefix;
+        auto kv = m.alloc_kv(h, prefix, extend);
+        if (!kv) {
+          ASSERT_EQ(kv.err().code, errc::out_of_memory);
+          fail_safe_abort(h);
+          ++oom;
+        } else {
+          ASSERT_TRUE(m.prepare_extend(h, prefix, extend).ok());
+          const request_handle batch[] = {h};
+          forward_ops ops = m.take_forward_ops(batch);
+          for (const slot_copy& c : ops.cows) ASSERT_NE(c.src, c.dst);
+          auto u = m.cache_unfinished(h, r->input_len);
+          if (!u) {
+            ASSERT_EQ(u.err().code, errc::out_of_memory) << u.err().message;
+            fail_safe_abort(h);
+            ++oom;
+          } else {
+            L.st = stage::decoding;
+          }
+        }
+      } else {
+        const std::size_t len = r->kv_allocated();
+        if (len >= L.target_len) {
+          std::vector<token_id> out = iota_tokens(static_cast<int>(500000 + h * 1000), len + 1 - r->tokens.size());
+          ASSERT_TRUE(m.append_tokens(h, out).ok());
+          auto f = m.finish(h);
+          ASSERT_TRUE(f.ok()) << f.err().message;
+          reqs.erase(it);
+          ++finished;
+        } else {
+          auto kv = m.alloc_kv(h, len, 1);
+          if (!kv) {
+            fail_safe_abort(h);
+            ++oom;
+          } else {
+            ASSERT_TRUE(m.prepare_decode(h).ok());
+            ASSERT_TRUE(m.process_decode(h, false).ok());
+          }
+        }
+      }
+    } else if (action < 90) {
+      (void)cache.tree().evict(rng() % (4 * p.page + 1), rng() % 3);
+    } else {
+      // Raw probe: a match (may split nodes) without COW.
+      auto key = cat(systems[rng() % systems.size()], iota_tokens(100000, rng() % 64));
+      (void)cache.tree().match(0, key);
+    }
+    ASSERT_TRUE(cache.tree().check_invariants().ok()) << cache.tree().check_invariants().err().message;
+    ASSERT_TRUE(m.check_pool_invariants().ok()) << m.check_pool_invariants().err().message;
+  }
+  // Drain: everything ends, then the idle checks must hold exactly.
+  while (!reqs.empty()) fail_safe_abort(reqs.begin()->first);
+  ASSERT_TRUE(cache.tree().sanity_check().ok()) << cache.tree().sanity_check().err().message;
+  ASSERT_TRUE(m.check_pool_invariants().ok());
+  EXPECT_EQ(m.held_slots(), 0u);
+  EXPECT_GT(finished, 10u) << "the workload should complete requests (aborted " << aborted
+                           << ", out of memory " << oom << ")";
+  cache.tree().evict(SIZE_MAX, SIZE_MAX);
+  EXPECT_EQ(cache.kv().available(), cache.kv().capacity());
+  EXPECT_EQ(cache.slots().available(), cache.slots().capacity());
+}
+
+std::vector<params> all_params() {
+  std::vector<params> v;
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    v.push_back({strategy::no_buffer, 1, 1, seed});
+    v.push_back({strategy::extra_buffer, 1, 2, seed});
+    v.push_back({strategy::extra_buffer, 4, 1, seed});
+    v.push_back({strategy::extra_buffer, 16, 2, seed});
+    v.push_back({strategy::extra_buffer_lazy, 1, 2, seed});
+    v.push_back({strategy::extra_buffer_lazy, 8, 2, seed});
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, RandomOps, ::testing::ValuesIn(all_params()),
+                         [](const auto& i) {
+                           return std::string(to_string(i.param.strat)) + "_P" +
+                                  std::to_string(i.param.page) + "_pp" + std::to_string(i.param.pp) +
+                                  "_seed" + std::to_string(i.param.seed);
+                         });
+
+}  // namespace
+}  // namespace hc::test
