@@ -77,6 +77,8 @@ std::size_t radix_tree::key_match(std::span<const token_id> a,
                                   std::span<const token_id> b) const noexcept {
   const std::size_t n = std::min(a.size(), b.size());
   std::size_t i = 0;
+  // Eight tokens (32 bytes) per step while they agree, then token by token.
+  while (i + 8 <= n && std::memcmp(a.data() + i, b.data() + i, 8 * sizeof(token_id)) == 0) i += 8;
   while (i < n && a[i] == b[i]) ++i;
   return i / cfg_.page_size * cfg_.page_size;
 }

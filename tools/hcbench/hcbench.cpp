@@ -1,1 +1,193 @@
-int main(){}
+// hcbench: Google Benchmark suite of the index plane.
+//
+//   BM_MatchPrefix / BM_Insert   contexts 1K..64K tokens, page 1 and 64, trees of 100 and
+//                                1,000 conversations (shared system prompt ctx/8, 4 groups,
+//                                like reference/sglang-baseline.md)
+//   BM_EvictMamba / BM_EvictPage evict(mamba_num=1) and evict(num_tokens=page)
+//   BM_TraceReplay               whole SGLang traces (tests/data, or $HC_TRACE_DIR)
+//
+// Only the cache call is timed (manual time); building keys and values is not.
+// Run: build/release/tools/hcbench/hcbench [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+
+#include "actors/radix_cache/radix_cache.hpp"
+#include "tools/replay/replayer.hpp"
+
+namespace {
+
+using namespace hc;
+using clk = std::chrono::steady_clock;
+
+double seconds_since(clk::time_point t0) {
+  return std::chrono::duration<double>(clk::now() - t0).count();
+}
+
+/// A tree holding `convs` conversations of `ctx` tokens (ctx/8 shared system prompt in 4
+/// groups), each conversation ending in a node holding a slot.
+struct bench_tree {
+  std::size_t ctx, convs, page;
+  std::unique_ptr<radix_cache> cache;
+  std::vector<std::vector<token_id>> keys;
+  std::mt19937_64 rng{42};
+  int next_token = 1 << 24;
+
+  bench_tree(std::size_t ctx_, std::size_t convs_, std::size_t page_)
+      : ctx(ctx_), convs(convs_), page(page_) {
+    // Room for the tree plus the inserts a benchmark run makes.
+    const std::size_t kv = (ctx * convs * 2 + (1u << 22)) / page * page;
+    cache = std::make_unique<radix_cache>(cache_config{kv, page, convs * 4 + 4096, 64});
+    for (std::size_t c = 0; c < convs; ++c) {
+      std::vector<token_id> k(ctx);
+      const std::size_t sys = ctx / 8;
+      for (std::size_t i = 0; i < ctx; ++i)
+        k[i] = i < sys ? static_cast<token_id>(1 + (c % 4) * 1000003 + i)
+                       : static_cast<token_id>(1 + (rng() % 150000));
+      insert_fresh(k);
+      keys.push_back(std::move(k));
+    }
+  }
+  void insert_fresh(const std::vector<token_id>& k) {
+    std::vector<kv_index> v;
+    if (!cache->kv().alloc_extend(0, 0, k.size(), v)) std::abort();
+    auto r = cache->tree().insert(0, k, v, cache->slots().alloc_one());
+    if (!r.ok() || r->mamba_exist) std::abort();
+  }
+};
+
+bench_tree& tree_for(std::size_t ctx, std::size_t convs, std::size_t page) {
+  static std::unique_ptr<bench_tree> t;
+  if (!t || t->ctx != ctx || t->convs != convs || t->page != page) {
+    t.reset();
+    t = std::make_unique<bench_tree>(ctx, convs, page);
+  }
+  return *t;
+}
+
+void BM_MatchPrefix(benchmark::State& st) {
+  bench_tree& t = tree_for(static_cast<std::size_t>(st.range(0)), static_cast<std::size_t>(st.range(1)),
+                           static_cast<std::size_t>(st.range(2)));
+  std::size_t i = 0;
+  for (auto _ : st) {
+    const auto& key = t.keys[(i++ * 7919) % t.keys.size()];
+    const auto t0 = clk::now();
+    match_result m = t.cache->tree().match(0, key);
+    st.SetIterationTime(seconds_since(t0));
+    benchmark::DoNotOptimize(m.indices.data());
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()));
+}
+
+void BM_Insert(benchmark::State& st) {
+  // A finished turn: the conversation's cached prefix plus a new page-aligned tail of 256
+  // tokens (prev_prefix_len = cached prefix, so the walk and the new leaf are timed).
+  bench_tree& t = tree_for(static_cast<std::size_t>(st.range(0)), static_cast<std::size_t>(st.range(1)),
+                           static_cast<std::size_t>(st.range(2)));
+  const std::size_t tail = 256 / t.page * t.page == 0 ? t.page : 256 / t.page * t.page;
+  std::size_t i = 0;
+  for (auto _ : st) {
+    const std::size_t c = (i++ * 7919) % t.keys.size();
+    std::vector<token_id> key = t.keys[c];
+    for (std::size_t j = 0; j < tail; ++j) key.push_back(t.next_token++);
+    match_result m = t.cache->tree().match(0, t.keys[c]);
+    std::vector<kv_index> value = std::move(m.indices);
+    if (!t.cache->kv().alloc_extend(value.size(), value.empty() ? 0 : value.back(), tail, value)) {
+      st.SkipWithError("KV pool exhausted: lower --benchmark_min_time");
+      break;
+    }
+    const slot_id s = t.cache->slots().alloc_one();
+    const auto t0 = clk::now();
+    auto r = t.cache->tree().insert(0, key, value, s, t.keys[c].size());
+    st.SetIterationTime(seconds_since(t0));
+    if (!r.ok() || r->mamba_exist) {
+      st.SkipWithError("unexpected insert result");
+      break;
+    }
+    t.keys[c] = std::move(key);
+    if (t.cache->slots().available() < 8) t.cache->tree().evict(0, 1024);  // stay in budget
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()));
+}
+
+void BM_Evict(benchmark::State& st, bool mamba) {
+  const auto ctx = static_cast<std::size_t>(st.range(0));
+  const auto convs = static_cast<std::size_t>(st.range(1));
+  const auto page = static_cast<std::size_t>(st.range(2));
+  std::unique_ptr<bench_tree> t = std::make_unique<bench_tree>(ctx, convs, page);
+  for (auto _ : st) {
+    const tree_sizes& s = t->cache->tree().sizes();
+    if ((mamba && s.mamba_evictable == 0) || (!mamba && s.full_evictable == 0)) {
+      t.reset();
+      t = std::make_unique<bench_tree>(ctx, convs, page);
+    }
+    const auto t0 = clk::now();
+    evict_result r = mamba ? t->cache->tree().evict(0, 1) : t->cache->tree().evict(page, 0);
+    st.SetIterationTime(seconds_since(t0));
+    benchmark::DoNotOptimize(r);
+  }
+}
+void BM_EvictMamba(benchmark::State& st) { BM_Evict(st, true); }
+void BM_EvictPage(benchmark::State& st) { BM_Evict(st, false); }
+
+void BM_TraceReplay(benchmark::State& st, std::string path) {
+  auto tr = replay::read_trace(path);
+  if (!tr) {
+    st.SkipWithError(tr.err().message.c_str());
+    return;
+  }
+  std::size_t ops = 0;
+  std::uint64_t total_ns = 0;
+  for (auto _ : st) {
+    replay::replayer rp(tr->config);
+    std::uint64_t ns = 0;
+    for (const replay::trace_op& op : tr->ops) {
+      if (op.kind == replay::op_kind::check) continue;
+      replay::outcome o;
+      ns += rp.execute(op, o);
+      ++ops;
+    }
+    total_ns += ns;
+    st.SetIterationTime(static_cast<double>(ns) * 1e-9);
+  }
+  // Cache ops per second of timed cache work (checks excluded), as `hcctl replay --bench`.
+  st.counters["ops_per_s"] = total_ns ? static_cast<double>(ops) * 1e9 / static_cast<double>(total_ns) : 0.0;
+}
+
+void tree_args(benchmark::internal::Benchmark* b) {
+  for (int page : {1, 64})
+    for (int convs : {100, 1000})
+      for (int ctx : {1024, 4096, 16384, 65536}) b->Args({ctx, convs, page});
+  b->ArgNames({"ctx", "convs", "page"})->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK(BM_MatchPrefix)->Apply(tree_args);
+BENCHMARK(BM_Insert)->Apply(tree_args)->Iterations(2000);
+BENCHMARK(BM_EvictMamba)
+    ->Args({4096, 100, 1})->Args({4096, 1000, 1})->Args({4096, 100, 64})->Args({4096, 1000, 64})
+    ->ArgNames({"ctx", "convs", "page"})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(2000);
+BENCHMARK(BM_EvictPage)
+    ->Args({4096, 100, 1})->Args({4096, 1000, 1})->Args({4096, 100, 64})->Args({4096, 1000, 64})
+    ->ArgNames({"ctx", "convs", "page"})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(2000);
+
+[[maybe_unused]] const bool traces_registered = [] {
+  const char* dir = std::getenv("HC_TRACE_DIR");
+  const std::filesystem::path d = dir ? dir : "tests/data";
+  if (!std::filesystem::exists(d)) return false;
+  for (const auto& e : std::filesystem::directory_iterator(d)) {
+    const std::string p = e.path().string();
+    if (p.find(".jsonl") == std::string::npos) continue;
+    benchmark::RegisterBenchmark(("BM_TraceReplay/" + e.path().filename().string()).c_str(), BM_TraceReplay, p)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  return true;
+}();
+
+}  // namespace
+
+BENCHMARK_MAIN();
