@@ -81,7 +81,10 @@ status kv_allocator::free(std::span<const kv_index> ids) {
   }
   // Paged: sorted unique page ids, prepended (torch.unique(x // P) then cat((pages, free))).
   scratch_.clear();
-  for (kv_index id : ids) scratch_.push_back(id / static_cast<kv_index>(page_size_));
+  for (kv_index id : ids) {  // ids of one page are adjacent: drop repeats on the fly
+    const std::int32_t page = id / static_cast<kv_index>(page_size_);
+    if (scratch_.empty() || scratch_.back() != page) scratch_.push_back(page);
+  }
   std::sort(scratch_.begin(), scratch_.end());
   scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
   for (std::int32_t page : scratch_) {

@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   replay->add_option("--repeat", ro.repeat, "With --bench: number of runs, best one reported")
       ->default_val(1)
       ->check(CLI::Range(1, 1000));
+  replay->add_option("--phase", ro.phase,
+                     "With --bench: per-op table only for ops of this trace phase "
+                     "(warm, measure, evict_mamba, evict_page)");
   replay->add_flag("--quiet,-q", ro.quiet, "Do not print the per-op JSON result lines");
   replay->add_flag("--json", ro.json, "With --bench: print the summary as one JSON object");
 

@@ -59,7 +59,7 @@ int run_replay(const replay_options& opts) {
       replay::outcome o;
       const std::uint64_t ns = rp.execute(op, o);
       if (op.kind != replay::op_kind::check) {
-        b.per_op[op.name].ns.push_back(ns);
+        if (opts.phase.empty() || op.phase == opts.phase) b.per_op[op.name].ns.push_back(ns);
         b.total_ns += ns;
         ++b.ops;
         if (op.phase == "measure") {
@@ -101,6 +101,7 @@ int run_replay(const replay_options& opts) {
   json summary;
   summary["trace"] = opts.trace_path;
   summary["runs"] = runs;
+  summary["phase"] = opts.phase.empty() ? "all" : opts.phase;
   summary["ops"] = best->ops;
   summary["ops_per_s"] = best->total_ns ? static_cast<double>(best->ops) * 1e9 / static_cast<double>(best->total_ns) : 0.0;
   summary["measure_ops_per_s"] = best->measure_ns ? static_cast<double>(best->measure_ops) * 1e9 / static_cast<double>(best->measure_ns) : 0.0;
@@ -113,8 +114,9 @@ int run_replay(const replay_options& opts) {
     std::printf("%s\n", summary.dump().c_str());
     return 0;
   }
-  std::printf("%s", fmt::format("trace {}  ({} cache ops, best of {} runs)\n", opts.trace_path,
-                                best->ops, runs).c_str());
+  std::printf("%s", fmt::format("trace {}  ({} cache ops, best of {} runs; per-op table: {} phase)\n",
+                                opts.trace_path, best->ops, runs,
+                                opts.phase.empty() ? "every" : opts.phase).c_str());
   std::printf("%-18s %8s %12s %12s\n", "op", "count", "median_us", "p99_us");
   for (auto& [name, v] : summary["per_op"].items())
     std::printf("%-18s %8zu %12.3f %12.3f\n", name.c_str(), v["count"].get<std::size_t>(),
