@@ -14,14 +14,14 @@ namespace hc {
 /// Project error codes. Registered with CAF by the actor layer (CAF_ERROR_CODE_ENUM).
 enum class errc : std::uint8_t {
   ok = 0,
-  invalid_argument,   ///< a parameter is out of range or malformed
-  invalid_config,     ///< an option combination is rejected (names the options)
-  out_of_memory,      ///< a pool cannot satisfy an allocation even after eviction
-  not_found,          ///< unknown request / node handle
-  double_free,        ///< an id was returned twice
-  invariant_violated, ///< an internal invariant failed (a bug; reported, never crashes)
-  parse_error,        ///< malformed input file or message
-  io_error,           ///< file or socket failure
+  invalid_argument,    ///< a parameter is out of range or malformed
+  invalid_config,      ///< an option combination is rejected (names the options)
+  out_of_memory,       ///< a pool cannot satisfy an allocation even after eviction
+  not_found,           ///< unknown request / node handle
+  double_free,         ///< an id was returned twice
+  invariant_violated,  ///< an internal invariant failed (a bug; reported, never crashes)
+  parse_error,         ///< malformed input file or message
+  io_error,            ///< file or socket failure
 };
 
 /// Stable lowercase name of an error code ("out_of_memory").
@@ -37,8 +37,8 @@ struct error {
 template <class T>
 class [[nodiscard]] result {
  public:
-  result(T value) : v_(std::move(value)) {}                     // NOLINT: implicit by design
-  result(error err) : v_(std::move(err)) {}                     // NOLINT
+  result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  result(error err) : v_(std::move(err)) {}  // NOLINT
   result(errc code, std::string msg) : v_(error{code, std::move(msg)}) {}
 
   bool ok() const noexcept { return v_.index() == 0; }

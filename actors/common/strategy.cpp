@@ -4,9 +4,12 @@ namespace hc {
 
 std::string_view to_string(strategy s) noexcept {
   switch (s) {
-    case strategy::no_buffer: return "no_buffer";
-    case strategy::extra_buffer: return "extra_buffer";
-    case strategy::extra_buffer_lazy: return "extra_buffer_lazy";
+    case strategy::no_buffer:
+      return "no_buffer";
+    case strategy::extra_buffer:
+      return "extra_buffer";
+    case strategy::extra_buffer_lazy:
+      return "extra_buffer_lazy";
   }
   return "unknown";
 }
@@ -30,9 +33,12 @@ std::optional<chunk_convention> parse_chunk_convention(std::string_view name) no
 
 std::string_view to_string(pd_mode m) noexcept {
   switch (m) {
-    case pd_mode::none: return "none";
-    case pd_mode::prefill: return "prefill";
-    case pd_mode::decode: return "decode";
+    case pd_mode::none:
+      return "none";
+    case pd_mode::prefill:
+      return "prefill";
+    case pd_mode::decode:
+      return "decode";
   }
   return "unknown";
 }

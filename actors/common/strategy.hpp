@@ -20,7 +20,9 @@ std::string_view to_string(strategy s) noexcept;
 std::optional<strategy> parse_strategy(std::string_view name) noexcept;
 
 /// True for both extra_buffer strategies (ping-pong track slots exist).
-constexpr bool uses_track_buffer(strategy s) noexcept { return s != strategy::no_buffer; }
+constexpr bool uses_track_buffer(strategy s) noexcept {
+  return s != strategy::no_buffer;
+}
 
 /// Which kernel family produces the per-chunk states of a packed extend batch.
 /// The two families disagree on how many states a request contributes and what

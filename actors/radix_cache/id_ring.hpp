@@ -19,7 +19,8 @@ class id_ring {
   /// Drops the content and sets a new capacity.
   void reset_capacity(std::size_t capacity) {
     std::size_t cap = 1;
-    while (cap < capacity + 1) cap <<= 1;
+    while (cap < capacity + 1)
+      cap <<= 1;
     buf_.assign(cap, 0);
     mask_ = cap - 1;
     head_ = 0;
@@ -60,7 +61,8 @@ class id_ring {
   void pop_front_into(std::size_t n, std::vector<std::int32_t>& out) {
     assert(n <= size_);
     out.reserve(out.size() + n);
-    for (std::size_t i = 0; i < n; ++i) out.push_back(buf_[(head_ + i) & mask_]);
+    for (std::size_t i = 0; i < n; ++i)
+      out.push_back(buf_[(head_ + i) & mask_]);
     head_ = (head_ + n) & mask_;
     size_ -= n;
   }

@@ -27,7 +27,8 @@ bool kv_allocator::alloc(std::size_t n, std::vector<kv_index>& out) {
   if (n > free_.size()) return false;
   const std::size_t start = out.size();
   free_.pop_front_into(n, out);
-  for (std::size_t i = start; i < out.size(); ++i) is_free_[out[i]] = 0;
+  for (std::size_t i = start; i < out.size(); ++i)
+    is_free_[out[i]] = 0;
   return true;
 }
 
@@ -48,7 +49,8 @@ bool kv_allocator::alloc_extend(std::size_t seq_len, kv_index last_index, std::s
   if (seq_len % p != 0) {
     const std::size_t room = p - seq_len % p;
     const std::size_t take = std::min(room, left);
-    for (std::size_t i = 1; i <= take; ++i) out.push_back(last_index + static_cast<kv_index>(i));
+    for (std::size_t i = 1; i <= take; ++i)
+      out.push_back(last_index + static_cast<kv_index>(i));
     left -= take;
   }
   // 2. Whole new pages from the front of the free list, filled in order.
@@ -57,7 +59,8 @@ bool kv_allocator::alloc_extend(std::size_t seq_len, kv_index last_index, std::s
     is_free_[page] = 0;
     const std::size_t take = std::min(p, left);
     const kv_index base = static_cast<kv_index>(page * static_cast<std::int64_t>(p));
-    for (std::size_t i = 0; i < take; ++i) out.push_back(base + static_cast<kv_index>(i));
+    for (std::size_t i = 0; i < take; ++i)
+      out.push_back(base + static_cast<kv_index>(i));
     left -= take;
   }
   assert(left == 0);
@@ -71,7 +74,8 @@ status kv_allocator::free(std::span<const kv_index> ids) {
     for (kv_index id : ids) {
       if (id <= 0 || static_cast<std::size_t>(id) > units)
         return {errc::invalid_argument, "kv index " + std::to_string(id) + " out of range"};
-      if (is_free_[id]) return {errc::double_free, "kv index " + std::to_string(id) + " freed twice"};
+      if (is_free_[id])
+        return {errc::double_free, "kv index " + std::to_string(id) + " freed twice"};
     }
     for (kv_index id : ids) {
       is_free_[id] = 1;
@@ -90,7 +94,8 @@ status kv_allocator::free(std::span<const kv_index> ids) {
   for (std::int32_t page : scratch_) {
     if (page <= 0 || static_cast<std::size_t>(page) > units)
       return {errc::invalid_argument, "kv page " + std::to_string(page) + " out of range"};
-    if (is_free_[page]) return {errc::double_free, "kv page " + std::to_string(page) + " freed twice"};
+    if (is_free_[page])
+      return {errc::double_free, "kv page " + std::to_string(page) + " freed twice"};
   }
   for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) {
     is_free_[*it] = 1;

@@ -62,7 +62,7 @@ class kv_allocator {
  private:
   std::size_t page_size_;
   std::size_t capacity_;
-  id_ring free_;                     // token ids (P=1) or page ids (P>1)
+  id_ring free_;                       // token ids (P=1) or page ids (P>1)
   std::vector<std::uint8_t> is_free_;  // per token (P=1) or per page (P>1)
   std::vector<std::int32_t> scratch_;
 };

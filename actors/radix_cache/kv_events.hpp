@@ -30,18 +30,17 @@ class page_hasher {
  public:
   virtual ~page_hasher() = default;
   /// Digest of `page` chained after `prior` (nullptr for the first page below root).
-  virtual page_digest hash_page(const page_digest* prior,
-                                std::span<const token_id> page) const = 0;
+  virtual page_digest hash_page(const page_digest* prior, std::span<const token_id> page) const = 0;
 };
 
 /// One KV event, in emission order.
 struct kv_event {
   enum class kind { block_stored, block_removed, all_blocks_cleared };
   kind type = kind::block_stored;
-  std::int64_t block_hash = 0;                      // stored / removed
-  std::optional<std::int64_t> parent_block_hash;    // stored: hash of the previous page
-  std::vector<token_id> token_ids;                  // stored: the page's tokens
-  std::uint32_t block_size = 0;                     // stored: tokens in the page
+  std::int64_t block_hash = 0;                    // stored / removed
+  std::optional<std::int64_t> parent_block_hash;  // stored: hash of the previous page
+  std::vector<token_id> token_ids;                // stored: the page's tokens
+  std::uint32_t block_size = 0;                   // stored: tokens in the page
 };
 
 }  // namespace hc

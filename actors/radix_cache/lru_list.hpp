@@ -67,13 +67,15 @@ class lru_list {
   /// Next unlocked node from n towards the most recent end, or nullptr.
   radix_node* prev_unlocked(radix_node* n) {
     radix_node* x = prev(n);
-    while (x != &head_ && locked(x)) x = prev(x);
+    while (x != &head_ && locked(x))
+      x = prev(x);
     return x == &head_ ? nullptr : x;
   }
   /// Next unlocked leaf from n towards the most recent end, or nullptr.
   radix_node* prev_unlocked_leaf(radix_node* n) {
     radix_node* x = prev(n);
-    while (x != &head_ && (locked(x) || !x->is_leaf())) x = prev(x);
+    while (x != &head_ && (locked(x) || !x->is_leaf()))
+      x = prev(x);
     return x == &head_ ? nullptr : x;
   }
 

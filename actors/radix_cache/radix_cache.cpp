@@ -50,8 +50,7 @@ status radix_cache::alloc_kv(std::size_t seq_len, kv_index last, std::size_t n,
   }
   if (!kv_.alloc_extend(seq_len, last, n, out))
     return {errc::out_of_memory, "KV pool: " + std::to_string(n) + " tokens requested, " +
-                                     std::to_string(kv_.available()) +
-                                     " available after eviction"};
+                                     std::to_string(kv_.available()) + " available after eviction"};
   return {};
 }
 

@@ -9,7 +9,8 @@ namespace hc {
 
 std::int64_t block_hash_of(const page_digest& d) noexcept {
   std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | d.bytes[static_cast<std::size_t>(i)];
+  for (int i = 0; i < 8; ++i)
+    v = (v << 8) | d.bytes[static_cast<std::size_t>(i)];
   return static_cast<std::int64_t>(v);  // two's complement, as int(hex[:16], 16) - 2^64
 }
 
@@ -78,8 +79,10 @@ std::size_t radix_tree::key_match(std::span<const token_id> a,
   const std::size_t n = std::min(a.size(), b.size());
   std::size_t i = 0;
   // Eight tokens (32 bytes) per step while they agree, then token by token.
-  while (i + 8 <= n && std::memcmp(a.data() + i, b.data() + i, 8 * sizeof(token_id)) == 0) i += 8;
-  while (i < n && a[i] == b[i]) ++i;
+  while (i + 8 <= n && std::memcmp(a.data() + i, b.data() + i, 8 * sizeof(token_id)) == 0)
+    i += 8;
+  while (i < n && a[i] == b[i])
+    ++i;
   return i / cfg_.page_size * cfg_.page_size;
 }
 
@@ -95,8 +98,10 @@ radix_node* radix_tree::split(radix_node* child, std::size_t at) {
   n->value.assign(child->value.begin(), child->value.begin() + static_cast<std::ptrdiff_t>(at));
   if (!child->hashes.empty()) {
     const std::size_t pages = at / cfg_.page_size;
-    n->hashes.assign(child->hashes.begin(), child->hashes.begin() + static_cast<std::ptrdiff_t>(pages));
-    child->hashes.erase(child->hashes.begin(), child->hashes.begin() + static_cast<std::ptrdiff_t>(pages));
+    n->hashes.assign(child->hashes.begin(),
+                     child->hashes.begin() + static_cast<std::ptrdiff_t>(pages));
+    child->hashes.erase(child->hashes.begin(),
+                        child->hashes.begin() + static_cast<std::ptrdiff_t>(pages));
   }
   child->last_access = tick();
   full_lru_.remove(child);
@@ -157,7 +162,8 @@ match_result radix_tree::match(namespace_id ns, std::span<const token_id> key) {
   full_lru_.reset_node_and_parents_mru(best, root_);
   mamba_lru_.reset_node_and_parents_mru(best, root_);
   std::uint64_t t = tick();
-  for (radix_node* x = best; x != nullptr; x = x->parent) x->last_access = t--;
+  for (radix_node* x = best; x != nullptr; x = x->parent)
+    x->last_access = t--;
 
   // Collect the indices of root..best.
   r.indices.resize(best_tokens);
@@ -377,7 +383,8 @@ void radix_tree::reset() {
     radix_node* n = stack.back();
     stack.pop_back();
     order.push_back(n);
-    for (radix_node* c : n->children) stack.push_back(c);
+    for (radix_node* c : n->children)
+      stack.push_back(c);
   }
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     radix_node* n = *it;
@@ -400,16 +407,19 @@ void radix_tree::reset() {
 std::vector<const radix_node*> radix_tree::lru_order(lru_kind kind) const {
   std::vector<const radix_node*> out;
   if (kind == lru_kind::full) {
-    for (radix_node* x = full_lru_.first(); x; x = full_lru_.after(x)) out.push_back(x);
+    for (radix_node* x = full_lru_.first(); x; x = full_lru_.after(x))
+      out.push_back(x);
   } else {
-    for (radix_node* x = mamba_lru_.first(); x; x = mamba_lru_.after(x)) out.push_back(x);
+    for (radix_node* x = mamba_lru_.first(); x; x = mamba_lru_.after(x))
+      out.push_back(x);
   }
   return out;
 }
 
 std::size_t radix_tree::leaf_count() const {
   std::size_t n = 0;
-  for (radix_node* x = full_lru_.first(); x; x = full_lru_.after(x)) n += x->is_leaf() ? 1 : 0;
+  for (radix_node* x = full_lru_.first(); x; x = full_lru_.after(x))
+    n += x->is_leaf() ? 1 : 0;
   return n;
 }
 

@@ -154,8 +154,8 @@ class radix_tree {
 
   // eviction helpers (radix_tree_evict.cpp)
   struct leaf_eviction {
-    std::size_t tokens = 0;      // leaf + cascaded tombstones
-    radix_node* last_deleted;    // parent of it is the surviving ancestor
+    std::size_t tokens = 0;    // leaf + cascaded tombstones
+    radix_node* last_deleted;  // parent of it is the surviving ancestor
     radix_node* surviving_parent;
   };
   leaf_eviction evict_leaf(radix_node* x);

@@ -9,8 +9,7 @@ namespace hc {
 namespace {
 
 status violation(std::string what, const radix_node* n) {
-  return {errc::invariant_violated,
-          what + " (node " + std::to_string(n ? n->id : 0) + ")"};
+  return {errc::invariant_violated, what + " (node " + std::to_string(n ? n->id : 0) + ")"};
 }
 
 }  // namespace
@@ -33,12 +32,15 @@ status radix_tree::check_invariants() const {
       for (std::size_t j = i + 1; j < n->children.size(); ++j) {
         const radix_node* a = n->children[i];
         const radix_node* b = n->children[j];
-        if (a->ns == b->ns && std::equal(a->key.begin(), a->key.begin() + static_cast<std::ptrdiff_t>(p), b->key.begin()))
+        if (a->ns == b->ns &&
+            std::equal(a->key.begin(), a->key.begin() + static_cast<std::ptrdiff_t>(p),
+                       b->key.begin()))
           return violation("two children share a child key", a);
       }
     if (n == root_) continue;
     ++nodes;
-    if (n->key.empty() || n->key.size() % p != 0) return violation("key not a positive page multiple", n);
+    if (n->key.empty() || n->key.size() % p != 0)
+      return violation("key not a positive page multiple", n);
     if (n->key.size() != n->value.size()) return violation("key and value lengths differ", n);
     if (n->mamba_lock_ref < 0 || n->full_lock_ref < n->mamba_lock_ref)
       return violation("full_lock_ref < mamba_lock_ref", n);

@@ -4,7 +4,9 @@
 
 namespace hc {
 
-slot_allocator::slot_allocator(std::size_t slots) : capacity_(slots) { clear(); }
+slot_allocator::slot_allocator(std::size_t slots) : capacity_(slots) {
+  clear();
+}
 
 void slot_allocator::clear() {
   free_.reset_capacity(capacity_);
@@ -29,7 +31,8 @@ bool slot_allocator::alloc(std::size_t n, std::vector<slot_id>& out) {
   if (n > free_.size()) return false;
   const std::size_t start = out.size();
   free_.pop_front_into(n, out);
-  for (std::size_t i = start; i < out.size(); ++i) state_[out[i]] = 0;
+  for (std::size_t i = start; i < out.size(); ++i)
+    state_[out[i]] = 0;
   return true;
 }
 
@@ -77,7 +80,9 @@ bool slot_allocator::is_free(slot_id s) const noexcept {
   return s > 0 && static_cast<std::size_t>(s) <= capacity_ && state_[s] == 1;
 }
 
-row_allocator::row_allocator(std::size_t rows) : capacity_(rows) { clear(); }
+row_allocator::row_allocator(std::size_t rows) : capacity_(rows) {
+  clear();
+}
 
 void row_allocator::clear() {
   free_.reset_capacity(capacity_);

@@ -8,7 +8,9 @@
 namespace hc {
 namespace {
 
-std::string req_name(request_handle h) { return "request " + std::to_string(h); }
+std::string req_name(request_handle h) {
+  return "request " + std::to_string(h);
+}
 
 }  // namespace
 
@@ -251,8 +253,7 @@ status request_manager::process_decode(request_handle h, bool finished) {
   return {};
 }
 
-status request_manager::process_spec_decode(request_handle h, std::size_t accepted,
-                                            bool finished) {
+status request_manager::process_spec_decode(request_handle h, std::size_t accepted, bool finished) {
   auto rr = get(h);
   if (!rr) return rr.err();
   request_record& r = **rr;
@@ -271,8 +272,8 @@ result<unfinished_info> request_manager::cache_unfinished(request_handle h, std:
   request_record& r = **rr;
   radix_tree& tree = cache_.tree();
   if (fill_len > r.tokens.size() || fill_len > r.kv_allocated())
-    return error{errc::invalid_argument, req_name(h) + ": fill length " +
-                                             std::to_string(fill_len) + " beyond its KV"};
+    return error{errc::invalid_argument,
+                 req_name(h) + ": fill length " + std::to_string(fill_len) + " beyond its KV"};
   unfinished_info info;
   const std::optional<std::size_t> cache_len =
       extra() ? r.tracked_len : std::optional<std::size_t>(fill_len);
@@ -467,7 +468,8 @@ std::size_t request_manager::held_slots() const {
   for (const auto& [h, r] : reqs_) {
     n += r.working != no_slot ? 1 : 0;
     if (r.has_pingpong)
-      for (slot_id s : r.pingpong) n += s != no_slot ? 1 : 0;
+      for (slot_id s : r.pingpong)
+        n += s != no_slot ? 1 : 0;
   }
   return n;
 }
@@ -493,16 +495,16 @@ std::size_t request_manager::held_kv_tokens() const {
 status request_manager::check_pool_invariants() const {
   const radix_tree& tree = cache_.tree();
   const tree_sizes& s = tree.sizes();
-  const std::size_t kv_sum = cache_.kv().available() + s.full_evictable + s.full_protected +
-                             held_kv_tokens();
+  const std::size_t kv_sum =
+      cache_.kv().available() + s.full_evictable + s.full_protected + held_kv_tokens();
   if (kv_sum != cache_.kv().capacity())
-    return {errc::invariant_violated, "KV leak: available " + std::to_string(cache_.kv().available()) +
-                                          " + evictable " + std::to_string(s.full_evictable) +
-                                          " + protected " + std::to_string(s.full_protected) +
-                                          " + held " + std::to_string(held_kv_tokens()) +
-                                          " != capacity " + std::to_string(cache_.kv().capacity())};
-  const std::size_t slot_sum = cache_.slots().available() + s.mamba_evictable + s.mamba_protected +
-                               held_slots();
+    return {errc::invariant_violated,
+            "KV leak: available " + std::to_string(cache_.kv().available()) + " + evictable " +
+                std::to_string(s.full_evictable) + " + protected " +
+                std::to_string(s.full_protected) + " + held " + std::to_string(held_kv_tokens()) +
+                " != capacity " + std::to_string(cache_.kv().capacity())};
+  const std::size_t slot_sum =
+      cache_.slots().available() + s.mamba_evictable + s.mamba_protected + held_slots();
   if (slot_sum != cache_.slots().capacity())
     return {errc::invariant_violated,
             "slot leak: available " + std::to_string(cache_.slots().available()) + " + evictable " +

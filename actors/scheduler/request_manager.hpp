@@ -50,7 +50,7 @@ struct match_info {
   std::span<const kv_index> indices;  ///< valid until the request's next call
   slot_id node_slot = no_slot;        ///< slot of the matched node (-1 for root)
   std::optional<std::size_t> branching;
-  slot_id working = no_slot;          ///< working slot after COW (-1 if none)
+  slot_id working = no_slot;  ///< working slot after COW (-1 if none)
 };
 
 struct admit_info {
@@ -60,15 +60,15 @@ struct admit_info {
 };
 
 struct unfinished_info {
-  bool inserted = false;               ///< false: nothing was tracked (extra_buffer)
+  bool inserted = false;  ///< false: nothing was tracked (extra_buffer)
   std::size_t protected_len = 0;
-  std::span<const kv_index> prefix;    ///< first protected_len row entries
+  std::span<const kv_index> prefix;  ///< first protected_len row entries
   slot_id node_slot = no_slot;
 };
 
 struct finish_info {
   bool inserted = false;
-  std::size_t cached_len = 0;   ///< tokens offered to the tree
+  std::size_t cached_len = 0;  ///< tokens offered to the tree
   bool mamba_exist = false;
 };
 

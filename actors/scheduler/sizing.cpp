@@ -8,7 +8,9 @@
 namespace hc {
 namespace {
 
-error bad(std::string msg) { return {errc::invalid_config, std::move(msg)}; }
+error bad(std::string msg) {
+  return {errc::invalid_config, std::move(msg)};
+}
 
 }  // namespace
 
@@ -25,33 +27,38 @@ result<validated_strategy> validate_strategy(const strategy_options& o) {
   if (o.pd == pd_mode::decode && !o.decode_radix_cache) {
     v.radix_cache = false;
     if (uses_track_buffer(v.strat)) {
-      v.warnings.push_back("decode node without --disaggregation-decode-enable-radix-cache uses "
-                           "chunk cache: --mamba-scheduler-strategy " +
-                           std::string(to_string(v.strat)) + " rewritten to no_buffer");
+      v.warnings.push_back(
+          "decode node without --disaggregation-decode-enable-radix-cache uses "
+          "chunk cache: --mamba-scheduler-strategy " +
+          std::string(to_string(v.strat)) + " rewritten to no_buffer");
       v.strat = strategy::no_buffer;
     }
   }
   if (o.pd == pd_mode::decode && o.decode_radix_cache && o.spec_draft_tokens > 0)
     return bad("--disaggregation-decode-enable-radix-cache does not support speculative decoding");
   if (o.pd == pd_mode::decode && o.decode_radix_cache && v.strat == strategy::extra_buffer_lazy)
-    return bad("--mamba-scheduler-strategy extra_buffer_lazy is unsupported with "
-               "--disaggregation-decode-enable-radix-cache (the decode pool runs eager ping-pong)");
+    return bad(
+        "--mamba-scheduler-strategy extra_buffer_lazy is unsupported with "
+        "--disaggregation-decode-enable-radix-cache (the decode pool runs eager ping-pong)");
 
   switch (v.strat) {
     case strategy::no_buffer:
       if (v.radix_cache) {
         if (v.page_size != 1) {
-          v.warnings.push_back("--mamba-scheduler-strategy no_buffer requires --page-size 1: page size " +
-                               std::to_string(v.page_size) + " forced to 1");
+          v.warnings.push_back(
+              "--mamba-scheduler-strategy no_buffer requires --page-size 1: page size " +
+              std::to_string(v.page_size) + " forced to 1");
           v.page_size = 1;
         }
         if (o.spec_draft_tokens > 0)
-          return bad("--mamba-scheduler-strategy no_buffer with radix cache does not support "
-                     "speculative decoding (--speculative-num-draft-tokens); use extra_buffer "
-                     "or --disable-radix-cache");
+          return bad(
+              "--mamba-scheduler-strategy no_buffer with radix cache does not support "
+              "speculative decoding (--speculative-num-draft-tokens); use extra_buffer "
+              "or --disable-radix-cache");
         if (v.overlap) {
-          v.warnings.push_back("--mamba-scheduler-strategy no_buffer with radix cache disables "
-                               "overlap scheduling");
+          v.warnings.push_back(
+              "--mamba-scheduler-strategy no_buffer with radix cache disables "
+              "overlap scheduling");
           v.overlap = false;
         }
       }
@@ -60,18 +67,21 @@ result<validated_strategy> validate_strategy(const strategy_options& o) {
     case strategy::extra_buffer_lazy: {
       const std::string name(to_string(v.strat));
       if (!v.radix_cache)
-        return bad("--mamba-scheduler-strategy " + name + " requires the radix cache (remove "
+        return bad("--mamba-scheduler-strategy " + name +
+                   " requires the radix cache (remove "
                    "--disable-radix-cache)");
       if (o.track_interval % v.page_size != 0)
         return bad("--mamba-track-interval " + std::to_string(o.track_interval) +
                    " must be a multiple of --page-size " + std::to_string(v.page_size));
       if (v.strat == strategy::extra_buffer_lazy) {
         if (!v.overlap)
-          return bad("--mamba-scheduler-strategy extra_buffer_lazy requires overlap scheduling "
-                     "(remove --disable-overlap-schedule)");
+          return bad(
+              "--mamba-scheduler-strategy extra_buffer_lazy requires overlap scheduling "
+              "(remove --disable-overlap-schedule)");
         if (o.spec_draft_tokens > 0)
-          return bad("--mamba-scheduler-strategy extra_buffer_lazy does not support speculative "
-                     "decoding (--speculative-num-draft-tokens)");
+          return bad(
+              "--mamba-scheduler-strategy extra_buffer_lazy does not support speculative "
+              "decoding (--speculative-num-draft-tokens)");
       }
       if (o.spec_draft_tokens > 0 && o.track_interval < o.spec_draft_tokens)
         return bad("--mamba-track-interval " + std::to_string(o.track_interval) +
@@ -102,8 +112,10 @@ result<validated_strategy> validate_strategy(const strategy_options& o) {
 result<std::size_t> mamba_ratio(strategy s, bool radix_cache, bool overlap) {
   if (!radix_cache) return std::size_t{1};
   switch (s) {
-    case strategy::no_buffer: return std::size_t{3};
-    case strategy::extra_buffer: return std::size_t{overlap ? 5u : 4u};
+    case strategy::no_buffer:
+      return std::size_t{3};
+    case strategy::extra_buffer:
+      return std::size_t{overlap ? 5u : 4u};
     case strategy::extra_buffer_lazy:
       if (!overlap) return bad("extra_buffer_lazy without overlap scheduling has no slot ratio");
       return std::size_t{4};
@@ -134,12 +146,14 @@ result<slot_sizing> size_slot_pool(const slot_budget& b, std::size_t ratio, bool
     out.slots = static_cast<std::size_t>(std::floor(budget / per));
   }
   if (out.slots == 0)
-    return bad("the SSM pool gets 0 slots: raise the memory budget, --max-mamba-cache-size or "
-               "--mamba-full-memory-ratio");
+    return bad(
+        "the SSM pool gets 0 slots: raise the memory budget, --max-mamba-cache-size or "
+        "--mamba-full-memory-ratio");
   std::size_t used = out.slots * b.bytes_per_slot;
   if (b.spec_draft_tokens > 0)
-    used += b.bytes_per_slot * std::min(b.max_running_requests.value_or(out.slots / ratio),
-                                        out.slots / ratio) * b.spec_draft_tokens;
+    used += b.bytes_per_slot *
+            std::min(b.max_running_requests.value_or(out.slots / ratio), out.slots / ratio) *
+            b.spec_draft_tokens;
   out.kv_bytes = b.rest_bytes > used ? b.rest_bytes - used : 0;
   return out;
 }
@@ -163,9 +177,10 @@ pd_decode_sizing size_pd_decode(const pd_decode_inputs& in) {
   if (in.configured_slots) {
     s.slots = std::max(*in.configured_slots, s.max_slots_needed);
     if (s.slots > *in.configured_slots)
-      s.warnings.push_back("--max-mamba-cache-size " + std::to_string(*in.configured_slots) +
-                           " raised to " + std::to_string(s.slots) +
-                           " = (max_running_requests + pre_alloc) * slots_per_req on the decode node");
+      s.warnings.push_back(
+          "--max-mamba-cache-size " + std::to_string(*in.configured_slots) + " raised to " +
+          std::to_string(s.slots) +
+          " = (max_running_requests + pre_alloc) * slots_per_req on the decode node");
   } else {
     s.slots = s.max_slots_needed;
   }

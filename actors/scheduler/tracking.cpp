@@ -39,7 +39,9 @@ std::optional<std::size_t> spec_decode_boundary(std::size_t seq_len, std::size_t
   const std::int64_t cur = static_cast<std::int64_t>(seq_len) - 1;
   const std::int64_t prev = cur - static_cast<std::int64_t>(accepted) - 1;
   const std::int64_t i = static_cast<std::int64_t>(interval);
-  const auto floordiv = [](std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  const auto floordiv = [](std::int64_t a, std::int64_t b) {
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+  };
   if (floordiv(cur, i) == floordiv(prev, i)) return std::nullopt;
   return static_cast<std::size_t>(floordiv(cur, i) * i);
 }
@@ -48,12 +50,12 @@ std::size_t chunk_states_of(std::size_t extend_len, std::size_t C, chunk_convent
   return conv == chunk_convention::fla ? (extend_len + C - 1) / C : extend_len / C;
 }
 
-std::vector<track_source> compute_track_sources(std::span<const packed_extend> batch,
-                                                std::size_t C, std::size_t conv_kernel,
-                                                chunk_convention conv) {
+std::vector<track_source> compute_track_sources(std::span<const packed_extend> batch, std::size_t C,
+                                                std::size_t conv_kernel, chunk_convention conv) {
   std::vector<track_source> out(batch.size());
   std::int64_t total = 0;
-  for (const packed_extend& r : batch) total += static_cast<std::int64_t>(r.extend_len);
+  for (const packed_extend& r : batch)
+    total += static_cast<std::int64_t>(r.extend_len);
   std::int64_t start = 0;   // packed position of the request's first extend token
   std::int64_t offset = 0;  // exclusive prefix sum of chunk-state counts
   for (std::size_t i = 0; i < batch.size(); ++i) {

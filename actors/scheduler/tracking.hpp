@@ -18,11 +18,11 @@ std::optional<std::size_t> mamba_cache_chunk_size(std::size_t model_chunk, std::
 
 /// Per-request prefill decision (SGLang _mamba_radix_cache_v2_req_prepare_for_extend).
 struct prefill_track {
-  bool mask = false;                 ///< snapshot this request (extend_len >= C)
-  std::int64_t kernel_seqlen = -1;   ///< position the kernel tracks up to (-1 if no mask)
-  std::size_t tracked_len = 0;       ///< tokens the snapshot covers (if mask)
-  int track_entry = 0;               ///< ping-pong entry written (next before any flip)
-  int next_after = 0;                ///< next_track_idx after this extend
+  bool mask = false;                ///< snapshot this request (extend_len >= C)
+  std::int64_t kernel_seqlen = -1;  ///< position the kernel tracks up to (-1 if no mask)
+  std::size_t tracked_len = 0;      ///< tokens the snapshot covers (if mask)
+  int track_entry = 0;              ///< ping-pong entry written (next before any flip)
+  int next_after = 0;               ///< next_track_idx after this extend
 };
 
 /// REQUIRES: C > 0. `branching` is the request's mamba_branching_seqlen, if any.
@@ -72,8 +72,7 @@ std::size_t chunk_states_of(std::size_t extend_len, std::size_t C, chunk_convent
 /// _init_track_ssm_indices). `conv_kernel` is K (conv width); snapshots keep K-1 inputs.
 /// The chunk-state index is offset_i + (the index of the state after aligned_len tokens
 /// under `conv`), offset_i = exclusive prefix sum of chunk_states_of over the batch.
-std::vector<track_source> compute_track_sources(std::span<const packed_extend> batch,
-                                                std::size_t C, std::size_t conv_kernel,
-                                                chunk_convention conv);
+std::vector<track_source> compute_track_sources(std::span<const packed_extend> batch, std::size_t C,
+                                                std::size_t conv_kernel, chunk_convention conv);
 
 }  // namespace hc

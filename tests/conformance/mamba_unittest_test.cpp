@@ -28,8 +28,8 @@ struct mamba_fixture : ::testing::Test {
     EXPECT_NE(s, no_slot);
     return s;
   }
-  insert_result insert(const std::vector<token_id>& key, const std::vector<kv_index>& kv,
-                       slot_id s, std::size_t prev = 0) {
+  insert_result insert(const std::vector<token_id>& key, const std::vector<kv_index>& kv, slot_id s,
+                       std::size_t prev = 0) {
     auto r = cache.tree().insert(0, key, kv, s, prev);
     EXPECT_TRUE(r.ok()) << r.err().message;
     return r.ok() ? *r : insert_result{};
@@ -163,8 +163,10 @@ TEST_F(events_fixture, T4_StoredThenRemovedHashesMatch) {
   EXPECT_EQ(e2.tokens_evicted, 5u);
   auto removed = t.drain_events();
   std::vector<std::int64_t> stored_h, removed_h;
-  for (auto& e : ev1) stored_h.push_back(e.block_hash);
-  for (auto& e : ev2) stored_h.push_back(e.block_hash);
+  for (auto& e : ev1)
+    stored_h.push_back(e.block_hash);
+  for (auto& e : ev2)
+    stored_h.push_back(e.block_hash);
   for (auto& e : removed) {
     EXPECT_EQ(e.type, kv_event::kind::block_removed);
     removed_h.push_back(e.block_hash);

@@ -43,7 +43,9 @@ TEST_P(TraceReplay, EveryOpAgreesWithSglang) {
   EXPECT_TRUE(rp.cache().tree().check_invariants().ok());
 }
 
-TEST(TraceReplayData, AllFourSglangTracesArePresent) { EXPECT_EQ(traces().size(), 4u); }
+TEST(TraceReplayData, AllFourSglangTracesArePresent) {
+  EXPECT_EQ(traces().size(), 4u);
+}
 
 INSTANTIATE_TEST_SUITE_P(SglangTraces, TraceReplay, ::testing::ValuesIn(traces()),
                          [](const auto& i) {

@@ -98,8 +98,10 @@ TEST_P(unified, NodeSplitAtBoundary) {
 TEST_P(unified, MultiBranchTree) {
   auto base = seq(1, 2);
   insert(base);
-  for (int s : {100, 200, 300}) insert(cat(base, seq(s, 2)));
-  for (int s : {100, 200, 300}) EXPECT_EQ(match_len(cat(base, seq(s, 2))), 4 * P);
+  for (int s : {100, 200, 300})
+    insert(cat(base, seq(s, 2)));
+  for (int s : {100, 200, 300})
+    EXPECT_EQ(match_len(cat(base, seq(s, 2))), 4 * P);
   EXPECT_EQ(match_len(cat(base, seq(999, 1))), 2 * P);
 }
 
@@ -141,7 +143,8 @@ TEST_P(unified, EvictEmptyTree) {
 }
 
 TEST_P(unified, EvictUntilEmpty) {
-  for (int i = 0; i < 5; ++i) insert(seq(100 * i + 1, 2));
+  for (int i = 0; i < 5; ++i)
+    insert(seq(100 * i + 1, 2));
   EXPECT_EQ(t.sizes().full_evictable, 10 * P);
   EXPECT_GE(t.evict(20 * P, 0).tokens_evicted, 10 * P);
   EXPECT_EQ(t.sizes().full_evictable, 0u);
@@ -223,7 +226,8 @@ TEST_P(unified, EvictRespectsLruOrder) {
 }
 
 TEST_P(unified, EvictMultipleIndependentLeaves) {
-  for (int i = 0; i < 4; ++i) insert(seq(1000 * i + 1, 2));
+  for (int i = 0; i < 4; ++i)
+    insert(seq(1000 * i + 1, 2));
   EXPECT_GE(t.evict(4 * P, 0).tokens_evicted, 4 * P);
   EXPECT_EQ(t.sizes().full_evictable, 4 * P);
   t.evict(4 * P, 0);
@@ -243,7 +247,8 @@ TEST_P(unified, EvictSharedPrefixKeepsCommonPath) {
 }
 
 TEST_P(unified, EvictResultAccountingMatchesActual) {
-  for (int i = 0; i < 3; ++i) insert(seq(1000 * i + 1, 2));
+  for (int i = 0; i < 3; ++i)
+    insert(seq(1000 * i + 1, 2));
   const std::size_t before = t.sizes().full_evictable;
   auto r = t.evict(3 * P, 0);
   EXPECT_EQ(r.tokens_evicted, before - t.sizes().full_evictable);

@@ -37,7 +37,8 @@ inline std::vector<kv_index> alloc_kv(radix_cache& c, std::size_t n) {
 
 inline std::vector<std::vector<token_id>> keys_of(const std::vector<const radix_node*>& nodes) {
   std::vector<std::vector<token_id>> out;
-  for (const radix_node* n : nodes) out.push_back(n->key);
+  for (const radix_node* n : nodes)
+    out.push_back(n->key);
   return out;
 }
 
@@ -48,10 +49,10 @@ inline std::vector<slot_id> drain_free_slots(radix_cache& c) {
   return out;
 }
 
-#define HC_ASSERT_OK(expr)                                            \
-  do {                                                                \
-    auto&& hc_s_ = (expr);                                            \
-    ASSERT_TRUE(hc_s_.ok()) << #expr << ": " << hc_s_.err().message;  \
+#define HC_ASSERT_OK(expr)                                           \
+  do {                                                               \
+    auto&& hc_s_ = (expr);                                           \
+    ASSERT_TRUE(hc_s_.ok()) << #expr << ": " << hc_s_.err().message; \
   } while (0)
 
 }  // namespace hc::test

@@ -54,7 +54,7 @@ TEST(KvPagedAllocator, ExtendFillsThePartialPageThenTakesWholePages) {
 
 TEST(KvPagedAllocator, FreePrependsSortedUniquePages) {
   kv_allocator a(16, 4);
-  auto x = take(a, 0, 0, 16);  // all four pages
+  auto x = take(a, 0, 0, 16);                      // all four pages
   const std::vector<kv_index> some{13, 5, 14, 6};  // pages 3 and 1
   ASSERT_TRUE(a.free(some).ok());
   EXPECT_EQ(take(a, 0, 0, 8), (std::vector<kv_index>{4, 5, 6, 7, 12, 13, 14, 15}));
@@ -65,7 +65,8 @@ TEST(KvPagedAllocator, FreePrependsSortedUniquePages) {
 TEST(KvPagedAllocator, PageZeroIsNeverHandedOut) {
   kv_allocator a(8, 4);
   auto all = take(a, 0, 0, 8);
-  for (kv_index k : all) EXPECT_GE(k, 4);
+  for (kv_index k : all)
+    EXPECT_GE(k, 4);
 }
 
 // ---- C ---------------------------------------------------------------------------------

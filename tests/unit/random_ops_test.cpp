@@ -45,7 +45,8 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
   std::mt19937_64 rng(p.seed);
   // A few shared "system prompts" so prefixes, splits and branching happen.
   std::vector<std::vector<token_id>> systems;
-  for (int g = 0; g < 3; ++g) systems.push_back(iota_tokens(10000 * (g + 1), 40 + 17 * static_cast<std::size_t>(g)));
+  for (int g = 0; g < 3; ++g)
+    systems.push_back(iota_tokens(10000 * (g + 1), 40 + 17 * static_cast<std::size_t>(g)));
   std::map<request_handle, live> reqs;
   request_handle next_h = 1;
   std::size_t finished = 0, aborted = 0, oom = 0;
@@ -114,7 +115,8 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
           ASSERT_TRUE(m.prepare_extend(h, prefix, extend).ok());
           const request_handle batch[] = {h};
           forward_ops ops = m.take_forward_ops(batch);
-          for (const slot_copy& c : ops.cows) ASSERT_NE(c.src, c.dst);
+          for (const slot_copy& c : ops.cows)
+            ASSERT_NE(c.src, c.dst);
           auto u = m.cache_unfinished(h, r->input_len);
           if (!u) {
             ASSERT_EQ(u.err().code, errc::out_of_memory) << u.err().message;
@@ -127,7 +129,8 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
       } else {
         const std::size_t len = r->kv_allocated();
         if (len >= L.target_len) {
-          std::vector<token_id> out = iota_tokens(static_cast<int>(500000 + h * 1000), len + 1 - r->tokens.size());
+          std::vector<token_id> out =
+              iota_tokens(static_cast<int>(500000 + h * 1000), len + 1 - r->tokens.size());
           ASSERT_TRUE(m.append_tokens(h, out).ok());
           auto f = m.finish(h);
           ASSERT_TRUE(f.ok()) << f.err().message;
@@ -151,11 +154,13 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
       auto key = cat(systems[rng() % systems.size()], iota_tokens(100000, rng() % 64));
       (void)cache.tree().match(0, key);
     }
-    ASSERT_TRUE(cache.tree().check_invariants().ok()) << cache.tree().check_invariants().err().message;
+    ASSERT_TRUE(cache.tree().check_invariants().ok())
+        << cache.tree().check_invariants().err().message;
     ASSERT_TRUE(m.check_pool_invariants().ok()) << m.check_pool_invariants().err().message;
   }
   // Drain: everything ends, then the idle checks must hold exactly.
-  while (!reqs.empty()) fail_safe_abort(reqs.begin()->first);
+  while (!reqs.empty())
+    fail_safe_abort(reqs.begin()->first);
   ASSERT_TRUE(cache.tree().sanity_check().ok()) << cache.tree().sanity_check().err().message;
   ASSERT_TRUE(m.check_pool_invariants().ok());
   EXPECT_EQ(m.held_slots(), 0u);
@@ -182,8 +187,9 @@ std::vector<params> all_params() {
 INSTANTIATE_TEST_SUITE_P(Strategies, RandomOps, ::testing::ValuesIn(all_params()),
                          [](const auto& i) {
                            return std::string(to_string(i.param.strat)) + "_P" +
-                                  std::to_string(i.param.page) + "_pp" + std::to_string(i.param.pp) +
-                                  "_seed" + std::to_string(i.param.seed);
+                                  std::to_string(i.param.page) + "_pp" +
+                                  std::to_string(i.param.pp) + "_seed" +
+                                  std::to_string(i.param.seed);
                          });
 
 }  // namespace

@@ -9,20 +9,81 @@ namespace {
 
 // ---- A ---------------------------------------------------------------------------------
 TEST(ValidateStrategy, RejectedCombinationsNameTheirOptions) {
-  struct row { const char* what; strategy_options o; const char* must_mention; };
-  auto opts = [](strategy s) { strategy_options o; o.strat = s; return o; };
+  struct row {
+    const char* what;
+    strategy_options o;
+    const char* must_mention;
+  };
+  auto opts = [](strategy s) {
+    strategy_options o;
+    o.strat = s;
+    return o;
+  };
   std::vector<row> cases;
-  { auto o = opts(strategy::extra_buffer); o.radix_cache = false; cases.push_back({"extra needs radix", o, "--disable-radix-cache"}); }
-  { auto o = opts(strategy::extra_buffer_lazy); o.overlap = false; cases.push_back({"lazy needs overlap", o, "--disable-overlap-schedule"}); }
-  { auto o = opts(strategy::extra_buffer_lazy); o.spec_draft_tokens = 3; cases.push_back({"lazy no spec", o, "--speculative-num-draft-tokens"}); }
-  { auto o = opts(strategy::extra_buffer); o.page_size = 64; o.track_interval = 100; cases.push_back({"interval % page", o, "--mamba-track-interval"}); }
-  { auto o = opts(strategy::extra_buffer); o.spec_draft_tokens = 8; o.track_interval = 4; cases.push_back({"interval >= D", o, "--speculative-num-draft-tokens"}); }
-  { auto o = opts(strategy::extra_buffer); o.backend = chunk_convention::mamba2; o.model_chunk = 256; o.track_interval = 128; cases.push_back({"mamba2 interval", o, "mamba_chunk_size"}); }
-  { auto o = opts(strategy::extra_buffer); o.backend = chunk_convention::mamba2; o.model_chunk = 2; o.conv_kernel = 4; o.track_interval = 256; cases.push_back({"mamba2 conv", o, "conv kernel"}); }
-  { auto o = opts(strategy::no_buffer); o.spec_draft_tokens = 3; cases.push_back({"no_buffer + spec + radix", o, "speculative"}); }
-  { auto o = opts(strategy::extra_buffer); o.page_size = 96; o.track_interval = 96 * 4; cases.push_back({"chunk/page divisibility", o, "--page-size"}); }
-  { auto o = opts(strategy::extra_buffer_lazy); o.pd = pd_mode::decode; o.decode_radix_cache = true; cases.push_back({"lazy + PD decode radix", o, "extra_buffer_lazy"}); }
-  { auto o = opts(strategy::no_buffer); o.page_size = 0; cases.push_back({"page 0", o, "--page-size"}); }
+  {
+    auto o = opts(strategy::extra_buffer);
+    o.radix_cache = false;
+    cases.push_back({"extra needs radix", o, "--disable-radix-cache"});
+  }
+  {
+    auto o = opts(strategy::extra_buffer_lazy);
+    o.overlap = false;
+    cases.push_back({"lazy needs overlap", o, "--disable-overlap-schedule"});
+  }
+  {
+    auto o = opts(strategy::extra_buffer_lazy);
+    o.spec_draft_tokens = 3;
+    cases.push_back({"lazy no spec", o, "--speculative-num-draft-tokens"});
+  }
+  {
+    auto o = opts(strategy::extra_buffer);
+    o.page_size = 64;
+    o.track_interval = 100;
+    cases.push_back({"interval % page", o, "--mamba-track-interval"});
+  }
+  {
+    auto o = opts(strategy::extra_buffer);
+    o.spec_draft_tokens = 8;
+    o.track_interval = 4;
+    cases.push_back({"interval >= D", o, "--speculative-num-draft-tokens"});
+  }
+  {
+    auto o = opts(strategy::extra_buffer);
+    o.backend = chunk_convention::mamba2;
+    o.model_chunk = 256;
+    o.track_interval = 128;
+    cases.push_back({"mamba2 interval", o, "mamba_chunk_size"});
+  }
+  {
+    auto o = opts(strategy::extra_buffer);
+    o.backend = chunk_convention::mamba2;
+    o.model_chunk = 2;
+    o.conv_kernel = 4;
+    o.track_interval = 256;
+    cases.push_back({"mamba2 conv", o, "conv kernel"});
+  }
+  {
+    auto o = opts(strategy::no_buffer);
+    o.spec_draft_tokens = 3;
+    cases.push_back({"no_buffer + spec + radix", o, "speculative"});
+  }
+  {
+    auto o = opts(strategy::extra_buffer);
+    o.page_size = 96;
+    o.track_interval = 96 * 4;
+    cases.push_back({"chunk/page divisibility", o, "--page-size"});
+  }
+  {
+    auto o = opts(strategy::extra_buffer_lazy);
+    o.pd = pd_mode::decode;
+    o.decode_radix_cache = true;
+    cases.push_back({"lazy + PD decode radix", o, "extra_buffer_lazy"});
+  }
+  {
+    auto o = opts(strategy::no_buffer);
+    o.page_size = 0;
+    cases.push_back({"page 0", o, "--page-size"});
+  }
   for (const row& c : cases) {
     auto v = validate_strategy(c.o);
     ASSERT_FALSE(v.ok()) << c.what;
@@ -55,7 +116,13 @@ TEST(ValidateStrategy, CorrectionsComeWithWarnings) {
 }
 
 TEST(ValidateStrategy, AcceptedCombinations) {
-  struct row { strategy s; std::size_t page, chunk, interval; bool overlap; std::size_t C; int pp; };
+  struct row {
+    strategy s;
+    std::size_t page, chunk, interval;
+    bool overlap;
+    std::size_t C;
+    int pp;
+  };
   const row cases[] = {{strategy::extra_buffer, 64, 64, 256, true, 64, 2},
                        {strategy::extra_buffer, 1, 64, 2, false, 64, 1},  // GDN e2e: interval 2
                        {strategy::extra_buffer, 128, 64, 256, true, 128, 2},
@@ -126,14 +193,20 @@ TEST(Admission, MinOfTokenBoundAndSlotsOverRatio) {
 
 // ---- D ---------------------------------------------------------------------------------
 TEST(PdDecodeSizing, RaisesNeverCaps) {
-  struct row { std::size_t size; std::optional<std::size_t> configured; strategy s; bool overlap;
-               std::size_t pre, per, needed, slots; bool warns; };
+  struct row {
+    std::size_t size;
+    std::optional<std::size_t> configured;
+    strategy s;
+    bool overlap;
+    std::size_t pre, per, needed, slots;
+    bool warns;
+  };
   const row cases[] = {
       {16, {}, strategy::no_buffer, true, 32, 1, 48, 48, false},
-      {16, 1000, strategy::no_buffer, true, 32, 1, 48, 1000, false},      // not capped (PR 20858 bug)
-      {16, 40, strategy::extra_buffer, true, 32, 3, 144, 144, true},      // raised with a warning
+      {16, 1000, strategy::no_buffer, true, 32, 1, 48, 1000, false},  // not capped (PR 20858 bug)
+      {16, 40, strategy::extra_buffer, true, 32, 3, 144, 144, true},  // raised with a warning
       {16, 40, strategy::extra_buffer, false, 32, 2, 96, 96, true},
-      {64, {}, strategy::extra_buffer, true, 0, 3, 192, 192, false},      // > 32: env pre-alloc (0)
+      {64, {}, strategy::extra_buffer, true, 0, 3, 192, 192, false},  // > 32: env pre-alloc (0)
   };
   for (const row& c : cases) {
     pd_decode_inputs in;

@@ -13,8 +13,11 @@ namespace {
 
 // ---- A ---------------------------------------------------------------------------------
 TEST(ChunkSize, MaxOfModelChunkAndPageWithDivisibility) {
-  struct row { std::size_t chunk, page; std::optional<std::size_t> want; };
-  const row cases[] = {{64, 1, 64}, {64, 64, 64}, {64, 128, 128}, {256, 64, 256},
+  struct row {
+    std::size_t chunk, page;
+    std::optional<std::size_t> want;
+  };
+  const row cases[] = {{64, 1, 64},    {64, 64, 64},           {64, 128, 128},      {256, 64, 256},
                        {128, 16, 128}, {64, 96, std::nullopt}, {0, 1, std::nullopt}};
   for (const row& c : cases)
     EXPECT_EQ(mamba_cache_chunk_size(c.chunk, c.page), c.want) << c.chunk << "/" << c.page;
@@ -33,17 +36,17 @@ TEST(PrefillPlan, Table) {
     int next_after;
   };
   const row cases[] = {
-      {0, 200, 64, {}, false, 0, 2, true, 200, 192, 1},       // unaligned extend
-      {0, 63, 64, {}, false, 0, 2, false, -1, 0, 0},          // too short: no snapshot
-      {0, 64, 64, {}, false, 1, 2, true, 64, 64, 0},          // exactly one chunk
-      {64, 100, 64, {}, false, 0, 2, true, 164, 128, 1},      // relative to the prefix
-      {0, 300, 64, 128, false, 0, 2, true, 129, 128, 1},      // branching point (+1)
-      {10, 300, 64, 128, false, 0, 2, true, 310, 266, 1},     // branching not C-aligned from prefix
-      {128, 300, 64, 128, false, 0, 2, true, 428, 384, 1},    // branching <= prefix: ignored
-      {0, 300, 64, 300, false, 0, 2, true, 300, 256, 1},      // branching == end: ignored
-      {0, 200, 64, {}, true, 0, 2, true, 200, 192, 0},        // lazy never flips at prefill
-      {0, 200, 64, {}, false, 0, 1, true, 200, 192, 0},       // pp 1: other_idx(0) == 0
-      {0, 1000, 256, 512, false, 1, 2, true, 513, 512, 0},    // Mamba2 chunk 256
+      {0, 200, 64, {}, false, 0, 2, true, 200, 192, 1},     // unaligned extend
+      {0, 63, 64, {}, false, 0, 2, false, -1, 0, 0},        // too short: no snapshot
+      {0, 64, 64, {}, false, 1, 2, true, 64, 64, 0},        // exactly one chunk
+      {64, 100, 64, {}, false, 0, 2, true, 164, 128, 1},    // relative to the prefix
+      {0, 300, 64, 128, false, 0, 2, true, 129, 128, 1},    // branching point (+1)
+      {10, 300, 64, 128, false, 0, 2, true, 310, 266, 1},   // branching not C-aligned from prefix
+      {128, 300, 64, 128, false, 0, 2, true, 428, 384, 1},  // branching <= prefix: ignored
+      {0, 300, 64, 300, false, 0, 2, true, 300, 256, 1},    // branching == end: ignored
+      {0, 200, 64, {}, true, 0, 2, true, 200, 192, 0},      // lazy never flips at prefill
+      {0, 200, 64, {}, false, 0, 1, true, 200, 192, 0},     // pp 1: other_idx(0) == 0
+      {0, 1000, 256, 512, false, 1, 2, true, 513, 512, 0},  // Mamba2 chunk 256
   };
   for (const row& c : cases) {
     SCOPED_TRACE(::testing::Message() << "prefix " << c.prefix << " extend " << c.extend);
@@ -67,10 +70,16 @@ TEST(DecodeBoundary, MultiplesOfTheInterval) {
 }
 
 TEST(SpecDecodeBoundary, AcrossAcceptedDrafts) {
-  struct row { std::size_t seq, accepted, I; std::optional<std::size_t> want; };
-  const row cases[] = {{257, 2, 256, 256},         {300, 3, 256, std::nullopt},
-                       {256, 0, 256, std::nullopt}, {258, 0, 256, std::nullopt},
-                       {257, 0, 256, 256},          {515, 4, 256, 512},
+  struct row {
+    std::size_t seq, accepted, I;
+    std::optional<std::size_t> want;
+  };
+  const row cases[] = {{257, 2, 256, 256},
+                       {300, 3, 256, std::nullopt},
+                       {256, 0, 256, std::nullopt},
+                       {258, 0, 256, std::nullopt},
+                       {257, 0, 256, 256},
+                       {515, 4, 256, 512},
                        {10, 3, 4, 8}};
   for (const row& c : cases)
     EXPECT_EQ(spec_decode_boundary(c.seq, c.accepted, c.I), c.want) << c.seq << "/" << c.accepted;
@@ -81,7 +90,8 @@ TEST(SpecDecodeBoundary, AcrossAcceptedDrafts) {
 // batch that emits per-chunk states exactly as each kernel family does.
 std::uint64_t fold(std::uint64_t s, const std::vector<std::int64_t>& toks, std::size_t from,
                    std::size_t to) {
-  for (std::size_t i = from; i < to; ++i) s = s * 0x100000001B3ull + static_cast<std::uint64_t>(toks[i]);
+  for (std::size_t i = from; i < to; ++i)
+    s = s * 0x100000001B3ull + static_cast<std::uint64_t>(toks[i]);
   return s;
 }
 
@@ -93,9 +103,9 @@ struct toy_request {
 };
 
 struct packed_scan {
-  std::vector<std::int64_t> tokens;        // concatenated extend tokens
-  std::vector<std::uint64_t> chunk_states; // per convention
-  std::vector<std::uint64_t> final_states; // per request
+  std::vector<std::int64_t> tokens;         // concatenated extend tokens
+  std::vector<std::uint64_t> chunk_states;  // per convention
+  std::vector<std::uint64_t> final_states;  // per request
 };
 
 packed_scan run_scan(const std::vector<toy_request>& reqs, std::size_t C, chunk_convention conv) {
@@ -133,15 +143,19 @@ void check_batch(const std::vector<toy_request>& reqs, std::size_t C, std::size_
       const std::size_t aligned = plans[i].tracked_len - r.prefix_len;
       EXPECT_EQ(src[i].aligned_len, aligned);
       const std::uint64_t want = fold(r.prefix_state, r.extend, 0, aligned);
-      const std::uint64_t got = src[i].from_final_state
-                                    ? scan.final_states[i]
-                                    : scan.chunk_states.at(static_cast<std::size_t>(src[i].chunk_state_index));
-      EXPECT_EQ(got, want) << "SSM snapshot is not the state after " << plans[i].tracked_len << " tokens";
+      const std::uint64_t got =
+          src[i].from_final_state
+              ? scan.final_states[i]
+              : scan.chunk_states.at(static_cast<std::size_t>(src[i].chunk_state_index));
+      EXPECT_EQ(got, want) << "SSM snapshot is not the state after " << plans[i].tracked_len
+                           << " tokens";
       // Conv snapshot: the K-1 extend inputs just before the aligned end.
       std::vector<std::int64_t> conv_in;
-      for (std::int64_t p : src[i].conv_positions) conv_in.push_back(scan.tokens[static_cast<std::size_t>(p)]);
-      std::vector<std::int64_t> expect(r.extend.begin() + static_cast<std::ptrdiff_t>(aligned - (K - 1)),
-                                       r.extend.begin() + static_cast<std::ptrdiff_t>(aligned));
+      for (std::int64_t p : src[i].conv_positions)
+        conv_in.push_back(scan.tokens[static_cast<std::size_t>(p)]);
+      std::vector<std::int64_t> expect(
+          r.extend.begin() + static_cast<std::ptrdiff_t>(aligned - (K - 1)),
+          r.extend.begin() + static_cast<std::ptrdiff_t>(aligned));
       EXPECT_EQ(conv_in, expect);
     }
     start += r.extend.size();
@@ -153,7 +167,8 @@ toy_request make_req(std::mt19937_64& rng, std::size_t C, bool with_branching) {
   r.prefix_state = rng();
   r.prefix_len = (rng() % 4) * C + (rng() % 2 ? 0 : rng() % C);
   const std::size_t E = rng() % (5 * C) + 1;
-  for (std::size_t i = 0; i < E; ++i) r.extend.push_back(static_cast<std::int64_t>(rng() % 50000));
+  for (std::size_t i = 0; i < E; ++i)
+    r.extend.push_back(static_cast<std::int64_t>(rng() % 50000));
   if (with_branching && E > C) r.branching = r.prefix_len + (1 + rng() % (E / C)) * C;
   return r;
 }
@@ -171,14 +186,16 @@ TEST_P(KernelIndices, AlignedUnalignedAndBranchingInPackedBatches) {
   for (int round = 0; round < 200; ++round) {
     std::vector<toy_request> reqs;
     const std::size_t n = 1 + rng() % 6;
-    for (std::size_t i = 0; i < n; ++i) reqs.push_back(make_req(rng, C, round % 2 == 1));
+    for (std::size_t i = 0; i < n; ++i)
+      reqs.push_back(make_req(rng, C, round % 2 == 1));
     check_batch(reqs, C, K, conv);
     if (HasFailure()) return;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Conventions, KernelIndices,
-                         ::testing::Combine(::testing::Values(chunk_convention::fla, chunk_convention::mamba2),
+                         ::testing::Combine(::testing::Values(chunk_convention::fla,
+                                                              chunk_convention::mamba2),
                                             ::testing::Values(64, 128, 256)),
                          [](const auto& i) {
                            return std::string(to_string(std::get<0>(i.param))) + "_C" +

@@ -70,8 +70,9 @@ bench_tree& tree_for(std::size_t ctx, std::size_t convs, std::size_t page) {
 }
 
 void BM_MatchPrefix(benchmark::State& st) {
-  bench_tree& t = tree_for(static_cast<std::size_t>(st.range(0)), static_cast<std::size_t>(st.range(1)),
-                           static_cast<std::size_t>(st.range(2)));
+  bench_tree& t =
+      tree_for(static_cast<std::size_t>(st.range(0)), static_cast<std::size_t>(st.range(1)),
+               static_cast<std::size_t>(st.range(2)));
   std::size_t i = 0;
   for (auto _ : st) {
     const auto& key = t.keys[(i++ * 7919) % t.keys.size()];
@@ -86,14 +87,16 @@ void BM_MatchPrefix(benchmark::State& st) {
 void BM_Insert(benchmark::State& st) {
   // A finished turn: the conversation's cached prefix plus a new page-aligned tail of 256
   // tokens (prev_prefix_len = cached prefix, so the walk and the new leaf are timed).
-  bench_tree& t = tree_for(static_cast<std::size_t>(st.range(0)), static_cast<std::size_t>(st.range(1)),
-                           static_cast<std::size_t>(st.range(2)));
+  bench_tree& t =
+      tree_for(static_cast<std::size_t>(st.range(0)), static_cast<std::size_t>(st.range(1)),
+               static_cast<std::size_t>(st.range(2)));
   const std::size_t tail = 256 / t.page * t.page == 0 ? t.page : 256 / t.page * t.page;
   std::size_t i = 0;
   for (auto _ : st) {
     const std::size_t c = (i++ * 7919) % t.keys.size();
     std::vector<token_id> key = t.keys[c];
-    for (std::size_t j = 0; j < tail; ++j) key.push_back(t.next_token++);
+    for (std::size_t j = 0; j < tail; ++j)
+      key.push_back(t.next_token++);
     match_result m = t.cache->tree().match(0, t.keys[c]);
     std::vector<kv_index> value = std::move(m.indices);
     if (!t.cache->kv().alloc_extend(value.size(), value.empty() ? 0 : value.back(), tail, value)) {
@@ -131,8 +134,12 @@ void BM_Evict(benchmark::State& st, bool mamba) {
     benchmark::DoNotOptimize(r);
   }
 }
-void BM_EvictMamba(benchmark::State& st) { BM_Evict(st, true); }
-void BM_EvictPage(benchmark::State& st) { BM_Evict(st, false); }
+void BM_EvictMamba(benchmark::State& st) {
+  BM_Evict(st, true);
+}
+void BM_EvictPage(benchmark::State& st) {
+  BM_Evict(st, false);
+}
 
 void BM_TraceReplay(benchmark::State& st, std::string path) {
   auto tr = replay::read_trace(path);
@@ -155,24 +162,38 @@ void BM_TraceReplay(benchmark::State& st, std::string path) {
     st.SetIterationTime(static_cast<double>(ns) * 1e-9);
   }
   // Cache ops per second of timed cache work (checks excluded), as `hcctl replay --bench`.
-  st.counters["ops_per_s"] = total_ns ? static_cast<double>(ops) * 1e9 / static_cast<double>(total_ns) : 0.0;
+  st.counters["ops_per_s"] =
+      total_ns ? static_cast<double>(ops) * 1e9 / static_cast<double>(total_ns) : 0.0;
 }
 
 void tree_args(benchmark::internal::Benchmark* b) {
   for (int page : {1, 64})
     for (int convs : {100, 1000})
-      for (int ctx : {1024, 4096, 16384, 65536}) b->Args({ctx, convs, page});
+      for (int ctx : {1024, 4096, 16384, 65536})
+        b->Args({ctx, convs, page});
   b->ArgNames({"ctx", "convs", "page"})->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
 BENCHMARK(BM_MatchPrefix)->Apply(tree_args);
 BENCHMARK(BM_Insert)->Apply(tree_args)->Iterations(2000);
 BENCHMARK(BM_EvictMamba)
-    ->Args({4096, 100, 1})->Args({4096, 1000, 1})->Args({4096, 100, 64})->Args({4096, 1000, 64})
-    ->ArgNames({"ctx", "convs", "page"})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(2000);
+    ->Args({4096, 100, 1})
+    ->Args({4096, 1000, 1})
+    ->Args({4096, 100, 64})
+    ->Args({4096, 1000, 64})
+    ->ArgNames({"ctx", "convs", "page"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(2000);
 BENCHMARK(BM_EvictPage)
-    ->Args({4096, 100, 1})->Args({4096, 1000, 1})->Args({4096, 100, 64})->Args({4096, 1000, 64})
-    ->ArgNames({"ctx", "convs", "page"})->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(2000);
+    ->Args({4096, 100, 1})
+    ->Args({4096, 1000, 1})
+    ->Args({4096, 100, 64})
+    ->Args({4096, 1000, 64})
+    ->ArgNames({"ctx", "convs", "page"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(2000);
 
 [[maybe_unused]] const bool traces_registered = [] {
   const char* dir = std::getenv("HC_TRACE_DIR");
@@ -181,7 +202,8 @@ BENCHMARK(BM_EvictPage)
   for (const auto& e : std::filesystem::directory_iterator(d)) {
     const std::string p = e.path().string();
     if (p.find(".jsonl") == std::string::npos) continue;
-    benchmark::RegisterBenchmark(("BM_TraceReplay/" + e.path().filename().string()).c_str(), BM_TraceReplay, p)
+    benchmark::RegisterBenchmark(("BM_TraceReplay/" + e.path().filename().string()).c_str(),
+                                 BM_TraceReplay, p)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }

@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
 
   hc::cli::replay_options ro;
   CLI::App* replay = app.add_subcommand(
-      "replay", "Replay a sglang-mamba-trace (JSONL, plain or gzip) against a fresh in-process cache");
+      "replay",
+      "Replay a sglang-mamba-trace (JSONL, plain or gzip) against a fresh in-process cache");
   replay->add_option("trace", ro.trace_path, "Trace file (.jsonl or .jsonl.gz)")->required();
   replay->add_flag("--check", ro.check,
                    "Compare every op with its expected fields; exit 1 at the first divergence");

@@ -23,13 +23,14 @@ struct op_stats {
 double percentile_us(std::vector<std::uint64_t>& v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const std::size_t idx = std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
+  const std::size_t idx =
+      std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
   return static_cast<double>(v[idx]) / 1000.0;
 }
 
 struct bench_run {
   std::map<std::string, op_stats> per_op;
-  std::uint64_t total_ns = 0;   // cache ops, checks excluded
+  std::uint64_t total_ns = 0;  // cache ops, checks excluded
   std::uint64_t measure_ns = 0;
   std::size_t ops = 0, measure_ops = 0;
 };
@@ -96,15 +97,20 @@ int run_replay(const replay_options& opts) {
   if (!opts.bench) return 0;
 
   // Best run = the one with the smallest total time (the machine is shared and noisy).
-  auto best = std::min_element(results.begin(), results.end(),
-                               [](const bench_run& a, const bench_run& b) { return a.total_ns < b.total_ns; });
+  auto best = std::min_element(
+      results.begin(), results.end(),
+      [](const bench_run& a, const bench_run& b) { return a.total_ns < b.total_ns; });
   json summary;
   summary["trace"] = opts.trace_path;
   summary["runs"] = runs;
   summary["phase"] = opts.phase.empty() ? "all" : opts.phase;
   summary["ops"] = best->ops;
-  summary["ops_per_s"] = best->total_ns ? static_cast<double>(best->ops) * 1e9 / static_cast<double>(best->total_ns) : 0.0;
-  summary["measure_ops_per_s"] = best->measure_ns ? static_cast<double>(best->measure_ops) * 1e9 / static_cast<double>(best->measure_ns) : 0.0;
+  summary["ops_per_s"] =
+      best->total_ns ? static_cast<double>(best->ops) * 1e9 / static_cast<double>(best->total_ns)
+                     : 0.0;
+  summary["measure_ops_per_s"] = best->measure_ns ? static_cast<double>(best->measure_ops) * 1e9 /
+                                                        static_cast<double>(best->measure_ns)
+                                                  : 0.0;
   for (auto& [name, st] : best->per_op) {
     summary["per_op"][name] = {{"count", st.ns.size()},
                                {"median_us", percentile_us(st.ns, 0.5)},
@@ -114,9 +120,10 @@ int run_replay(const replay_options& opts) {
     std::printf("%s\n", summary.dump().c_str());
     return 0;
   }
-  std::printf("%s", fmt::format("trace {}  ({} cache ops, best of {} runs; per-op table: {} phase)\n",
-                                opts.trace_path, best->ops, runs,
-                                opts.phase.empty() ? "every" : opts.phase).c_str());
+  std::printf(
+      "%s", fmt::format("trace {}  ({} cache ops, best of {} runs; per-op table: {} phase)\n",
+                        opts.trace_path, best->ops, runs, opts.phase.empty() ? "every" : opts.phase)
+                .c_str());
   std::printf("%-18s %8s %12s %12s\n", "op", "count", "median_us", "p99_us");
   for (auto& [name, v] : summary["per_op"].items())
     std::printf("%-18s %8zu %12.3f %12.3f\n", name.c_str(), v["count"].get<std::size_t>(),

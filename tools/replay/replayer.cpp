@@ -34,7 +34,8 @@ std::uint32_t kv_crc32(std::span<const kv_index> indices) {
   std::vector<unsigned char> buf(indices.size() * 8);
   for (std::size_t i = 0; i < indices.size(); ++i) {
     auto v = static_cast<std::uint64_t>(static_cast<std::int64_t>(indices[i]));
-    for (int b = 0; b < 8; ++b) buf[i * 8 + static_cast<std::size_t>(b)] = static_cast<unsigned char>(v >> (8 * b));
+    for (int b = 0; b < 8; ++b)
+      buf[i * 8 + static_cast<std::size_t>(b)] = static_cast<unsigned char>(v >> (8 * b));
   }
   uLong crc = crc32(0L, Z_NULL, 0);
   crc = crc32(crc, buf.data(), static_cast<uInt>(buf.size()));
@@ -67,6 +68,18 @@ const std::vector<token_id>& replayer::conv_tokens(std::size_t c) {
   return v;
 }
 
+bool replayer::lookup(const trace_op& op, outcome& out, const request_record*& rec,
+                      const std::vector<token_id>*& conv) {
+  rec = mgr_->find(op.req);
+  auto it = req_conv_.find(op.req);
+  if (!rec || it == req_conv_.end()) {
+    out.error = "unknown request " + std::to_string(op.req);
+    return false;
+  }
+  conv = &conv_tokens(it->second);
+  return true;
+}
+
 void replayer::fill_state(outcome& out) const {
   const auto& s = cache_->tree().sizes();
   out.kv_avail = cache_->kv().available();
@@ -88,7 +101,9 @@ std::uint64_t replayer::execute(const trace_op& op, outcome& out) {
         out.error = "input_len beyond the conversation's length";
         break;
       }
-      if (status s = m.create(op.req, 0, {toks.begin(), toks.begin() + static_cast<std::ptrdiff_t>(op.input_len)}); !s) {
+      if (status s = m.create(
+              op.req, 0, {toks.begin(), toks.begin() + static_cast<std::ptrdiff_t>(op.input_len)});
+          !s) {
         out.error = s.err().message;
         break;
       }
@@ -131,7 +146,8 @@ std::uint64_t replayer::execute(const trace_op& op, outcome& out) {
       if (r->pingpong) {
         std::vector<std::int64_t> pp;
         const std::size_t n = cfg_.ping_pong_size == 1 ? 1 : 2;
-        for (std::size_t i = 0; i < n; ++i) pp.push_back((*r->pingpong)[i]);
+        for (std::size_t i = 0; i < n; ++i)
+          pp.push_back((*r->pingpong)[i]);
         out.pingpong = pp;
       }
       break;
@@ -160,15 +176,13 @@ std::uint64_t replayer::execute(const trace_op& op, outcome& out) {
       break;
     }
     case op_kind::cache_unfinished: {
-      const request_record* rec = m.find(op.req);
-      auto conv = req_conv_.find(op.req);
-      if (!rec || conv == req_conv_.end()) {
-        out.error = "unknown request " + std::to_string(op.req);
-        break;
-      }
-      const auto& toks = conv_tokens(conv->second);
+      const request_record* rec = nullptr;
+      const std::vector<token_id>* conv = nullptr;
+      if (!lookup(op, out, rec, conv)) break;
+      const auto& toks = *conv;
       const std::size_t in = rec->input_len;
-      if (rec->tokens.size() == in && in < toks.size()) (void)m.append_tokens(op.req, {&toks[in], 1});
+      if (rec->tokens.size() == in && in < toks.size())
+        (void)m.append_tokens(op.req, {&toks[in], 1});
       auto t0 = clk::now();
       auto r = m.cache_unfinished(op.req, in);
       ns = since(t0);
@@ -183,13 +197,10 @@ std::uint64_t replayer::execute(const trace_op& op, outcome& out) {
       break;
     }
     case op_kind::finish: {
-      const request_record* rec = m.find(op.req);
-      auto conv = req_conv_.find(op.req);
-      if (!rec || conv == req_conv_.end()) {
-        out.error = "unknown request " + std::to_string(op.req);
-        break;
-      }
-      const auto& toks = conv_tokens(conv->second);
+      const request_record* rec = nullptr;
+      const std::vector<token_id>* conv = nullptr;
+      if (!lookup(op, out, rec, conv)) break;
+      const auto& toks = *conv;
       const std::size_t total = rec->input_len + op.output_len;
       if (total > toks.size()) {
         out.error = "output_len beyond the conversation's length";
@@ -272,7 +283,8 @@ json replayer::to_json(const trace_op& op, const outcome& o) {
 
 std::optional<divergence> replayer::compare(const trace_op& op, const json& result) {
   auto diverge = [&](std::string field, json expected, json actual) {
-    return divergence{op.line, op.index, op.name, std::move(field), std::move(expected), std::move(actual)};
+    return divergence{op.line,          op.index, op.name, std::move(field), std::move(expected),
+                      std::move(actual)};
   };
   if (result.contains("error")) return diverge("error", nullptr, result["error"]);
   if (result.contains("sanity_detail")) return diverge("sanity", true, result["sanity_detail"]);

@@ -19,7 +19,7 @@ namespace hc::replay {
 
 /// Raw results of one op (converted to JSON only when printed or checked).
 struct outcome {
-  std::string error;  ///< non-empty if the cache rejected the op
+  std::string error;              ///< non-empty if the cache rejected the op
   std::vector<kv_index> indices;  ///< for kv_crc32
   bool has_crc = false;
   std::optional<std::int64_t> prefix_len, node_mamba, req_mamba, row, keep_slot, protected_len,
@@ -65,6 +65,9 @@ class replayer {
  private:
   const std::vector<token_id>& conv_tokens(std::size_t c);
   void fill_state(outcome& out) const;
+  /// The live request of op and its conversation's tokens; false (error set) if unknown.
+  bool lookup(const trace_op& op, outcome& out, const request_record*& rec,
+              const std::vector<token_id>*& conv);
 
   trace_config cfg_;
   token_generator gen_;

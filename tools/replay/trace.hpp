@@ -35,20 +35,31 @@ struct trace_config {
   nlohmann::json self_test;
 };
 
-enum class op_kind { match, lock, unlock, alloc_req, alloc_kv, track, cache_unfinished, finish, evict, check };
+enum class op_kind {
+  match,
+  lock,
+  unlock,
+  alloc_req,
+  alloc_kv,
+  track,
+  cache_unfinished,
+  finish,
+  evict,
+  check
+};
 
 /// One operation line.
 struct trace_op {
   op_kind kind = op_kind::check;
-  std::string name;          ///< the "op" string
-  std::size_t line = 0;      ///< 1-based line number in the file
-  std::int64_t index = -1;   ///< "i"
+  std::string name;         ///< the "op" string
+  std::size_t line = 0;     ///< 1-based line number in the file
+  std::int64_t index = -1;  ///< "i"
   std::string phase;
   std::uint64_t req = 0;
   std::size_t conv = 0, input_len = 0, start = 0, n = 0, seqlen = 0, output_len = 0;
   std::size_t num_tokens = 0, mamba_num = 0;
   bool flip = false, sanity = false;
-  nlohmann::json expect;     ///< null if the line has none
+  nlohmann::json expect;  ///< null if the line has none
 };
 
 struct trace {

@@ -35,7 +35,8 @@ T get_or(const json& j, const char* key, T def) {
 }
 
 status parse_header(const json& j, trace_config& c) {
-  if (get_or<std::string>(j, "op", "") != "config") return {errc::parse_error, "line 1 is not a config header"};
+  if (get_or<std::string>(j, "op", "") != "config")
+    return {errc::parse_error, "line 1 is not a config header"};
   if (get_or<std::string>(j, "format", "") != "sglang-mamba-trace")
     return {errc::parse_error, "format is not sglang-mamba-trace"};
   if (get_or<int>(j, "version", 0) != 1) return {errc::parse_error, "unsupported trace version"};
@@ -59,8 +60,9 @@ status parse_header(const json& j, trace_config& c) {
   c.conv_lengths = t.at("conv_lengths").get<std::vector<std::size_t>>();
   c.self_test = get_or<json>(j, "self_test", json());
   if (c.page_size == 0 || c.vocab == 0 || c.sys_groups == 0 || c.kv_pool_tokens % c.page_size != 0)
-    return {errc::parse_error, "config: page_size, vocab and sys_groups must be > 0 and "
-                               "kv_pool_tokens a multiple of page_size"};
+    return {errc::parse_error,
+            "config: page_size, vocab and sys_groups must be > 0 and "
+            "kv_pool_tokens a multiple of page_size"};
   return {};
 }
 
@@ -84,7 +86,8 @@ status parse_op(const json& j, trace_op& op) {
   op.sanity = get_or<bool>(j, "sanity", false);
   op.expect = get_or<json>(j, "expect", json());
   const bool needs_req = op.kind != op_kind::evict && op.kind != op_kind::check;
-  if (needs_req && !j.contains("req")) return {errc::parse_error, "op '" + op.name + "' has no req"};
+  if (needs_req && !j.contains("req"))
+    return {errc::parse_error, "op '" + op.name + "' has no req"};
   if (op.kind == op_kind::match && op.input_len == 0)
     return {errc::parse_error, "match needs input_len >= 1"};
   return {};
