@@ -8,6 +8,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   # actors, RPC, L3 store, metrics
   libcaf-dev libcapnp-dev capnproto librocksdb-dev prometheus-cpp-dev
+  # what the RocksDB and prometheus-cpp CMake configs look up themselves
+  libgflags-dev libsnappy-dev liblz4-dev libzstd-dev libcivetweb-dev libcurl4-openssl-dev
   # standard building blocks (never hand-written)
   libssl-dev zlib1g-dev libbz2-dev libxxhash-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   # tests and benchmarks
@@ -28,5 +30,5 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 echo "install-deps: done"
