@@ -1,0 +1,24 @@
+// The device probe answers on every machine: with a GPU it counts devices; without one
+// (no driver, no device, or a CPU-only build) it reports zero devices and says why.
+#include <gtest/gtest.h>
+
+#include "gpu/device_probe.hpp"
+
+namespace hc {
+namespace {
+
+TEST(DeviceProbe, ReportsDevicesOrAReason) {
+  const gpu::device_probe_result r = gpu::probe_devices();
+  EXPECT_EQ(r.built_with_cuda, HC_HAVE_CUDA == 1);
+  EXPECT_GE(r.device_count, 0);
+  if (r.device_count == 0) {
+    EXPECT_FALSE(r.reason.empty()) << "no device and no reason";
+  } else {
+    EXPECT_TRUE(r.reason.empty()) << r.reason;
+  }
+  // Probing twice is safe (the CUDA error state is cleared).
+  EXPECT_EQ(gpu::probe_devices().device_count, r.device_count);
+}
+
+}  // namespace
+}  // namespace hc
