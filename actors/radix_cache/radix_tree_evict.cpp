@@ -26,7 +26,6 @@ radix_tree::leaf_eviction radix_tree::evict_leaf(radix_node* x) {
   mamba_lru_.remove(x);
   radix_node* parent = x->parent;
   delete_leaf(x);
-  radix_node* last = nullptr;  // last deleted tombstone, if any
   while (parent != root_ && parent->is_tombstone() && parent->is_leaf() &&
          parent->full_lock_ref == 0) {
     assert(parent->mamba_lock_ref == 0);
@@ -36,11 +35,9 @@ radix_tree::leaf_eviction radix_tree::evict_leaf(radix_node* x) {
     sizes_.full_evictable -= parent->value.size();
     full_lru_.remove(parent);
     radix_node* up = parent->parent;
-    last = parent;
     delete_leaf(parent);
     parent = up;
   }
-  (void)last;
   ev.surviving_parent = parent;
   return ev;
 }

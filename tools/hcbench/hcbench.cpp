@@ -176,24 +176,18 @@ void tree_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_MatchPrefix)->Apply(tree_args);
 BENCHMARK(BM_Insert)->Apply(tree_args)->Iterations(2000);
-BENCHMARK(BM_EvictMamba)
-    ->Args({4096, 100, 1})
-    ->Args({4096, 1000, 1})
-    ->Args({4096, 100, 64})
-    ->Args({4096, 1000, 64})
-    ->ArgNames({"ctx", "convs", "page"})
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond)
-    ->Iterations(2000);
-BENCHMARK(BM_EvictPage)
-    ->Args({4096, 100, 1})
-    ->Args({4096, 1000, 1})
-    ->Args({4096, 100, 64})
-    ->Args({4096, 1000, 64})
-    ->ArgNames({"ctx", "convs", "page"})
-    ->UseManualTime()
-    ->Unit(benchmark::kMicrosecond)
-    ->Iterations(2000);
+void evict_args(benchmark::internal::Benchmark* b) {
+  for (int page : {1, 64})
+    for (int convs : {100, 1000})
+      b->Args({4096, convs, page});
+  b->ArgNames({"ctx", "convs", "page"})
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond)
+      ->Iterations(2000);
+}
+
+BENCHMARK(BM_EvictMamba)->Apply(evict_args);
+BENCHMARK(BM_EvictPage)->Apply(evict_args);
 
 [[maybe_unused]] const bool traces_registered = [] {
   const char* dir = std::getenv("HC_TRACE_DIR");
