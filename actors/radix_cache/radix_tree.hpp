@@ -138,6 +138,10 @@ class radix_tree {
   void reset();
 
  private:
+  /// Tests only (tests/support/radix_tree_test_access.hpp): builds states the public API
+  /// cannot reach, to test defensive paths such as the cascade's locked-parent stop.
+  friend struct radix_tree_test_access;
+
   radix_node* new_node();
   void release_node(radix_node* n);
   std::uint64_t tick() noexcept { return clock_ += (std::uint64_t{1} << 20); }

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/scheduler/request_manager.hpp"
+#include "tests/support/radix_tree_test_access.hpp"
 #include "tests/support/tree_fixture.hpp"
 
 namespace hc::test {
@@ -213,6 +214,37 @@ TEST_P(unified, EvictIterativeTombstoneCleanup) {
   t.evict(0, 2);  // the two internal nodes become tombstones
   t.evict(6 * P, 0);
   EXPECT_EQ(t.node_count(), 0u) << "root has no children left";
+}
+
+// Unified builds this state by hand (a full-locked parent whose child is outside the
+// LRU); the public API cannot, because a tombstone is only ever locked through a locked
+// descendant. Here the child is real and the parent's lone lock is the artificial part.
+TEST_P(unified, TombstoneCleanupRespectsLockedParent) {
+  auto base = seq(1, 2);
+  insert(base);
+  insert(cat(base, seq(500, 2)));
+  t.evict(0, 1);  // base (internal, least recent) becomes a tombstone
+  auto parent = t.match(0, base);
+  ASSERT_EQ(parent.indices.size(), 0u) << "a tombstone is not a match target";
+  // The tombstone is root's only child: find it through the full LRU (least recent last).
+  auto order = t.lru_order(lru_kind::full);
+  ASSERT_EQ(order.size(), 2u);
+  const radix_node* tomb = order.back();
+  ASSERT_TRUE(tomb->is_tombstone());
+  node_ref tomb_ref{const_cast<radix_node*>(tomb), tomb->id};
+  radix_tree_test_access::add_lone_full_lock(t, tomb_ref);
+
+  auto r = t.evict(100 * P, 0);
+  EXPECT_EQ(r.tokens_evicted, 2 * P) << "only the child's tokens; the locked parent stays";
+  EXPECT_EQ(r.tokens_freed_total, 2 * P);
+  ASSERT_TRUE(t.valid(tomb_ref)) << "cleanup must stop at a full-locked parent";
+  EXPECT_EQ(t.node_count(), 1u);
+  EXPECT_EQ(t.sizes().full_protected, 2 * P);
+  EXPECT_EQ(t.sizes().full_evictable, 0u);
+  EXPECT_EQ(t.evict(100 * P, 100).tokens_freed_total, 0u) << "nothing else is evictable";
+
+  radix_tree_test_access::drop_lone_full_lock(t, tomb_ref);
+  t.reset();  // the artificial childless tombstone is not a state evict() accepts
 }
 
 TEST_P(unified, EvictRespectsLruOrder) {
