@@ -15,18 +15,6 @@ std::uint64_t since(clk::time_point t0) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(clk::now() - t0).count());
 }
 
-request_config manager_config(const trace_config& c) {
-  request_config rc;
-  rc.strat = parse_strategy(c.strategy).value_or(strategy::no_buffer);
-  rc.pp_size = c.ping_pong_size;
-  rc.chunk_size = c.chunk_size;
-  rc.track_interval = c.track_interval;
-  rc.rows = c.req_pool_rows;
-  rc.max_context_len = c.max_context_len;
-  rc.alloc_factor = c.state_per_req;
-  return rc;
-}
-
 }  // namespace
 
 std::uint32_t kv_crc32(std::span<const kv_index> indices) {
@@ -47,14 +35,9 @@ std::string divergence::describe() const {
          "): field '" + field + "': expected " + expected.dump() + ", got " + actual.dump();
 }
 
-replayer::replayer(const trace_config& cfg) : cfg_(cfg), gen_(cfg_) {
-  cache_config cc;
-  cc.kv_tokens = cfg_.kv_pool_tokens;
-  cc.page_size = cfg_.page_size;
-  cc.slots = cfg_.mamba_pool_slots;
-  cc.chunk_size = cfg_.chunk_size;
-  cache_ = std::make_unique<radix_cache>(cc);
-  mgr_ = std::make_unique<request_manager>(manager_config(cfg_), *cache_);
+replayer::replayer(const trace_config& cfg, std::unique_ptr<replay_backend> backend)
+    : cfg_(cfg), gen_(cfg_), backend_(std::move(backend)) {
+  if (!backend_) backend_ = std::make_unique<local_backend>(cfg_);
   conv_cache_.resize(cfg_.conv_lengths.size());
 }
 
@@ -68,183 +51,172 @@ const std::vector<token_id>& replayer::conv_tokens(std::size_t c) {
   return v;
 }
 
-bool replayer::lookup(const trace_op& op, outcome& out, const request_record*& rec,
-                      const std::vector<token_id>*& conv) {
-  rec = mgr_->find(op.req);
-  auto it = req_conv_.find(op.req);
-  if (!rec || it == req_conv_.end()) {
-    out.error = "unknown request " + std::to_string(op.req);
-    return false;
-  }
-  conv = &conv_tokens(it->second);
-  return true;
-}
-
-void replayer::fill_state(outcome& out) const {
-  const auto& s = cache_->tree().sizes();
-  out.kv_avail = cache_->kv().available();
-  out.mamba_avail = cache_->slots().available();
-  out.req_avail = mgr_->rows().available();
-  out.full_evictable = s.full_evictable;
-  out.full_protected = s.full_protected;
-  out.mamba_evictable = s.mamba_evictable;
-  out.mamba_protected = s.mamba_protected;
-}
-
-std::uint64_t replayer::execute(const trace_op& op, outcome& out) {
-  std::uint64_t ns = 0;
-  request_manager& m = *mgr_;
+bool replayer::build(const trace_op& op, outcome& out, std::vector<command>& cmds) {
+  cmds.clear();
+  auto add = [&](cmd_kind k) -> command& {
+    command& c = cmds.emplace_back();
+    c.kind = k;
+    c.req = op.req;
+    return c;
+  };
+  auto known = [&]() -> request_view* {
+    auto it = reqs_.find(op.req);
+    if (it == reqs_.end()) {
+      out.error = "unknown request " + std::to_string(op.req);
+      return nullptr;
+    }
+    return &it->second;
+  };
   switch (op.kind) {
     case op_kind::match: {
       const auto& toks = conv_tokens(op.conv);
       if (op.input_len > toks.size()) {
         out.error = "input_len beyond the conversation's length";
-        break;
+        return false;
       }
-      if (status s = m.create(
-              op.req, 0, {toks.begin(), toks.begin() + static_cast<std::ptrdiff_t>(op.input_len)});
-          !s) {
-        out.error = s.err().message;
-        break;
-      }
-      req_conv_[op.req] = op.conv;
-      auto t0 = clk::now();
-      auto r = m.match(op.req);
-      ns = since(t0);
-      if (!r) {
-        out.error = r.err().message;
-        break;
-      }
-      out.prefix_len = static_cast<std::int64_t>(r->prefix_len);
-      out.indices.assign(r->indices.begin(), r->indices.end());
-      out.has_crc = true;
-      out.node_mamba = r->node_slot;
-      out.has_branching = true;
-      out.branching = r->branching;
-      out.req_mamba = r->working;
-      break;
+      add(cmd_kind::create)
+          .tokens.assign(toks.begin(), toks.begin() + static_cast<std::ptrdiff_t>(op.input_len));
+      add(cmd_kind::match);
+      reqs_[op.req] = {op.conv, op.input_len, op.input_len};
+      return true;
     }
     case op_kind::lock:
-    case op_kind::unlock: {
-      auto t0 = clk::now();
-      status s = op.kind == op_kind::lock ? m.lock(op.req) : m.unlock(op.req);
-      ns = since(t0);
-      if (!s) out.error = s.err().message;
+      add(cmd_kind::lock);
+      return true;
+    case op_kind::unlock:
+      add(cmd_kind::unlock);
+      return true;
+    case op_kind::alloc_req:
+      add(cmd_kind::alloc_req);
+      return true;
+    case op_kind::alloc_kv: {
+      command& c = add(cmd_kind::alloc_kv);
+      c.start = op.start;
+      c.n = op.n;
+      return true;
+    }
+    case op_kind::track: {
+      command& c = add(cmd_kind::track);
+      c.seqlen = op.seqlen;
+      c.flag = op.flip;
+      return true;
+    }
+    case op_kind::cache_unfinished: {
+      request_view* r = known();
+      if (!r) return false;
+      const auto& toks = conv_tokens(r->conv);
+      if (r->tokens_sent == r->input_len && r->input_len < toks.size()) {
+        add(cmd_kind::append).tokens.assign(1, toks[r->input_len]);
+        r->tokens_sent += 1;
+      }
+      add(cmd_kind::cache_unfinished).n = r->input_len;
+      return true;
+    }
+    case op_kind::finish: {
+      request_view* r = known();
+      if (!r) return false;
+      const auto& toks = conv_tokens(r->conv);
+      const std::size_t total = r->input_len + op.output_len;
+      if (total > toks.size()) {
+        out.error = "output_len beyond the conversation's length";
+        return false;
+      }
+      if (r->tokens_sent < total)
+        add(cmd_kind::append)
+            .tokens.assign(toks.begin() + static_cast<std::ptrdiff_t>(r->tokens_sent),
+                           toks.begin() + static_cast<std::ptrdiff_t>(total));
+      add(cmd_kind::finish).n = total;
+      reqs_.erase(op.req);
+      return true;
+    }
+    case op_kind::evict: {
+      command& c = add(cmd_kind::evict);
+      c.n = op.num_tokens;
+      c.m = op.mamba_num;
+      return true;
+    }
+    case op_kind::check:
+      add(cmd_kind::check).flag = op.sanity;
+      return true;
+  }
+  return false;
+}
+
+void replayer::convert(const trace_op& op, const std::vector<command_result>& results,
+                       outcome& out) {
+  if (results.empty()) return;
+  for (const command_result& r : results)
+    if (!r.ok()) {
+      out.error = r.error;
       break;
     }
-    case op_kind::alloc_req: {
-      auto t0 = clk::now();
-      auto r = m.alloc_req(op.req);
-      ns = since(t0);
-      if (!r) {
-        out.error = r.err().message;
-        break;
-      }
-      out.row = r->row;
-      out.req_mamba = r->working;
+  const command_result& r = results.back();
+  const pool_state& p = r.pools;
+  out.kv_avail = p.kv_avail;
+  out.mamba_avail = p.slots_avail;
+  out.req_avail = p.rows_avail;
+  out.full_evictable = p.full_evictable;
+  out.full_protected = p.full_protected;
+  out.mamba_evictable = p.mamba_evictable;
+  out.mamba_protected = p.mamba_protected;
+  if (!out.error.empty()) return;
+  auto i64 = [](auto v) { return static_cast<std::int64_t>(v); };
+  switch (op.kind) {
+    case op_kind::match:
+      out.prefix_len = i64(r.prefix_len);
+      out.indices = r.indices;
+      out.has_crc = true;
+      out.node_mamba = r.node_slot;
+      out.has_branching = true;
+      if (r.branching) out.branching = static_cast<std::size_t>(*r.branching);
+      out.req_mamba = r.working;
+      break;
+    case op_kind::alloc_req:
+      out.row = r.row;
+      out.req_mamba = r.working;
       out.has_pingpong = true;
-      if (r->pingpong) {
+      if (r.pingpong) {
         std::vector<std::int64_t> pp;
         const std::size_t n = cfg_.ping_pong_size == 1 ? 1 : 2;
         for (std::size_t i = 0; i < n; ++i)
-          pp.push_back((*r->pingpong)[i]);
+          pp.push_back((*r.pingpong)[i]);
         out.pingpong = pp;
       }
       break;
-    }
-    case op_kind::alloc_kv: {
-      auto t0 = clk::now();
-      auto r = m.alloc_kv(op.req, op.start, op.n);
-      ns = since(t0);
-      if (!r) {
-        out.error = r.err().message;
-        break;
-      }
-      out.indices.assign(r->begin(), r->end());
+    case op_kind::alloc_kv:
+      out.indices = r.indices;
       out.has_crc = true;
       break;
-    }
-    case op_kind::track: {
-      auto t0 = clk::now();
-      auto r = m.record_track(op.req, op.seqlen, op.flip);
-      ns = since(t0);
-      if (!r) {
-        out.error = r.err().message;
-        break;
-      }
-      out.keep_slot = *r;
+    case op_kind::track:
+      out.keep_slot = r.slot;
       break;
-    }
-    case op_kind::cache_unfinished: {
-      const request_record* rec = nullptr;
-      const std::vector<token_id>* conv = nullptr;
-      if (!lookup(op, out, rec, conv)) break;
-      const auto& toks = *conv;
-      const std::size_t in = rec->input_len;
-      if (rec->tokens.size() == in && in < toks.size())
-        (void)m.append_tokens(op.req, {&toks[in], 1});
-      auto t0 = clk::now();
-      auto r = m.cache_unfinished(op.req, in);
-      ns = since(t0);
-      if (!r) {
-        out.error = r.err().message;
-        break;
-      }
-      out.protected_len = static_cast<std::int64_t>(r->protected_len);
-      out.indices.assign(r->prefix.begin(), r->prefix.end());
+    case op_kind::cache_unfinished:
+      out.protected_len = i64(r.prefix_len);
+      out.indices = r.indices;
       out.has_crc = true;
-      out.node_mamba = r->node_slot;
+      out.node_mamba = r.node_slot;
       break;
-    }
-    case op_kind::finish: {
-      const request_record* rec = nullptr;
-      const std::vector<token_id>* conv = nullptr;
-      if (!lookup(op, out, rec, conv)) break;
-      const auto& toks = *conv;
-      const std::size_t total = rec->input_len + op.output_len;
-      if (total > toks.size()) {
-        out.error = "output_len beyond the conversation's length";
-        break;
-      }
-      if (rec->kv_committed + 1 != total) {
-        out.error = "committed length " + std::to_string(rec->kv_committed) +
-                    " != input_len + output_len - 1";
-        break;
-      }
-      const std::size_t have = rec->tokens.size();
-      if (have < total) (void)m.append_tokens(op.req, {toks.data() + have, total - have});
-      auto t0 = clk::now();
-      auto r = m.finish(op.req);
-      ns = since(t0);
-      if (!r) out.error = r.err().message;
-      req_conv_.erase(op.req);
+    case op_kind::evict:
+      out.tokens_evicted = i64(r.tokens_evicted);
+      out.mamba_evicted = i64(r.mamba_evicted);
       break;
-    }
-    case op_kind::evict: {
-      auto t0 = clk::now();
-      evict_result r = cache_->tree().evict(op.num_tokens, op.mamba_num);
-      ns = since(t0);
-      out.tokens_evicted = static_cast<std::int64_t>(r.tokens_evicted);
-      out.mamba_evicted = static_cast<std::int64_t>(r.mamba_evicted);
+    case op_kind::check:
+      out.tree_tokens = i64(r.tree_tokens);
+      out.tree_mamba = i64(r.tree_slots);
+      if (op.sanity) out.sanity = r.sanity;
+      out.sanity_detail = r.sanity_detail;
       break;
-    }
-    case op_kind::check: {
-      const auto& s = cache_->tree().sizes();
-      out.tree_tokens = static_cast<std::int64_t>(s.total_tokens());
-      out.tree_mamba = static_cast<std::int64_t>(s.total_slots());
-      if (op.sanity) {
-        status st = cache_->tree().sanity_check();
-        if (st) st = m.check_pool_invariants();
-        out.sanity = st.ok();
-        if (!st) out.sanity_detail = st.err().message;
-      } else {
-        status st = cache_->tree().check_invariants();
-        if (!st) out.sanity_detail = st.err().message;
-      }
+    case op_kind::lock:
+    case op_kind::unlock:
+    case op_kind::finish:
       break;
-    }
   }
-  fill_state(out);
+}
+
+std::uint64_t replayer::execute(const trace_op& op, outcome& out) {
+  if (!build(op, out, cmds_)) return 0;
+  const std::uint64_t ns = backend_->run(cmds_, results_);
+  convert(op, results_, out);
   return ns;
 }
 

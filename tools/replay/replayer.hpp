@@ -1,7 +1,7 @@
 #pragma once
-// Executes a trace against a fresh in-process cache (radix_cache + request_manager) and
-// produces, per operation, the same result fields as the trace's `expect`
-// (spec/trace-format.md §4). Timing covers only the cache call of each op.
+// Executes a trace against a fresh cache (in process, or a node over RPC) and produces, per
+// operation, the same result fields as the trace's `expect` (spec/trace-format.md §4). Timing: see
+// replay_backend::run.
 
 #include <cstdint>
 #include <memory>
@@ -11,8 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/radix_cache/radix_cache.hpp"
-#include "actors/scheduler/request_manager.hpp"
+#include "tools/replay/replay_backend.hpp"
 #include "tools/replay/trace.hpp"
 
 namespace hc::replay {
@@ -48,10 +47,11 @@ std::uint32_t kv_crc32(std::span<const kv_index> indices);
 
 class replayer {
  public:
-  /// REQUIRES: the config passed read_trace(). Builds empty pools of the trace's sizes.
-  explicit replayer(const trace_config& cfg);
+  /// REQUIRES: the config passed read_trace(). Without a backend, builds an in-process
+  /// cache with empty pools of the trace's sizes.
+  explicit replayer(const trace_config& cfg, std::unique_ptr<replay_backend> backend = nullptr);
 
-  /// Runs one op; returns nanoseconds spent inside the cache call.
+  /// Runs one op; returns the nanoseconds the backend reports for it.
   std::uint64_t execute(const trace_op& op, outcome& out);
 
   /// The result line of an op: {"i", "op", <expect fields>, ["error"]}.
@@ -59,22 +59,27 @@ class replayer {
   /// Compares a result line with the op's expect; nullopt if every expected field agrees.
   static std::optional<divergence> compare(const trace_op& op, const nlohmann::json& result);
 
-  radix_cache& cache() noexcept { return *cache_; }
-  request_manager& requests() noexcept { return *mgr_; }
+  replay_backend& backend() noexcept { return *backend_; }
 
  private:
+  /// What the replayer knows of a live request (it never looks into the cache).
+  struct request_view {
+    std::size_t conv = 0;
+    std::size_t input_len = 0;
+    std::size_t tokens_sent = 0;
+  };
   const std::vector<token_id>& conv_tokens(std::size_t c);
-  void fill_state(outcome& out) const;
-  /// The live request of op and its conversation's tokens; false (error set) if unknown.
-  bool lookup(const trace_op& op, outcome& out, const request_record*& rec,
-              const std::vector<token_id>*& conv);
+  /// Builds the op's commands; false (error set) if the op cannot be sent.
+  bool build(const trace_op& op, outcome& out, std::vector<command>& cmds);
+  void convert(const trace_op& op, const std::vector<command_result>& results, outcome& out);
 
   trace_config cfg_;
   token_generator gen_;
-  std::unique_ptr<radix_cache> cache_;
-  std::unique_ptr<request_manager> mgr_;
+  std::unique_ptr<replay_backend> backend_;
   std::vector<std::vector<token_id>> conv_cache_;
-  std::unordered_map<std::uint64_t, std::size_t> req_conv_;
+  std::unordered_map<std::uint64_t, request_view> reqs_;
+  std::vector<command> cmds_;
+  std::vector<command_result> results_;
 };
 
 }  // namespace hc::replay

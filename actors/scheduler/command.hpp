@@ -1,0 +1,92 @@
+#pragma once
+// One scheduler operation on a session, as data: the unit that crosses the RPC boundary
+// and the actor mailboxes, and what `hcctl replay` sends (in-process or over RPC). A
+// scheduling step is a batch of commands executed in order; every command gets its own
+// result (an error in one does not stop the batch — the worker decides).
+//
+// Pure header: standard library only.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/common/ids.hpp"
+#include "actors/common/status.hpp"
+#include "actors/scheduler/request.hpp"
+
+namespace hc {
+
+enum class cmd_kind : std::uint8_t {
+  create,            ///< register req with prompt `tokens` in namespace `ns`
+  append,            ///< append generated `tokens` to req
+  match,             ///< match prompt[:input_len-1] with COW
+  lock,              ///< inc_lock_ref of req's last node
+  unlock,            ///< dec_lock_ref of req's last node
+  alloc_req,         ///< row, working slot, ping-pong
+  alloc_kv,          ///< `n` KV ids at row position `start`
+  track,             ///< record a snapshot at `seqlen`; `flag` = flip next_track_idx
+  prepare_extend,    ///< prefill tracking for `n` tokens after `start`
+  prepare_decode,    ///< decode tracking (lazy prealloc)
+  process_decode,    ///< decode result; `flag` = finished; `n` = accepted drafts (spec)
+  cache_unfinished,  ///< cache_unfinished_req with fill_len `n`
+  finish,            ///< cache_finished_req; `n` > 0: expected total length (check)
+  abort,             ///< release without insert
+  not_admitted,      ///< free the COW slot of a matched, not admitted request
+  evict,             ///< evict(`n` tokens, `m` slots)
+  check,             ///< tree totals; `flag`: full sanity check (idle only)
+  take_ops,          ///< deferred data ops for extend batch `reqs` (handed to the stream)
+};
+inline constexpr std::size_t cmd_kind_count = 18;
+
+/// Stable lowercase name ("cache_unfinished"); "?" for an out-of-range value.
+const char* to_string(cmd_kind k) noexcept;
+
+struct command {
+  cmd_kind kind = cmd_kind::check;
+  request_handle req = 0;
+  namespace_id ns = 0;
+  std::vector<token_id> tokens;      ///< create, append
+  std::vector<request_handle> reqs;  ///< take_ops
+  std::uint64_t start = 0;           ///< alloc_kv, prepare_extend
+  std::uint64_t n = 0;               ///< see cmd_kind
+  std::uint64_t m = 0;               ///< evict
+  std::uint64_t seqlen = 0;          ///< track
+  bool flag = false;                 ///< see cmd_kind
+};
+
+/// Pool and tree occupancy after a command (what every trace op reports).
+struct pool_state {
+  std::uint64_t kv_avail = 0, slots_avail = 0, rows_avail = 0;
+  std::uint64_t full_evictable = 0, full_protected = 0;
+  std::uint64_t mamba_evictable = 0, mamba_protected = 0;
+};
+
+struct command_result {
+  errc code = errc::ok;
+  std::string error;  ///< empty when code == ok
+  std::uint64_t prefix_len = 0;
+  std::vector<kv_index> indices;  ///< match / alloc_kv / cache_unfinished prefix
+  slot_id node_slot = no_slot;
+  std::optional<std::uint64_t> branching;
+  slot_id working = no_slot;
+  row_id row = no_row;
+  std::optional<std::array<slot_id, 2>> pingpong;
+  slot_id slot = no_slot;           ///< track: keep slot; prepare_*: track slot
+  bool mask = false;                ///< prepare_*: snapshot this step
+  std::int64_t kernel_seqlen = -1;  ///< prepare_extend: position the kernel tracks to
+  bool inserted = false;            ///< cache_unfinished / finish
+  bool mamba_exist = false;
+  std::uint64_t tokens_evicted = 0, mamba_evicted = 0;
+  std::uint64_t tokens_freed_total = 0, slots_freed_total = 0;
+  std::uint64_t tree_tokens = 0, tree_slots = 0;
+  bool sanity = true;
+  std::string sanity_detail;
+  std::uint64_t ops_snapshots = 0, ops_clears = 0, ops_cows = 0;  ///< take_ops
+  pool_state pools;
+  std::uint64_t elapsed_ns = 0;  ///< time inside the cache call
+  bool ok() const noexcept { return code == errc::ok; }
+};
+
+}  // namespace hc

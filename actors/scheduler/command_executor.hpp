@@ -1,0 +1,31 @@
+#pragma once
+// Executes commands against one session's request_manager and its instance's
+// radix_cache. Used by the radix_cache actor (node) and by in-process replay, so both
+// paths produce identical results.
+//
+// Thread safety: none; the caller owns both objects exclusively.
+
+#include <span>
+#include <vector>
+
+#include "actors/scheduler/command.hpp"
+#include "actors/scheduler/forward_ops.hpp"
+#include "actors/scheduler/request_manager.hpp"
+
+namespace hc {
+
+/// Runs one command; never throws. Data ops produced by take_ops are appended to `ops`.
+void execute_command(request_manager& m, radix_cache& cache, const command& c, command_result& out,
+                     forward_ops& ops);
+
+/// Runs a batch in order, one result per command. A command whose request already had a
+/// failed command earlier in the batch is skipped (errc::invalid_argument, "skipped: ...");
+/// other requests' commands are unaffected.
+void execute_batch(request_manager& m, radix_cache& cache, std::span<const command> cmds,
+                   std::vector<command_result>& results, forward_ops& ops);
+
+/// Validates the limits of a command that came from outside (sizes, kinds); the error
+/// names the field. Does not look at the session's state.
+status validate_command(const command& c, std::size_t max_tokens);
+
+}  // namespace hc
