@@ -54,6 +54,7 @@ struct command {
   std::uint64_t m = 0;               ///< evict
   std::uint64_t seqlen = 0;          ///< track
   bool flag = false;                 ///< see cmd_kind
+  std::uint64_t batch = 0;           ///< take_ops: the forward batch consuming the ops
 };
 
 /// Pool and tree occupancy after a command (what every trace op reports).
@@ -67,6 +68,7 @@ struct command_result {
   errc code = errc::ok;
   std::string error;  ///< empty when code == ok
   std::uint64_t prefix_len = 0;
+  std::uint64_t kv_matched = 0;   ///< match: KV tokens matched (resumable or not)
   std::vector<kv_index> indices;  ///< match / alloc_kv / cache_unfinished prefix
   slot_id node_slot = no_slot;
   std::optional<std::uint64_t> branching;

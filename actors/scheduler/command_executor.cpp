@@ -39,6 +39,7 @@ void run(request_manager& m, radix_cache& cache, const command& c, command_resul
       auto r = m.match(h);
       if (!r) return fail(out, r.err());
       out.prefix_len = r->prefix_len;
+      out.kv_matched = r->kv_matched;
       out.indices.assign(r->indices.begin(), r->indices.end());
       out.node_slot = r->node_slot;
       if (r->branching) out.branching = *r->branching;
@@ -176,7 +177,7 @@ void execute_command(request_manager& m, radix_cache& cache, const command& c, c
 }
 
 void execute_batch(request_manager& m, radix_cache& cache, std::span<const command> cmds,
-                   std::vector<command_result>& results, forward_ops& ops) {
+                   std::vector<command_result>& results, const ops_sink& on_ops) {
   results.assign(cmds.size(), {});
   std::vector<request_handle> failed;
   for (std::size_t i = 0; i < cmds.size(); ++i) {
@@ -190,8 +191,10 @@ void execute_batch(request_manager& m, radix_cache& cache, std::span<const comma
       fill_pools(m, cache, results[i].pools);
       continue;
     }
+    forward_ops ops;
     execute_command(m, cache, c, results[i], ops);
     if (!results[i].ok() && per_request) failed.push_back(c.req);
+    if (!ops.empty() && on_ops) on_ops(c, std::move(ops));
   }
 }
 

@@ -5,6 +5,7 @@
 //
 // Thread safety: none; the caller owns both objects exclusively.
 
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -21,8 +22,10 @@ void execute_command(request_manager& m, radix_cache& cache, const command& c, c
 /// Runs a batch in order, one result per command. A command whose request already had a
 /// failed command earlier in the batch is skipped (errc::invalid_argument, "skipped: ...");
 /// other requests' commands are unaffected.
+/// The ops of each successful take_ops command go to `on_ops` (with the command).
+using ops_sink = std::function<void(const command&, forward_ops&&)>;
 void execute_batch(request_manager& m, radix_cache& cache, std::span<const command> cmds,
-                   std::vector<command_result>& results, forward_ops& ops);
+                   std::vector<command_result>& results, const ops_sink& on_ops);
 
 /// Validates the limits of a command that came from outside (sizes, kinds); the error
 /// names the field. Does not look at the session's state.

@@ -91,6 +91,7 @@ result<match_info> request_manager::match(request_handle h) {
   info.node_slot = m.match.last_slot;
   info.branching = r.branching;
   info.working = r.working;
+  info.kv_matched = m.match.kv_matched;
   return info;
 }
 
@@ -514,6 +515,14 @@ status request_manager::check_pool_invariants() const {
   if (reqs_.empty() && rows_.available() != rows_.capacity())
     return {errc::invariant_violated, "request row leak"};
   return {};
+}
+
+std::vector<request_handle> request_manager::live_handles() const {
+  std::vector<request_handle> out;
+  out.reserve(reqs_.size());
+  for (const auto& [h, r] : reqs_)
+    out.push_back(h);
+  return out;
 }
 
 }  // namespace hc

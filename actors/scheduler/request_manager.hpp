@@ -50,7 +50,8 @@ struct match_info {
   std::span<const kv_index> indices;  ///< valid until the request's next call
   slot_id node_slot = no_slot;        ///< slot of the matched node (-1 for root)
   std::optional<std::size_t> branching;
-  slot_id working = no_slot;  ///< working slot after COW (-1 if none)
+  slot_id working = no_slot;   ///< working slot after COW (-1 if none)
+  std::size_t kv_matched = 0;  ///< KV tokens matched, resumable or not (>= prefix_len)
 };
 
 struct admit_info {
@@ -135,6 +136,8 @@ class request_manager {
   forward_ops take_forward_ops(std::span<const request_handle> extend_batch);
 
   const request_record* find(request_handle h) const;
+  /// Handles of every live request (any order).
+  std::vector<request_handle> live_handles() const;
   std::size_t live_requests() const noexcept { return reqs_.size(); }
   const row_allocator& rows() const noexcept { return rows_; }
 

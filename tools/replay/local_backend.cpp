@@ -30,8 +30,7 @@ local_backend::local_backend(const trace_config& cfg)
 
 std::uint64_t local_backend::run(std::span<const command> cmds,
                                  std::vector<command_result>& results) {
-  execute_batch(*mgr_, *cache_, cmds, results, ops_);
-  ops_ = {};  // a replay has no forward stream
+  execute_batch(*mgr_, *cache_, cmds, results, nullptr);  // a replay has no forward stream
   return results.empty() ? 0 : results.back().elapsed_ns;
 }
 

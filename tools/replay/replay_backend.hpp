@@ -39,7 +39,6 @@ class local_backend final : public replay_backend {
  private:
   std::unique_ptr<radix_cache> cache_;
   std::unique_ptr<request_manager> mgr_;
-  forward_ops ops_;
 };
 
 }  // namespace hc::replay

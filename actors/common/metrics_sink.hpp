@@ -1,0 +1,48 @@
+#pragma once
+// What the actors report for monitoring. Implemented by monitoring/ (prometheus-cpp);
+// actors only see this interface (architecture.md §6). Every method may be called from
+// any actor thread concurrently: implementations must be thread-safe and cheap.
+
+#include <cstdint>
+#include <string_view>
+
+namespace hc {
+
+/// Occupancy of one instance's L1 pools (gauges).
+struct pool_gauges {
+  std::uint64_t kv_capacity = 0, kv_used = 0, kv_evictable = 0, kv_protected = 0;
+  std::uint64_t slot_capacity = 0, slot_used = 0, slot_evictable = 0, slot_protected = 0;
+};
+
+class metrics_sink {
+ public:
+  virtual ~metrics_sink() = default;
+  /// A match: tokens matched by the KV walk, and the resumable part (with an SSM state).
+  virtual void l1_match(std::uint64_t kv_matched, std::uint64_t resumable) = 0;
+  virtual void inserted_tokens(std::uint64_t n) = 0;
+  /// reason: "pressure" (allocation-driven) or "explicit" (an evict command).
+  virtual void evicted(std::string_view reason, std::uint64_t tokens, std::uint64_t slots) = 0;
+  virtual void forward_ops(std::uint64_t snapshots, std::uint64_t clears, std::uint64_t cows) = 0;
+  virtual void command_error(std::string_view kind) = 0;
+  virtual void fence_wait(double seconds) = 0;
+  virtual void pools(std::uint64_t instance, const pool_gauges& g) = 0;
+  virtual void sessions(std::int64_t delta) = 0;
+  /// One RPC served: method name and its server-side latency.
+  virtual void rpc(std::string_view method, double seconds) = 0;
+};
+
+/// A sink that drops everything (tests, tools).
+class null_metrics final : public metrics_sink {
+ public:
+  void l1_match(std::uint64_t, std::uint64_t) override {}
+  void inserted_tokens(std::uint64_t) override {}
+  void evicted(std::string_view, std::uint64_t, std::uint64_t) override {}
+  void forward_ops(std::uint64_t, std::uint64_t, std::uint64_t) override {}
+  void command_error(std::string_view) override {}
+  void fence_wait(double) override {}
+  void pools(std::uint64_t, const pool_gauges&) override {}
+  void sessions(std::int64_t) override {}
+  void rpc(std::string_view, double) override {}
+};
+
+}  // namespace hc

@@ -1,0 +1,30 @@
+#pragma once
+// The forward_stream actor (one per cache instance): owns the L1 bytes (KV and SSM pools,
+// shared memory in CPU mode) and the one ordered stream on which they change — queued
+// clear / COW / snapshot ops and the workers' forward fences (architecture.md §1 rules
+// 2-3). Decides nothing about ownership.
+//
+// Messages: (attach, session), (ops, session, batch, forward_ops), (fence, fence_ptr),
+// (bytes, bytes_ptr), (detach, session), (inspect) -> std::string JSON.
+
+#include <caf/fwd.hpp>
+
+#include <memory>
+
+#include "actors/common/metrics_sink.hpp"
+#include "gpu/shm_region.hpp"
+
+namespace hc {
+
+struct l1_pools {
+  shm_region kv;   ///< empty when the instance has no KV bytes
+  shm_region ssm;  ///< empty when the instance has no slot bytes
+  std::size_t kv_bytes_per_token = 0;
+  std::size_t page_size = 1;
+  std::size_t ssm_slot_bytes = 0;
+};
+
+caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr<l1_pools> pools,
+                                   metrics_sink* metrics);
+
+}  // namespace hc

@@ -1,0 +1,44 @@
+#pragma once
+// The messages the actors exchange (CAF 0.17 atoms and payload types). Jobs travel as
+// shared_ptr: the actor that finishes a job completes it; nobody shares its state.
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+#include "actors/node/jobs.hpp"
+#include "actors/scheduler/forward_ops.hpp"
+#include "actors/scheduler/request_manager.hpp"
+
+namespace hc::msg {
+
+using open_atom = caf::atom_constant<caf::atom("open")>;
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using fence_atom = caf::atom_constant<caf::atom("fence")>;
+using bytes_atom = caf::atom_constant<caf::atom("bytes")>;
+using close_atom = caf::atom_constant<caf::atom("close")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using attach_atom = caf::atom_constant<caf::atom("attach")>;
+using detach_atom = caf::atom_constant<caf::atom("detach")>;
+using ops_atom = caf::atom_constant<caf::atom("ops")>;
+using inspect_atom = caf::atom_constant<caf::atom("inspect")>;
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+
+using open_ptr = std::shared_ptr<open_job>;
+using step_ptr = std::shared_ptr<step_job>;
+using fence_ptr = std::shared_ptr<fence_job>;
+using bytes_ptr = std::shared_ptr<bytes_job>;
+using close_ptr = std::shared_ptr<close_job>;
+using stats_ptr = std::shared_ptr<stats_job>;
+
+}  // namespace hc::msg
+
+// Local-only payloads (never serialized).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::open_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::step_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::fence_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::bytes_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::close_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::stats_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::forward_ops)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::request_config)

@@ -1,0 +1,57 @@
+#pragma once
+// The running node: the actor system and the four kinds of actors (architecture.md §1),
+// behind an interface free of CAF so the RPC layer and tests can drive it.
+//
+// Every submit_* call is thread-safe, returns at once, and completes the job exactly
+// once (on an actor thread). A job for an unknown or closed session completes with
+// errc::not_found. After shutdown() every job completes with io_error.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "actors/common/metrics_sink.hpp"
+#include "actors/node/jobs.hpp"
+
+namespace hc {
+
+struct node_config {
+  /// CAF scheduler threads. Default: 2 (floors.md §2: 1-2 on this class of machine).
+  std::size_t scheduler_threads = 2;
+  /// Limits on specs from clients.
+  spec_limits limits;
+  /// Most commands in one step. Default: 65536.
+  std::size_t max_step_commands = 65536;
+  /// Most tokens in one command (and most KV ids one command may ask for). Default: 1M.
+  std::size_t max_command_tokens = std::size_t{1} << 20;
+  /// Prefix of the POSIX shm names of the L1 pools. Default: "/hybridcache-<pid>".
+  std::string shm_prefix;
+  /// Where metrics go (must outlive the node); nullptr = nowhere.
+  metrics_sink* metrics = nullptr;
+};
+
+class node {
+ public:
+  explicit node(const node_config& cfg);
+  ~node();  ///< shutdown() if not done
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+
+  void submit(std::shared_ptr<open_job> j);
+  void submit(std::shared_ptr<step_job> j);
+  void submit(std::shared_ptr<fence_job> j);
+  void submit(std::shared_ptr<bytes_job> j);
+  void submit(std::shared_ptr<close_job> j);
+  void submit(std::shared_ptr<stats_job> j);
+
+  /// Closes every session, stops every actor and waits for them. Idempotent.
+  void shutdown();
+
+  const node_config& config() const noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace hc

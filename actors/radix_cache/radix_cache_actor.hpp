@@ -1,0 +1,22 @@
+#pragma once
+// The radix_cache actor (one per cache instance): owns the tree, the L1 id allocators and
+// every session's request table of this instance; executes scheduling steps and hands
+// the resulting data ops to the instance's forward_stream (architecture.md §1-§2).
+//
+// Messages: (attach, session, request_config), (step, step_ptr), (detach, close_ptr) with
+// the session in the job, (inspect) -> std::string JSON.
+
+#include <caf/fwd.hpp>
+
+#include <cstdint>
+
+#include "actors/common/metrics_sink.hpp"
+#include "actors/radix_cache/radix_cache.hpp"
+
+namespace hc {
+
+caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
+                                std::uint64_t instance_id, caf::actor forward_stream,
+                                metrics_sink* metrics);
+
+}  // namespace hc

@@ -1,0 +1,79 @@
+#include "actors/scheduler/instance_spec.hpp"
+
+#include "actors/scheduler/sizing.hpp"
+
+namespace hc {
+namespace {
+
+error bad(std::string msg) {
+  return {errc::invalid_config, std::move(msg)};
+}
+
+}  // namespace
+
+status validate(const instance_spec& s, const spec_limits& lim) {
+  if (s.page_size == 0) return bad("pageSize must be > 0");
+  if (s.kv_tokens == 0) return bad("kvTokens must be > 0");
+  if (s.kv_tokens % s.page_size != 0)
+    return bad("kvTokens (" + std::to_string(s.kv_tokens) + ") must be a multiple of pageSize (" +
+               std::to_string(s.page_size) + ")");
+  if (s.ssm_slots == 0) return bad("ssmSlots must be > 0");
+  if (s.request_rows == 0 || s.request_rows > lim.max_rows)
+    return bad("requestRows must be in 1.." + std::to_string(lim.max_rows));
+  if (s.tp_size == 0 || s.tp_rank >= s.tp_size) return bad("tpRank must be < tpSize");
+  if (s.chunk_size < s.page_size || s.chunk_size % s.page_size != 0)
+    return bad("chunkSize (" + std::to_string(s.chunk_size) +
+               ") must be a multiple of pageSize and >= it");
+  if (s.track_interval == 0) return bad("trackInterval must be > 0");
+  // Overflow-safe pool size checks.
+  const std::size_t kv_rows = s.kv_tokens + s.page_size;
+  if (s.kv_bytes_per_token != 0 && kv_rows > lim.max_pool_bytes / s.kv_bytes_per_token)
+    return bad("kvTokens * kvBytesPerToken exceeds the node's pool limit of " +
+               std::to_string(lim.max_pool_bytes) + " bytes");
+  if (s.ssm_slot_bytes != 0 && s.ssm_slots + 1 > lim.max_pool_bytes / s.ssm_slot_bytes)
+    return bad("ssmSlots * ssmSlotBytes exceeds the node's pool limit of " +
+               std::to_string(lim.max_pool_bytes) + " bytes");
+  strategy_options o;
+  o.strat = s.strat;
+  o.page_size = s.page_size;
+  o.overlap = s.overlap;
+  o.track_interval = s.track_interval;
+  o.model_chunk = s.chunk_size;
+  auto v = validate_strategy(o);
+  if (!v) return v.err();
+  if (v->strat != s.strat)
+    return bad("strategy " + std::string(to_string(s.strat)) + " is not valid here; use " +
+               std::string(to_string(v->strat)));
+  return {};
+}
+
+std::string instance_fingerprint(const instance_spec& s) {
+  return s.model_id + "|tp" + std::to_string(s.tp_rank) + "/" + std::to_string(s.tp_size) + "|P" +
+         std::to_string(s.page_size) + "|kv" + std::to_string(s.kv_tokens) + "x" +
+         std::to_string(s.kv_bytes_per_token) + "|ssm" + std::to_string(s.ssm_slots) + "x" +
+         std::to_string(s.ssm_slot_bytes) + "|C" + std::to_string(s.chunk_size) + "|" +
+         std::string(to_string(s.strat));
+}
+
+cache_config cache_config_of(const instance_spec& s) {
+  cache_config c;
+  c.kv_tokens = s.kv_tokens;
+  c.page_size = s.page_size;
+  c.slots = s.ssm_slots;
+  c.chunk_size = s.chunk_size;
+  return c;
+}
+
+request_config request_config_of(const instance_spec& s) {
+  request_config r;
+  r.strat = s.strat;
+  r.pp_size = ping_pong_size(s.overlap);
+  r.chunk_size = s.chunk_size;
+  r.track_interval = s.track_interval;
+  r.rows = s.request_rows;
+  r.max_context_len = s.max_context_len;
+  r.alloc_factor = s.slots_per_request;
+  return r;
+}
+
+}  // namespace hc

@@ -1,0 +1,50 @@
+#pragma once
+// What a worker opens a session with (architecture.md §3), validated into the configs of
+// the cache instance and of the session's request table. Pure.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/common/status.hpp"
+#include "actors/radix_cache/radix_cache.hpp"
+#include "actors/scheduler/request_manager.hpp"
+
+namespace hc {
+
+struct instance_spec {
+  std::string model_id;                ///< model identity (fingerprint part)
+  std::uint32_t tp_rank = 0;           ///< tensor-parallel rank. Default: 0
+  std::uint32_t tp_size = 1;           ///< Default: 1
+  std::size_t page_size = 1;           ///< P. Default: 1
+  std::size_t kv_tokens = 0;           ///< usable L1 KV tokens; > 0, multiple of P
+  std::size_t kv_bytes_per_token = 0;  ///< 0: bookkeeping only (no KV bytes)
+  std::size_t ssm_slots = 0;           ///< usable L1 SSM slots; > 0
+  std::size_t ssm_slot_bytes = 0;      ///< 0: bookkeeping only (no slot bytes)
+  std::size_t chunk_size = 64;         ///< C = max(model chunk, P). Default: 64
+  strategy strat = strategy::no_buffer;
+  std::size_t track_interval = 256;   ///< Default: 256
+  bool overlap = true;                ///< ping-pong size 2. Default: true
+  std::size_t request_rows = 64;      ///< rows of this session. Default: 64
+  std::size_t max_context_len = 0;    ///< row width; 0 = unlimited
+  std::size_t slots_per_request = 0;  ///< pre-eviction factor; 0 = from strategy
+  std::string ns;                     ///< namespace (LoRA / cache salt); "" = default
+};
+
+/// Limits the node enforces on specs from outside.
+struct spec_limits {
+  std::size_t max_pool_bytes = std::size_t{64} << 30;  ///< per pool. Default: 64 GiB
+  std::size_t max_rows = 1 << 20;
+};
+
+/// Rejects invalid or oversize specs with invalid_config naming the option(s).
+status validate(const instance_spec& s, const spec_limits& lim = {});
+
+/// Instances are shared by sessions whose specs agree on everything but rows/namespace.
+std::string instance_fingerprint(const instance_spec& s);
+
+cache_config cache_config_of(const instance_spec& s);
+request_config request_config_of(const instance_spec& s);
+
+}  // namespace hc

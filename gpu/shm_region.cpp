@@ -1,0 +1,67 @@
+#include "gpu/shm_region.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace hc {
+
+result<shm_region> shm_region::create(const std::string& name, std::size_t bytes) {
+  if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos)
+    return error{errc::invalid_argument, "shm name '" + name + "' must be '/' + a plain name"};
+  if (bytes == 0) return error{errc::invalid_argument, "shm region '" + name + "' has 0 bytes"};
+  int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) return error{errc::io_error, "shm_open(" + name + "): " + std::strerror(errno)};
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    const int e = errno;
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    return error{errc::out_of_memory,
+                 "ftruncate(" + name + ", " + std::to_string(bytes) + "): " + std::strerror(e)};
+  }
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int e = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    ::shm_unlink(name.c_str());
+    return error{errc::out_of_memory, "mmap(" + name + "): " + std::strerror(e)};
+  }
+  shm_region r;
+  r.name_ = name;
+  r.data_ = static_cast<std::byte*>(p);
+  r.size_ = bytes;
+  return r;
+}
+
+shm_region::shm_region(shm_region&& o) noexcept
+    : name_(std::move(o.name_)),
+      data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)) {}
+
+shm_region& shm_region::operator=(shm_region&& o) noexcept {
+  if (this != &o) {
+    release();
+    name_ = std::move(o.name_);
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+shm_region::~shm_region() {
+  release();
+}
+
+void shm_region::release() noexcept {
+  if (data_ == nullptr) return;
+  ::munmap(data_, size_);
+  ::shm_unlink(name_.c_str());
+  data_ = nullptr;
+  size_ = 0;
+}
+
+}  // namespace hc

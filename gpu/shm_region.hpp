@@ -1,0 +1,37 @@
+#pragma once
+// A POSIX shared-memory region that a worker process can map by name (L1 pools in CPU
+// mode, architecture.md §4). Created with mode 0600, zero-filled, unlinked on destruction.
+//
+// Thread safety: the object is immutable after creation; the bytes are not synchronised
+// (the forward stream is their only writer on the node side).
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "actors/common/status.hpp"
+
+namespace hc {
+
+class shm_region {
+ public:
+  /// Creates `name` (must start with '/', no other '/') of `bytes` bytes (> 0).
+  static result<shm_region> create(const std::string& name, std::size_t bytes);
+  shm_region() = default;
+  shm_region(shm_region&& o) noexcept;
+  shm_region& operator=(shm_region&& o) noexcept;
+  shm_region(const shm_region&) = delete;
+  shm_region& operator=(const shm_region&) = delete;
+  ~shm_region();
+
+  const std::string& name() const noexcept { return name_; }
+  std::span<std::byte> bytes() const noexcept { return {data_, size_}; }
+
+ private:
+  void release() noexcept;
+  std::string name_;
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace hc

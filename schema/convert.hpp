@@ -1,0 +1,33 @@
+#pragma once
+// Conversions between the wire types (schema/hybridcache.capnp) and the core's types.
+// Only schema/ sees generated Cap'n Proto types (architecture.md §6).
+
+#include <string>
+#include <vector>
+
+#include "actors/common/status.hpp"
+#include "actors/node/jobs.hpp"
+#include "hybridcache.capnp.h"
+
+namespace hc::wire_convert {
+
+wire::ErrorCode code_to_wire(errc c) noexcept;
+errc code_from_wire(wire::ErrorCode c) noexcept;
+void put_error(wire::Error::Builder b, const error& e);
+/// ok when code == ok; the message otherwise.
+error get_error(wire::Error::Reader r);
+
+void put_spec(wire::InstanceSpec::Builder b, const instance_spec& s);
+/// invalid_config naming the field for a value out of range of the core's types.
+result<instance_spec> get_spec(wire::InstanceSpec::Reader r);
+
+void put_command(wire::Command::Builder b, const command& c);
+command get_command(wire::Command::Reader r);
+
+void put_result(wire::CommandResult::Builder b, const command_result& r);
+command_result get_result(wire::CommandResult::Reader r);
+
+void put_pool_info(wire::PoolInfo::Builder b, const pool_info& p);
+pool_info get_pool_info(wire::PoolInfo::Reader r);
+
+}  // namespace hc::wire_convert

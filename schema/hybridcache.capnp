@@ -1,0 +1,178 @@
+# hybridcache wire protocol, version 1.
+#
+# Rules: field ordinals are only ever appended; a change that alters the meaning of an
+# existing field bumps `protocolVersion`. Every method that can fail returns an `Error`
+# (code == ok when it did not fail) instead of throwing, so a worker can tell a bad
+# argument from a broken connection (an exception).
+#
+# Bootstrap: a `CacheNode`. Over TCP the bootstrap is locked: every method except `login`
+# fails with `unauthenticated` until `login` is called with the node's shared secret.
+@0xdf1881211cf4069a;
+
+$import "/capnp/c++.capnp".namespace("hc::wire");
+
+const protocolVersion :UInt32 = 1;
+
+enum ErrorCode {
+  ok @0;
+  invalidArgument @1;   # a parameter is out of range or malformed (the message names it)
+  invalidConfig @2;     # an instance spec failed validation (the message names the options)
+  outOfMemory @3;       # a pool cannot satisfy an allocation even after eviction
+  notFound @4;          # unknown request, session or node
+  doubleFree @5;        # an id was returned twice
+  invariantViolated @6; # an internal invariant failed (a bug; reported, never crashes)
+  parseError @7;        # malformed input
+  ioError @8;           # transport or storage failure
+  unauthenticated @9;   # TCP connection without a valid login
+  versionMismatch @10;  # client and node protocol versions differ
+  closed @11;           # the session was closed
+}
+
+struct Error {
+  code @0 :ErrorCode;
+  message @1 :Text;     # empty when code == ok
+}
+
+enum Strategy {
+  noBuffer @0;
+  extraBuffer @1;
+  extraBufferLazy @2;
+}
+
+# What a worker opens a session for (architecture.md §3). Same model, rank, layout and
+# pool sizes => same cache instance (DP workers may share one); each session has its own
+# request table.
+struct InstanceSpec {
+  protocolVersion @0 :UInt32;     # must equal the node's protocolVersion
+  modelId @1 :Text;               # model identity (part of the instance fingerprint)
+  tpRank @2 :UInt32;
+  tpSize @3 :UInt32 = 1;
+  pageSize @4 :UInt32 = 1;        # tokens per KV page (P)
+  kvTokens @5 :UInt64;            # usable L1 KV tokens (multiple of pageSize)
+  kvBytesPerToken @6 :UInt64;     # bytes of one token's KV over all full-attention layers
+  ssmSlots @7 :UInt32;            # usable L1 SSM slots (ids 1..ssmSlots; slot 0 reserved)
+  ssmSlotBytes @8 :UInt64;        # bytes of one slot (conv + temporal state, all SSM layers)
+  chunkSize @9 :UInt32 = 64;      # C = max(model chunk size, pageSize): FLA 64, Mamba2 256/128
+  strategy @10 :Strategy;
+  trackInterval @11 :UInt32 = 256;
+  overlap @12 :Bool = true;       # overlap scheduling (ping-pong size 2)
+  requestRows @13 :UInt32 = 64;   # request rows of this session
+  maxContextLen @14 :UInt32;      # row width; 0 = unlimited
+  slotsPerRequest @15 :UInt32;    # pre-eviction factor; 0 = derived from strategy
+  namespace @16 :Text;            # LoRA id / cache salt (extra_key); "" = default
+}
+
+enum CommandKind {
+  create @0;           # register `req` with prompt `tokens`
+  append @1;           # append generated `tokens` to `req`
+  match @2;            # prefix match of prompt[:input_len-1] with copy-on-write
+  lock @3;             # lock req's last node
+  unlock @4;
+  allocReq @5;         # row, working slot, ping-pong slots
+  allocKv @6;          # `n` KV ids at row position `start`
+  track @7;            # snapshot recorded at `seqlen`; `flag` = flip next_track_idx
+  prepareExtend @8;    # prefill tracking for `n` tokens after `start`
+  prepareDecode @9;    # decode tracking (lazy pre-allocation)
+  processDecode @10;   # decode result: `flag` = finished, `n` = accepted drafts (spec)
+  cacheUnfinished @11; # cache_unfinished_req with fill length `n`
+  finish @12;          # cache_finished_req; `n` > 0: expected total length (checked)
+  abort @13;           # release without insert (abort / retraction)
+  notAdmitted @14;     # free the COW slot of a matched request that was not admitted
+  evict @15;           # evict `n` tokens then `m` slots
+  check @16;           # tree totals; `flag`: full sanity check (idle only)
+  takeOps @17;         # queue the deferred data ops of extend batch `reqs` for forward `batch`
+}
+
+struct Command {
+  kind @0 :CommandKind;
+  req @1 :UInt64;               # request handle, chosen by the worker, unique per session
+  tokens @2 :List(Int32);
+  reqs @3 :List(UInt64);
+  start @4 :UInt64;
+  n @5 :UInt64;
+  m @6 :UInt64;
+  seqlen @7 :UInt64;
+  flag @8 :Bool;
+  batch @9 :UInt64;             # takeOps: the forward batch that consumes the ops
+}
+
+struct PoolState {
+  kvAvail @0 :UInt64;
+  slotsAvail @1 :UInt64;
+  rowsAvail @2 :UInt64;
+  fullEvictable @3 :UInt64;
+  fullProtected @4 :UInt64;
+  mambaEvictable @5 :UInt64;
+  mambaProtected @6 :UInt64;
+}
+
+struct CommandResult {
+  error @0 :Error;
+  prefixLen @1 :UInt64;         # match: prefix length; cacheUnfinished: protected length; finish: cached length
+  indices @2 :List(Int32);      # match / allocKv / cacheUnfinished: KV ids
+  nodeSlot @3 :Int32 = -1;
+  hasBranching @4 :Bool;
+  branching @5 :UInt64;
+  working @6 :Int32 = -1;
+  row @7 :Int32 = -1;
+  pingpong @8 :List(Int32);     # allocReq: entries (-1 = empty); empty list = none
+  slot @9 :Int32 = -1;          # track: keep slot; prepare*: track slot
+  mask @10 :Bool;
+  kernelSeqlen @11 :Int64 = -1;
+  inserted @12 :Bool;
+  mambaExist @13 :Bool;
+  tokensEvicted @14 :UInt64;
+  mambaEvicted @15 :UInt64;
+  tokensFreedTotal @16 :UInt64;
+  slotsFreedTotal @17 :UInt64;
+  treeTokens @18 :UInt64;
+  treeSlots @19 :UInt64;
+  sanity @20 :Bool = true;
+  sanityDetail @21 :Text;
+  opsSnapshots @22 :UInt64;
+  opsClears @23 :UInt64;
+  opsCows @24 :UInt64;
+  pools @25 :PoolState;
+  elapsedNs @26 :UInt64;        # time inside the cache
+  kvMatched @27 :UInt64;        # match: KV tokens matched, resumable or not (>= prefixLen)
+}
+
+struct PoolInfo {
+  kvShm @0 :Text;               # POSIX shared-memory name of the KV pool ("" in CUDA mode)
+  kvBytes @1 :UInt64;           # (kvTokens + pageSize) * kvBytesPerToken; token 0.. reserved
+  ssmShm @2 :Text;
+  ssmBytes @3 :UInt64;          # (ssmSlots + 1) * ssmSlotBytes; slot 0 reserved
+  kvBytesPerToken @4 :UInt64;
+  ssmSlotBytes @5 :UInt64;
+  instanceId @6 :UInt64;
+}
+
+struct Stat {
+  name @0 :Text;
+  value @1 :Float64;
+}
+
+interface Session {
+  # One scheduling step: commands run in order; a command whose request already failed
+  # earlier in the batch is skipped. One RPC per step.
+  step @0 (commands :List(Command)) -> (error :Error, results :List(CommandResult));
+  # Returns once every op queued for `batch` has run and the previous forward ended.
+  beginForward @1 (batch :UInt64) -> (error :Error, waitedNs :UInt64);
+  endForward @2 (batch :UInt64) -> (error :Error);
+  poolInfo @3 () -> (error :Error, info :PoolInfo);
+  # Bytes for workers that cannot map the pools: a KV page (P tokens) or an SSM slot.
+  readKvPage @4 (page :UInt64) -> (error :Error, data :Data);
+  writeKvPage @5 (page :UInt64, data :Data) -> (error :Error);
+  readSlot @6 (slot :Int32) -> (error :Error, data :Data);
+  writeSlot @7 (slot :Int32, data :Data) -> (error :Error);
+  # Releases every request, lock and slot of the session (also done on disconnect).
+  close @8 () -> (error :Error);
+}
+
+interface CacheNode {
+  ping @0 () -> (protocolVersion :UInt32, nodeVersion :Text);
+  open @1 (spec :InstanceSpec) -> (error :Error, session :Session, info :PoolInfo);
+  stats @2 () -> (stats :List(Stat));
+  inspect @3 () -> (json :Text);  # instances, trees and pools as one JSON document
+  login @4 (token :Text) -> (error :Error, node :CacheNode);
+}

@@ -1,0 +1,365 @@
+#include "schema/rpc_server.hpp"
+
+#include <capnp/rpc-twoparty.h>
+#include <kj/async-io.h>
+#include <kj/async.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "schema/convert.hpp"
+
+namespace hc {
+namespace {
+
+namespace wc = wire_convert;
+using clk = std::chrono::steady_clock;
+
+struct server_ctx {
+  node& n;
+  metrics_sink& metrics;
+  std::string token;
+  std::string version;
+};
+
+/// Submits a job and returns a promise that resolves (on this kj thread) once an actor
+/// completed it. A job destroyed uncompleted (node shutting down) rejects the promise.
+template <class Job>
+kj::Promise<void> submit(node& n, const std::shared_ptr<Job>& job) {
+  auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+  auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
+  job->done = [f](Job&) { (*f)->fulfill(); };
+  n.submit(job);
+  return kj::mv(paf.promise);
+}
+
+class timed {
+ public:
+  timed(metrics_sink& m, const char* method) : m_(m), method_(method), t0_(clk::now()) {}
+  void done() const { m_.rpc(method_, std::chrono::duration<double>(clk::now() - t0_).count()); }
+
+ private:
+  metrics_sink& m_;
+  const char* method_;
+  clk::time_point t0_;
+};
+
+class session_impl final : public wire::Session::Server {
+ public:
+  session_impl(server_ctx& ctx, session_id id) : ctx_(ctx), id_(id) {}
+  ~session_impl() noexcept(false) {
+    if (closed_) return;
+    auto j = std::make_shared<close_job>();  // the client went away: release everything
+    j->session = id_;
+    ctx_.n.submit(j);
+  }
+
+  kj::Promise<void> step(StepContext c) override {
+    timed t(ctx_.metrics, "step");
+    auto job = std::make_shared<step_job>();
+    job->session = id_;
+    auto cmds = c.getParams().getCommands();
+    job->cmds.reserve(cmds.size());
+    for (auto r : cmds)
+      job->cmds.push_back(wc::get_command(r));
+    return submit(ctx_.n, job).then([c, job, t]() mutable {
+      auto res = c.getResults();
+      wc::put_error(res.initError(), job->err);
+      auto out = res.initResults(static_cast<unsigned>(job->results.size()));
+      for (unsigned i = 0; i < out.size(); ++i)
+        wc::put_result(out[i], job->results[i]);
+      t.done();
+    });
+  }
+
+  kj::Promise<void> beginForward(BeginForwardContext c) override {
+    return fence(c, c.getParams().getBatch(), true, "begin_forward");
+  }
+  kj::Promise<void> endForward(EndForwardContext c) override {
+    return fence(c, c.getParams().getBatch(), false, "end_forward");
+  }
+
+  kj::Promise<void> poolInfo(PoolInfoContext c) override {
+    wc::put_error(c.getResults().initError(), {});
+    wc::put_pool_info(c.getResults().initInfo(), info_);
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> readKvPage(ReadKvPageContext c) override {
+    return read(c, bytes_job::what::read_kv_page,
+                static_cast<std::int64_t>(c.getParams().getPage()));
+  }
+  kj::Promise<void> readSlot(ReadSlotContext c) override {
+    return read(c, bytes_job::what::read_slot, c.getParams().getSlot());
+  }
+  kj::Promise<void> writeKvPage(WriteKvPageContext c) override {
+    return write(c, bytes_job::what::write_kv_page,
+                 static_cast<std::int64_t>(c.getParams().getPage()), c.getParams().getData());
+  }
+  kj::Promise<void> writeSlot(WriteSlotContext c) override {
+    return write(c, bytes_job::what::write_slot, c.getParams().getSlot(), c.getParams().getData());
+  }
+
+  kj::Promise<void> close(CloseContext c) override {
+    timed t(ctx_.metrics, "close");
+    auto job = std::make_shared<close_job>();
+    job->session = id_;
+    closed_ = true;
+    return submit(ctx_.n, job).then([c, job, t]() mutable {
+      wc::put_error(c.getResults().initError(), job->err);
+      t.done();
+    });
+  }
+
+  void set_info(const pool_info& p) { info_ = p; }
+
+ private:
+  template <class Ctx>
+  kj::Promise<void> fence(Ctx c, std::uint64_t batch, bool begin, const char* name) {
+    timed t(ctx_.metrics, name);
+    auto job = std::make_shared<fence_job>();
+    job->session = id_;
+    job->batch = batch;
+    job->begin = begin;
+    return submit(ctx_.n, job).then([c, job, t]() mutable {
+      wc::put_error(c.getResults().initError(), job->err);
+      if constexpr (requires { c.getResults().setWaitedNs(0); })
+        c.getResults().setWaitedNs(job->waited_ns);
+      t.done();
+    });
+  }
+  template <class Ctx>
+  kj::Promise<void> read(Ctx c, bytes_job::what op, std::int64_t index) {
+    auto job = std::make_shared<bytes_job>();
+    job->session = id_;
+    job->op = op;
+    job->index = index;
+    return submit(ctx_.n, job).then([c, job]() mutable {
+      wc::put_error(c.getResults().initError(), job->err);
+      if (job->err.code == errc::ok)
+        c.getResults().setData(
+            kj::arrayPtr(reinterpret_cast<const kj::byte*>(job->data.data()), job->data.size()));
+    });
+  }
+  template <class Ctx>
+  kj::Promise<void> write(Ctx c, bytes_job::what op, std::int64_t index, capnp::Data::Reader d) {
+    auto job = std::make_shared<bytes_job>();
+    job->session = id_;
+    job->op = op;
+    job->index = index;
+    const auto* p = reinterpret_cast<const std::byte*>(d.begin());
+    job->data.assign(p, p + d.size());
+    return submit(ctx_.n, job).then([c, job]() mutable {
+      wc::put_error(c.getResults().initError(), job->err);
+    });
+  }
+
+  server_ctx& ctx_;
+  session_id id_;
+  pool_info info_;
+  bool closed_ = false;
+};
+
+bool same_secret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;  // constant time in the length
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+class node_impl final : public wire::CacheNode::Server {
+ public:
+  node_impl(server_ctx& ctx, bool locked) : ctx_(ctx), locked_(locked) {}
+
+  kj::Promise<void> ping(PingContext c) override {
+    require_login();
+    c.getResults().setProtocolVersion(wire::PROTOCOL_VERSION);
+    c.getResults().setNodeVersion(ctx_.version);
+    ctx_.metrics.rpc("ping", 0.0);
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> open(OpenContext c) override {
+    if (locked_) {
+      auto e = c.getResults().initError();
+      e.setCode(wire::ErrorCode::UNAUTHENTICATED);
+      e.setMessage("call login with the node's token first");
+      return kj::READY_NOW;
+    }
+    timed t(ctx_.metrics, "open");
+    auto spec_r = c.getParams().getSpec();
+    if (spec_r.getProtocolVersion() != wire::PROTOCOL_VERSION) {
+      auto e = c.getResults().initError();
+      e.setCode(wire::ErrorCode::VERSION_MISMATCH);
+      e.setMessage(kj::str("client speaks protocol ", spec_r.getProtocolVersion(),
+                           ", this node speaks ", wire::PROTOCOL_VERSION));
+      return kj::READY_NOW;
+    }
+    auto spec = wc::get_spec(spec_r);
+    if (!spec) {
+      wc::put_error(c.getResults().initError(), spec.err());
+      return kj::READY_NOW;
+    }
+    auto job = std::make_shared<open_job>();
+    job->spec = std::move(*spec);
+    return submit(ctx_.n, job).then([ctx = &ctx_, c, job, t]() mutable {
+      auto res = c.getResults();
+      wc::put_error(res.initError(), job->err);
+      if (job->err.code != errc::ok) return;
+      auto s = kj::heap<session_impl>(*ctx, job->session);
+      s->set_info(job->info);
+      res.setSession(kj::mv(s));
+      wc::put_pool_info(res.initInfo(), job->info);
+      t.done();
+    });
+  }
+
+  kj::Promise<void> stats(StatsContext c) override { return gather(c, false); }
+  kj::Promise<void> inspect(InspectContext c) override { return gather(c, true); }
+
+  kj::Promise<void> login(LoginContext c) override {
+    auto res = c.getResults();
+    if (!same_secret(c.getParams().getToken().cStr(), ctx_.token) || ctx_.token.empty()) {
+      auto e = res.initError();
+      e.setCode(wire::ErrorCode::UNAUTHENTICATED);
+      e.setMessage("wrong token");
+      return kj::READY_NOW;
+    }
+    wc::put_error(res.initError(), {});
+    res.setNode(kj::heap<node_impl>(ctx_, false));
+    return kj::READY_NOW;
+  }
+
+ private:
+  void require_login() const {
+    if (locked_) KJ_FAIL_REQUIRE("unauthenticated: call login with the node's token first");
+  }
+  template <class Ctx>
+  kj::Promise<void> gather(Ctx c, bool inspect) {
+    require_login();
+    auto job = std::make_shared<stats_job>();
+    job->want_inspect = inspect;
+    return submit(ctx_.n, job).then([c, job]() mutable {
+      if constexpr (requires { c.getResults().setJson(""); }) {
+        c.getResults().setJson(job->inspect_json);
+      } else {
+        auto l = c.getResults().initStats(static_cast<unsigned>(job->stats.size()));
+        for (unsigned i = 0; i < l.size(); ++i) {
+          l[i].setName(job->stats[i].first);
+          l[i].setValue(job->stats[i].second);
+        }
+      }
+    });
+  }
+
+  server_ctx& ctx_;
+  bool locked_;
+};
+
+}  // namespace
+
+struct rpc_server::impl {
+  impl(node& n, metrics_sink& m) : ctx{n, m, {}, {}} {}
+  server_ctx ctx;
+  rpc_server_config cfg;
+  std::thread thread;
+  const kj::Executor* executor = nullptr;
+  kj::Own<kj::CrossThreadPromiseFulfiller<void>> stop_fulfiller;
+  std::string tcp_bound;
+  bool running = false;
+
+  void main(std::promise<status>& started) {
+    try {
+      auto io = kj::setupAsyncIo();
+      kj::Own<capnp::TwoPartyServer> unix_server, tcp_server;
+      kj::Own<kj::ConnectionReceiver> unix_listener, tcp_listener;
+      kj::Vector<kj::Promise<void>> serving;
+      if (!cfg.unix_path.empty()) {
+        struct stat sb {};
+        if (::lstat(cfg.unix_path.c_str(), &sb) == 0 && S_ISSOCK(sb.st_mode))
+          ::unlink(cfg.unix_path.c_str());  // stale socket of a previous run
+        auto addr = io.provider->getNetwork()
+                        .parseAddress(kj::str("unix:", cfg.unix_path.c_str()))
+                        .wait(io.waitScope);
+        const mode_t old = ::umask(0177);  // created 0600: only this user may connect
+        unix_listener = addr->listen();
+        ::umask(old);
+        ::chmod(cfg.unix_path.c_str(), 0600);
+        unix_server = kj::heap<capnp::TwoPartyServer>(kj::heap<node_impl>(ctx, false));
+        serving.add(unix_server->listen(*unix_listener));
+      }
+      if (!cfg.tcp_address.empty()) {
+        auto addr =
+            io.provider->getNetwork().parseAddress(cfg.tcp_address.c_str()).wait(io.waitScope);
+        tcp_listener = addr->listen();
+        const std::string host = cfg.tcp_address.substr(0, cfg.tcp_address.rfind(':'));
+        tcp_bound = host + ":" + std::to_string(tcp_listener->getPort());
+        tcp_server = kj::heap<capnp::TwoPartyServer>(kj::heap<node_impl>(ctx, true));
+        serving.add(tcp_server->listen(*tcp_listener));
+      }
+      auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+      stop_fulfiller = kj::mv(paf.fulfiller);
+      executor = &kj::getCurrentThreadExecutor();
+      started.set_value({});
+      paf.promise.exclusiveJoin(kj::joinPromises(serving.releaseAsArray())).wait(io.waitScope);
+      // Servers (and every session they hold) die here, while the loop still exists.
+      tcp_server = nullptr;
+      unix_server = nullptr;
+      tcp_listener = nullptr;
+      unix_listener = nullptr;
+      if (!cfg.unix_path.empty()) ::unlink(cfg.unix_path.c_str());
+    } catch (const kj::Exception& e) {
+      try {
+        started.set_value(
+            error{errc::io_error, std::string("rpc server: ") + e.getDescription().cStr()});
+      } catch (const std::future_error&) {
+        // already started: the loop failed later; nothing to report to start()
+      }
+    }
+  }
+};
+
+rpc_server::rpc_server(node& n, metrics_sink& metrics)
+    : impl_(std::make_unique<impl>(n, metrics)) {}
+
+rpc_server::~rpc_server() {
+  stop();
+}
+
+status rpc_server::start(const rpc_server_config& cfg) {
+  if (impl_->running) return {errc::invalid_argument, "rpc server already started"};
+  if (cfg.unix_path.empty() && cfg.tcp_address.empty())
+    return {errc::invalid_config, "no listen address: give a unix socket path or a TCP address"};
+  if (!cfg.tcp_address.empty() && cfg.token.empty())
+    return {errc::invalid_config, "TCP listening needs a shared-secret token (--token / token=)"};
+  impl_->cfg = cfg;
+  impl_->ctx.token = cfg.token;
+  impl_->ctx.version = cfg.node_version;
+  std::promise<status> started;
+  auto fut = started.get_future();
+  impl_->thread = std::thread([this, &started] { impl_->main(started); });
+  status s = fut.get();
+  if (!s) {
+    impl_->thread.join();
+    return s;
+  }
+  impl_->running = true;
+  return {};
+}
+
+std::string rpc_server::tcp_address() const {
+  return impl_->tcp_bound;
+}
+
+void rpc_server::stop() {
+  if (!impl_ || !impl_->running) return;
+  impl_->running = false;
+  impl_->stop_fulfiller->fulfill();
+  impl_->thread.join();
+}
+
+}  // namespace hc

@@ -1,0 +1,46 @@
+#pragma once
+// The Cap'n Proto RPC server: a kj event loop on its own thread serving `CacheNode` on a
+// Unix socket (default, mode 0600) and, when asked, on TCP behind a shared-secret login.
+// Requests reach the actors as jobs (no actor per request); actors complete them through
+// a cross-thread fulfiller, so the kj thread never blocks on the node (floors.md §1).
+// A client disconnect closes every session it opened.
+
+#include <memory>
+#include <string>
+
+#include "actors/common/metrics_sink.hpp"
+#include "actors/common/status.hpp"
+#include "actors/node/node.hpp"
+
+namespace hc {
+
+struct rpc_server_config {
+  /// Unix socket path; "" = none. A stale socket file at the path is replaced.
+  std::string unix_path;
+  /// TCP "host:port" (port 0 = any); "" = none. Requires `token`.
+  std::string tcp_address;
+  /// Shared secret for TCP clients (CacheNode.login). Required with tcp_address.
+  std::string token;
+  /// Version string reported by ping.
+  std::string node_version = "0.1.0";
+};
+
+class rpc_server {
+ public:
+  /// `n` and `metrics` must outlive the server.
+  rpc_server(node& n, metrics_sink& metrics);
+  ~rpc_server();  ///< stop()
+
+  /// Binds and starts serving; returns once listening (or with the bind error).
+  status start(const rpc_server_config& cfg);
+  /// The bound TCP address (port resolved) or "".
+  std::string tcp_address() const;
+  /// Stops the loop and drops every connection. Idempotent.
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace hc

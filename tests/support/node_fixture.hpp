@@ -1,0 +1,70 @@
+#pragma once
+// An in-process node with its RPC server on a private Unix socket, and helpers to open
+// sessions through the client library.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "actors/node/node.hpp"
+#include "schema/client.hpp"
+#include "schema/rpc_server.hpp"
+
+namespace hc::test {
+
+inline std::string unique_socket_path() {
+  static std::atomic<int> n{0};
+  return (std::filesystem::temp_directory_path() /
+          ("hc-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + ".sock"))
+      .string();
+}
+
+/// A small bookkeeping-plus-bytes spec (P = 1, no_buffer unless changed).
+inline instance_spec small_spec(std::string model = "toy") {
+  instance_spec s;
+  s.model_id = std::move(model);
+  s.page_size = 1;
+  s.kv_tokens = 256;
+  s.kv_bytes_per_token = 8;
+  s.ssm_slots = 16;
+  s.ssm_slot_bytes = 64;
+  s.request_rows = 8;
+  return s;
+}
+
+struct node_fixture : ::testing::Test {
+  null_metrics metrics;
+  std::unique_ptr<node> n;
+  std::unique_ptr<rpc_server> server;
+  std::string socket = unique_socket_path();
+  std::string address() const { return "unix:" + socket; }
+
+  void SetUp() override {
+    node_config cfg;
+    cfg.scheduler_threads = 2;
+    cfg.metrics = &metrics;
+    cfg.max_step_commands = 4096;
+    cfg.max_command_tokens = 1 << 16;
+    n = std::make_unique<node>(cfg);
+    server = std::make_unique<rpc_server>(*n, metrics);
+    rpc_server_config rc;
+    rc.unix_path = socket;
+    auto s = server->start(rc);
+    ASSERT_TRUE(s.ok()) << s.err().message;
+  }
+  void TearDown() override {
+    server->stop();
+    n->shutdown();
+  }
+  std::unique_ptr<client> connect() {
+    auto c = client::connect(address());
+    EXPECT_TRUE(c.ok()) << c.err().message;
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+};
+
+}  // namespace hc::test

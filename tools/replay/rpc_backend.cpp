@@ -1,0 +1,58 @@
+#include "tools/replay/rpc_backend.hpp"
+
+#include <chrono>
+
+namespace hc::replay {
+
+instance_spec spec_of(const trace_config& c) {
+  instance_spec s;
+  s.model_id = "trace";
+  s.page_size = c.page_size;
+  s.kv_tokens = c.kv_pool_tokens;
+  s.ssm_slots = c.mamba_pool_slots;
+  s.chunk_size = c.chunk_size;
+  s.strat = parse_strategy(c.strategy).value_or(strategy::no_buffer);
+  s.track_interval = c.track_interval;
+  s.overlap = c.ping_pong_size == 2;
+  s.request_rows = c.req_pool_rows;
+  s.max_context_len = c.max_context_len;
+  s.slots_per_request = c.state_per_req;
+  // A fresh instance per replay: the trace expects empty pools.
+  s.ns = "replay";
+  s.model_id += "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  return s;
+}
+
+result<std::unique_ptr<rpc_backend>> rpc_backend::connect(const std::string& address,
+                                                          const trace_config& cfg,
+                                                          const std::string& token) {
+  auto c = client::connect(address, token);
+  if (!c) return c.err();
+  auto s = (*c)->open(spec_of(cfg));
+  if (!s) return s.err();
+  std::unique_ptr<rpc_backend> b(new rpc_backend());
+  b->client_ = std::move(*c);
+  b->session_ = std::move(*s);
+  return b;
+}
+
+std::uint64_t rpc_backend::run(std::span<const command> cmds,
+                               std::vector<command_result>& results) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = session_->step(cmds);
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  if (r) {
+    results = std::move(*r);
+  } else {
+    results.assign(cmds.size(), {});
+    for (auto& x : results) {
+      x.code = r.err().code;
+      x.error = r.err().message;
+    }
+  }
+  return static_cast<std::uint64_t>(ns);
+}
+
+}  // namespace hc::replay

@@ -1,0 +1,30 @@
+#pragma once
+// Replays through a running node: one session, one RPC per trace op (a step of the op's
+// commands), timed as a client-observed round trip.
+
+#include <memory>
+#include <string>
+
+#include "schema/client.hpp"
+#include "tools/replay/replay_backend.hpp"
+
+namespace hc::replay {
+
+/// The instance spec a trace's header describes (bookkeeping only: no pool bytes).
+instance_spec spec_of(const trace_config& c);
+
+class rpc_backend final : public replay_backend {
+ public:
+  /// Opens a session for the trace on the node at `address` ("unix:/path" or host:port).
+  static result<std::unique_ptr<rpc_backend>> connect(const std::string& address,
+                                                      const trace_config& cfg,
+                                                      const std::string& token = "");
+  std::uint64_t run(std::span<const command> cmds, std::vector<command_result>& results) override;
+
+ private:
+  rpc_backend() = default;
+  std::unique_ptr<client> client_;
+  std::unique_ptr<client_session> session_;
+};
+
+}  // namespace hc::replay
