@@ -1,16 +1,33 @@
 // hcctl: the operator's command line for hybridcache.
 #include <CLI/CLI.hpp>
+#include <fstream>
 
+#include "tools/hcctl/node_commands.hpp"
 #include "tools/hcctl/replay_command.hpp"
+
+namespace {
+
+/// "unix:/path" for a socket path, the TCP address as given otherwise.
+std::string node_address(const std::string& socket, const std::string& tcp) {
+  return tcp.empty() ? "unix:" + socket : tcp;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"hcctl - hybridcache control tool"};
   app.require_subcommand(1);
+  std::string socket = "/tmp/hybridcache.sock", tcp, token_file;
+  app.add_option("--socket", socket, "Unix socket of the node")->capture_default_str();
+  app.add_option("--tcp", tcp, "TCP address host:port of the node (instead of --socket)");
+  app.add_option("--token-file", token_file, "File whose first line is the TCP shared secret");
+  bool json = false;
 
   hc::cli::replay_options ro;
   CLI::App* replay = app.add_subcommand(
       "replay",
-      "Replay a sglang-mamba-trace (JSONL, plain or gzip) against a fresh in-process cache");
+      "Replay a sglang-mamba-trace (JSONL, plain or gzip): in process, or through the node "
+      "when --socket or --tcp is given explicitly");
   replay->add_option("trace", ro.trace_path, "Trace file (.jsonl or .jsonl.gz)")->required();
   replay->add_flag("--check", ro.check,
                    "Compare every op with its expected fields; exit 1 at the first divergence");
@@ -25,7 +42,33 @@ int main(int argc, char** argv) {
   replay->add_flag("--quiet,-q", ro.quiet, "Do not print the per-op JSON result lines");
   replay->add_flag("--json", ro.json, "With --bench: print the summary as one JSON object");
 
+  CLI::App* ping = app.add_subcommand("ping", "Check that the node answers (exit 0) or not (1)");
+  CLI::App* stats = app.add_subcommand("stats", "Node counters (sessions, instances)");
+  CLI::App* inspect = app.add_subcommand("inspect", "Instances: tree summary, pools, stream");
+  for (CLI::App* sc : {ping, stats, inspect})
+    sc->add_flag("--json", json, "Print one JSON object");
+
   CLI11_PARSE(app, argc, argv);
-  if (replay->parsed()) return hc::cli::run_replay(ro);
+  hc::cli::node_options no;
+  no.address = node_address(socket, tcp);
+  no.json = json;
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    if (!in || !std::getline(in, no.token)) {
+      std::fprintf(stderr, "hcctl: cannot read --token-file %s\n", token_file.c_str());
+      return 2;
+    }
+  }
+  if (replay->parsed()) {
+    // In process unless the user named a node explicitly.
+    if (app.count("--socket") > 0 || !tcp.empty()) {
+      ro.address = no.address;
+      ro.token = no.token;
+    }
+    return hc::cli::run_replay(ro);
+  }
+  if (ping->parsed()) return hc::cli::run_ping(no);
+  if (stats->parsed()) return hc::cli::run_stats(no);
+  if (inspect->parsed()) return hc::cli::run_inspect(no);
   return 2;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tools/replay/replayer.hpp"
+#include "tools/replay/rpc_backend.hpp"
 
 namespace hc::cli {
 namespace {
@@ -53,7 +54,16 @@ int run_replay(const replay_options& opts) {
   std::vector<bench_run> results;
   std::size_t agreed = 0;
   for (int run = 0; run < runs; ++run) {
-    replay::replayer rp(tr->config);
+    std::unique_ptr<replay::replay_backend> backend;
+    if (!opts.address.empty()) {
+      auto b = replay::rpc_backend::connect(opts.address, tr->config, opts.token);
+      if (!b) {
+        std::fprintf(stderr, "hcctl replay: %s\n", b.err().message.c_str());
+        return 2;
+      }
+      backend = std::move(*b);
+    }
+    replay::replayer rp(tr->config, std::move(backend));
     bench_run b;
     std::string out_buf;
     for (const replay::trace_op& op : tr->ops) {

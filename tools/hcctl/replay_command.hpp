@@ -1,5 +1,6 @@
 #pragma once
-// `hcctl replay TRACE [--check] [--bench] [--quiet] [--json]`: in-process trace replay.
+// `hcctl [--socket PATH] replay TRACE [--check] [--bench] [--quiet] [--json]`: trace replay
+// in process, or through a running node when a socket (or TCP address) is given.
 
 #include <string>
 
@@ -13,6 +14,8 @@ struct replay_options {
   bool json = false;   ///< --bench: print the timing summary as one JSON object
   int repeat = 1;      ///< --bench: replay this many times (fresh cache each), keep the best
   std::string phase;   ///< --bench: per-op table only for ops of this phase (e.g. measure)
+  std::string address; ///< "unix:/path" or host:port of a node; "" = in process
+  std::string token;   ///< TCP shared secret
 };
 
 /// Runs the command; returns the process exit status (0 ok, 1 divergence, 2 bad input).

@@ -1,0 +1,126 @@
+// hybridcached: the cache node. Starts the actors, the RPC server and the metrics
+// endpoint, then waits for SIGINT / SIGTERM and shuts down in order (RPC, actors,
+// metrics) with exit status 0.
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "actors/common/log.hpp"
+#include "actors/node/daemon_options.hpp"
+#include "actors/node/node.hpp"
+#include "monitoring/prometheus_metrics.hpp"
+#include "schema/rpc_server.hpp"
+
+namespace {
+
+int run(const hc::daemon_options& o, sigset_t& signals) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(o.data_dir, ec);
+  if (ec) {
+    hc::log::error("cannot create --data-dir " + o.data_dir + ": " + ec.message());
+    return 2;
+  }
+  std::string token;
+  if (!o.tcp.empty()) {
+    if (o.token_file.empty()) {
+      hc::log::error("--tcp needs --token-file (TCP clients must present a shared secret)");
+      return 2;
+    }
+    std::ifstream in(o.token_file);
+    if (!in || !std::getline(in, token) || token.size() < 16) {
+      hc::log::error("--token-file " + o.token_file +
+                     " must exist and hold a secret of at least 16 characters on its first line");
+      return 2;
+    }
+  }
+
+  hc::prometheus_metrics metrics;
+  if (o.metrics != "off") {
+    if (hc::status s = metrics.serve(o.metrics); !s) {
+      hc::log::error(s.err().message);
+      return 2;
+    }
+    hc::log::info("metrics at http://" + metrics.address() + "/metrics");
+  }
+  hc::node_config nc;
+  nc.scheduler_threads = o.threads;
+  nc.metrics = &metrics;
+  nc.max_step_commands = o.max_step_commands;
+  nc.max_command_tokens = o.max_command_tokens;
+  nc.limits.max_pool_bytes = o.max_pool_bytes;
+  hc::node node(nc);
+  hc::rpc_server server(node, metrics);
+  hc::rpc_server_config rc;
+  rc.unix_path = o.socket;
+  rc.tcp_address = o.tcp;
+  rc.token = token;
+  if (hc::status s = server.start(rc); !s) {
+    hc::log::error(s.err().message);
+    node.shutdown();
+    return 2;
+  }
+  if (!o.socket.empty()) hc::log::info("serving on unix:" + o.socket);
+  if (!o.tcp.empty()) hc::log::info("serving on tcp " + server.tcp_address() + " (token required)");
+  hc::log::info("hybridcached ready (data dir " + o.data_dir + ")");
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  hc::log::info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
+  server.stop();
+  node.shutdown();
+  hc::log::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Block the stop signals before any library starts a thread (libraries.md §4).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // floors.md §6: no fresh mmap per large buffer.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+
+  hc::daemon_options o;
+  CLI::App app{"hybridcached: cache node for hybrid (attention + SSM) LLM inference"};
+  app.set_config("--config", "", "TOML-style config file (key = value, keys = long flag names)");
+  app.add_option("--socket", o.socket, "Unix socket path (created mode 0600)")->capture_default_str();
+  app.add_option("--metrics", o.metrics, "Prometheus /metrics address host:port, or 'off'")
+      ->capture_default_str();
+  app.add_option("--data-dir", o.data_dir, "Directory for node data (the L3 store)")
+      ->capture_default_str();
+  app.add_option("--tcp", o.tcp, "Also listen on TCP host:port (needs --token-file)");
+  app.add_option("--token-file", o.token_file, "File whose first line is the TCP shared secret");
+  app.add_option("--threads", o.threads, "Actor scheduler threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--log-level", o.log_level, "error | warn | info | debug")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"error", "warn", "warning", "info", "debug"}));
+  app.add_option("--max-step-commands", o.max_step_commands, "Most commands in one step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-command-tokens", o.max_command_tokens, "Most tokens in one command")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-pool-bytes", o.max_pool_bytes, "Most bytes of one L1 pool")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  hc::log::set_level(*hc::log::parse_level(o.log_level));
+  if (o.socket.empty() && o.tcp.empty()) {
+    hc::log::error("nothing to listen on: give --socket or --tcp");
+    return 2;
+  }
+  return run(o, signals);
+}

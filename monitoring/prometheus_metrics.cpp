@@ -1,0 +1,147 @@
+#include "monitoring/prometheus_metrics.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+namespace hc {
+
+namespace pm = prometheus;
+
+struct prometheus_metrics::impl {
+  std::shared_ptr<pm::Registry> reg = std::make_shared<pm::Registry>();
+  std::unique_ptr<pm::Exposer> exposer;
+  std::string bound;
+
+  pm::Family<pm::Counter>& match_requests = pm::BuildCounter()
+      .Name("hybridcache_match_requests_total").Help("Prefix match requests, by tier").Register(*reg);
+  pm::Family<pm::Counter>& hit_tokens = pm::BuildCounter()
+      .Name("hybridcache_hit_tokens_total")
+      .Help("Matched tokens by tier and component (kv: KV walk; ssm: resumable, with a state)")
+      .Register(*reg);
+  pm::Family<pm::Counter>& inserted = pm::BuildCounter()
+      .Name("hybridcache_inserted_tokens_total").Help("Tokens offered to the tree by cache_*_req").Register(*reg);
+  pm::Family<pm::Counter>& evicted_tokens = pm::BuildCounter()
+      .Name("hybridcache_evicted_tokens_total").Help("KV tokens evicted, by reason").Register(*reg);
+  pm::Family<pm::Counter>& evicted_slots = pm::BuildCounter()
+      .Name("hybridcache_evicted_slots_total").Help("SSM slots evicted, by reason").Register(*reg);
+  pm::Family<pm::Counter>& ops = pm::BuildCounter()
+      .Name("hybridcache_forward_ops_total").Help("Data ops queued on the forward stream").Register(*reg);
+  pm::Family<pm::Counter>& errors = pm::BuildCounter()
+      .Name("hybridcache_command_errors_total").Help("Commands that returned an error").Register(*reg);
+  pm::Family<pm::Gauge>& kv_pool = pm::BuildGauge()
+      .Name("hybridcache_kv_pool_tokens").Help("L1 KV pool tokens by state").Register(*reg);
+  pm::Family<pm::Gauge>& ssm_pool = pm::BuildGauge()
+      .Name("hybridcache_ssm_pool_slots").Help("L1 SSM pool slots by state").Register(*reg);
+  pm::Gauge& sessions = pm::BuildGauge()
+      .Name("hybridcache_sessions").Help("Open worker sessions").Register(*reg).Add({});
+  pm::Family<pm::Histogram>& rpc = pm::BuildHistogram()
+      .Name("hybridcache_rpc_latency_seconds").Help("Server-side RPC latency by method").Register(*reg);
+  pm::Histogram& fence = pm::BuildHistogram()
+      .Name("hybridcache_forward_fence_wait_seconds")
+      .Help("Time begin_forward waited for queued ops and the previous forward")
+      .Register(*reg)
+      .Add({}, buckets());
+
+  static pm::Histogram::BucketBoundaries buckets() {
+    return {5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 5e-3, 2.5e-2, 0.1, 1.0};
+  }
+
+  impl() {
+    // Every tier and component exists from the start (L2/L3 arrive with the tiers issue).
+    for (const char* tier : {"l1", "l2", "l3"}) {
+      match_requests.Add({{"tier", tier}});
+      for (const char* comp : {"kv", "ssm"})
+        hit_tokens.Add({{"tier", tier}, {"component", comp}});
+    }
+    for (const char* reason : {"pressure", "explicit"}) {
+      evicted_tokens.Add({{"reason", reason}});
+      evicted_slots.Add({{"reason", reason}});
+    }
+    for (const char* op : {"snapshot", "clear", "cow"})
+      ops.Add({{"op", op}});
+    inserted.Add({});
+  }
+};
+
+prometheus_metrics::prometheus_metrics() : impl_(std::make_unique<impl>()) {}
+prometheus_metrics::~prometheus_metrics() = default;
+
+status prometheus_metrics::serve(const std::string& address) {
+  if (impl_->exposer) return {errc::invalid_argument, "metrics already served"};
+  try {
+    impl_->exposer = std::make_unique<pm::Exposer>(address, 2);
+    impl_->exposer->RegisterCollectable(impl_->reg);
+    auto ports = impl_->exposer->GetListeningPorts();
+    const std::string host = address.substr(0, address.rfind(':'));
+    impl_->bound = host + ":" + (ports.empty() ? std::string("?") : std::to_string(ports.front()));
+  } catch (const std::exception& e) {
+    impl_->exposer.reset();
+    return {errc::io_error, "cannot serve metrics on " + address + ": " + e.what()};
+  }
+  return {};
+}
+
+std::string prometheus_metrics::address() const { return impl_->bound; }
+
+std::string prometheus_metrics::text() const {
+  return pm::TextSerializer().Serialize(impl_->reg->Collect());
+}
+
+void prometheus_metrics::l1_match(std::uint64_t kv_matched, std::uint64_t resumable) {
+  impl_->match_requests.Add({{"tier", "l1"}}).Increment();
+  impl_->hit_tokens.Add({{"tier", "l1"}, {"component", "kv"}}).Increment(static_cast<double>(kv_matched));
+  impl_->hit_tokens.Add({{"tier", "l1"}, {"component", "ssm"}}).Increment(static_cast<double>(resumable));
+}
+
+void prometheus_metrics::inserted_tokens(std::uint64_t n) {
+  impl_->inserted.Add({}).Increment(static_cast<double>(n));
+}
+
+void prometheus_metrics::evicted(std::string_view reason, std::uint64_t tokens, std::uint64_t slots) {
+  const std::string r(reason);
+  impl_->evicted_tokens.Add({{"reason", r}}).Increment(static_cast<double>(tokens));
+  impl_->evicted_slots.Add({{"reason", r}}).Increment(static_cast<double>(slots));
+}
+
+void prometheus_metrics::forward_ops(std::uint64_t snapshots, std::uint64_t clears, std::uint64_t cows) {
+  impl_->ops.Add({{"op", "snapshot"}}).Increment(static_cast<double>(snapshots));
+  impl_->ops.Add({{"op", "clear"}}).Increment(static_cast<double>(clears));
+  impl_->ops.Add({{"op", "cow"}}).Increment(static_cast<double>(cows));
+}
+
+void prometheus_metrics::command_error(std::string_view kind) {
+  impl_->errors.Add({{"command", std::string(kind)}}).Increment();
+}
+
+void prometheus_metrics::fence_wait(double seconds) { impl_->fence.Observe(seconds); }
+
+void prometheus_metrics::pools(std::uint64_t instance, const pool_gauges& g) {
+  const std::string id = std::to_string(instance);
+  auto set = [&](pm::Family<pm::Gauge>& f, const char* state, std::uint64_t v) {
+    f.Add({{"instance", id}, {"state", state}}).Set(static_cast<double>(v));
+  };
+  set(impl_->kv_pool, "capacity", g.kv_capacity);
+  set(impl_->kv_pool, "used", g.kv_used);
+  set(impl_->kv_pool, "evictable", g.kv_evictable);
+  set(impl_->kv_pool, "protected", g.kv_protected);
+  set(impl_->ssm_pool, "capacity", g.slot_capacity);
+  set(impl_->ssm_pool, "used", g.slot_used);
+  set(impl_->ssm_pool, "evictable", g.slot_evictable);
+  set(impl_->ssm_pool, "protected", g.slot_protected);
+}
+
+void prometheus_metrics::sessions(std::int64_t delta) {
+  impl_->sessions.Increment(static_cast<double>(delta));
+}
+
+void prometheus_metrics::rpc(std::string_view method, double seconds) {
+  impl_->rpc.Add({{"method", std::string(method)}}, impl::buckets()).Observe(seconds);
+}
+
+}  // namespace hc

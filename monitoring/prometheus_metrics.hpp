@@ -1,0 +1,52 @@
+#pragma once
+// The node's metrics in Prometheus form (prometheus-cpp), served at /metrics. Only
+// monitoring/ includes prometheus-cpp (architecture.md §6). Series (all documented in
+// README "Metrics"):
+//   hybridcache_match_requests_total{tier}                     counter
+//   hybridcache_hit_tokens_total{tier,component="kv"|"ssm"}    counter (ssm = resumable)
+//   hybridcache_inserted_tokens_total                          counter
+//   hybridcache_evicted_tokens_total{reason}, _evicted_slots_total{reason}
+//   hybridcache_forward_ops_total{op="snapshot"|"clear"|"cow"} counter
+//   hybridcache_command_errors_total{command}                  counter
+//   hybridcache_kv_pool_tokens{instance,state}, hybridcache_ssm_pool_slots{instance,state}
+//       gauges; state = capacity | used | evictable | protected
+//   hybridcache_sessions                                       gauge
+//   hybridcache_rpc_latency_seconds{method}                    histogram
+//   hybridcache_forward_fence_wait_seconds                     histogram
+
+#include <memory>
+#include <string>
+
+#include "actors/common/metrics_sink.hpp"
+#include "actors/common/status.hpp"
+
+namespace hc {
+
+class prometheus_metrics final : public metrics_sink {
+ public:
+  prometheus_metrics();
+  ~prometheus_metrics() override;
+
+  /// Serves /metrics on "host:port" (port 0 = any free port). Once.
+  status serve(const std::string& address);
+  /// Bound "host:port" after serve(), else "".
+  std::string address() const;
+  /// The text exposition of every series (what /metrics returns).
+  std::string text() const;
+
+  void l1_match(std::uint64_t kv_matched, std::uint64_t resumable) override;
+  void inserted_tokens(std::uint64_t n) override;
+  void evicted(std::string_view reason, std::uint64_t tokens, std::uint64_t slots) override;
+  void forward_ops(std::uint64_t snapshots, std::uint64_t clears, std::uint64_t cows) override;
+  void command_error(std::string_view kind) override;
+  void fence_wait(double seconds) override;
+  void pools(std::uint64_t instance, const pool_gauges& g) override;
+  void sessions(std::int64_t delta) override;
+  void rpc(std::string_view method, double seconds) override;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace hc

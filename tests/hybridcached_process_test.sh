@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# hybridcached as a separate process: config file, socket mode 0600, hcctl ping /
+# inspect / replay --check over the socket, /metrics scraped over HTTP with the documented
+# series, SIGTERM -> exit status 0, and ping failing once the node is gone.
+set -euo pipefail
+daemon=$1 hcctl=$2 data=$3
+tmp=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; echo "--- node log:"; cat "$tmp/log" || true; exit 1; }
+
+sock=$tmp/node.sock
+cat > "$tmp/node.conf" <<CONF
+socket = "$sock"
+metrics = "127.0.0.1:0"
+data-dir = "$tmp/data"
+log-level = "debug"
+CONF
+"$daemon" --config "$tmp/node.conf" >"$tmp/log" 2>&1 &
+pid=$!
+for _ in $(seq 200); do
+  grep -q "hybridcached ready" "$tmp/log" 2>/dev/null && break
+  kill -0 "$pid" 2>/dev/null || fail "the node exited during start-up"
+  sleep 0.05
+done
+grep -q "hybridcached ready" "$tmp/log" || fail "the node did not start"
+[ -S "$sock" ] || fail "no socket at $sock (config file not applied?)"
+[ "$(stat -c %a "$sock")" = 600 ] || fail "socket mode is $(stat -c %a "$sock"), want 600"
+[ -d "$tmp/data" ] || fail "data dir not created"
+
+"$hcctl" --socket "$sock" ping >/dev/null || fail "ping"
+"$hcctl" --socket "$sock" ping --json | grep -q '"ok":true' || fail "ping --json"
+"$hcctl" --socket "$sock" replay --check -q "$data/conf_p64_pressure.jsonl.gz" || fail "replay --check over RPC"
+"$hcctl" --socket "$sock" inspect | grep -q "KV tokens" || fail "inspect"
+"$hcctl" --socket "$sock" inspect --json | grep -q '"instances"' || fail "inspect --json"
+
+port=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/log" | head -1 | sed 's/.*://')
+[ -n "$port" ] || fail "no metrics address in the log"
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+cat <&3 >"$tmp/metrics"
+exec 3<&-
+for series in hybridcache_match_requests_total hybridcache_hit_tokens_total \
+  hybridcache_inserted_tokens_total hybridcache_evicted_tokens_total \
+  hybridcache_evicted_slots_total hybridcache_forward_ops_total hybridcache_kv_pool_tokens \
+  hybridcache_ssm_pool_slots hybridcache_sessions hybridcache_rpc_latency_seconds_bucket \
+  hybridcache_forward_fence_wait_seconds_bucket; do
+  grep -q "^$series" "$tmp/metrics" || fail "metric $series missing"
+done
+grep -Eq '^hybridcache_match_requests_total\{tier="l1"\} [1-9]' "$tmp/metrics" ||
+  fail "L1 match counter did not count the replay"
+grep -q 'hybridcache_rpc_latency_seconds_count{method="step"}' "$tmp/metrics" ||
+  fail "no RPC latency for step"
+
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" = 0 ] || fail "SIGTERM exit status $rc"
+[ ! -e "$sock" ] || fail "socket left behind"
+if "$hcctl" --socket "$sock" ping 2>/dev/null; then fail "ping succeeded with the node down"; fi
+echo "hybridcached process test: ok"

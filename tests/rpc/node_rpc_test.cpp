@@ -1,0 +1,260 @@
+// The node over RPC: sessions, bad input (every case gets a typed error and the node
+// keeps serving everyone else), client disconnect releasing a session's holdings, byte
+// access, and forward fences seen through the shared slot bytes.
+#include <gtest/gtest.h>
+
+#include <capnp/ez-rpc.h>
+
+#include <nlohmann/json.hpp>
+
+#include "schema/convert.hpp"
+#include "tests/support/node_fixture.hpp"
+
+namespace hc::test {
+namespace {
+
+command cmd(cmd_kind k, request_handle req = 0) {
+  command c;
+  c.kind = k;
+  c.req = req;
+  return c;
+}
+
+command create(request_handle req, std::vector<token_id> toks) {
+  command c = cmd(cmd_kind::create, req);
+  c.tokens = std::move(toks);
+  return c;
+}
+
+std::vector<token_id> tokens(int s, std::size_t n) {
+  std::vector<token_id> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = s + static_cast<int>(i);
+  return v;
+}
+
+nlohmann::json tree_of(client& c) {
+  auto doc = c.inspect();
+  EXPECT_TRUE(doc.ok());
+  auto j = nlohmann::json::parse(*doc);
+  return j["instances"].empty() ? nlohmann::json() : j["instances"][0]["tree"];
+}
+
+using NodeRpc = node_fixture;
+
+TEST_F(NodeRpc, PingReportsTheProtocolVersion) {
+  auto c = connect();
+  ASSERT_TRUE(c);
+  auto p = c->ping();
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->protocol_version, wire::PROTOCOL_VERSION);
+}
+
+TEST_F(NodeRpc, OpenGivesPoolsInSharedMemory) {
+  auto c = connect();
+  auto s = c->open(small_spec());
+  ASSERT_TRUE(s.ok()) << s.err().message;
+  const pool_info& p = (*s)->pools();
+  EXPECT_EQ(p.kv_bytes, (256u + 1u) * 8u);
+  EXPECT_EQ(p.ssm_bytes, 17u * 64u);
+  EXPECT_FALSE(p.ssm_shm.empty());
+  EXPECT_TRUE(std::filesystem::exists("/dev/shm" + p.ssm_shm));
+}
+
+TEST_F(NodeRpc, InvalidSpecIsRejectedNamingTheOption) {
+  auto c = connect();
+  instance_spec bad = small_spec();
+  bad.kv_tokens = 250;
+  bad.page_size = 4;
+  bad.chunk_size = 64;
+  auto s = c->open(bad);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.err().code, errc::invalid_config);
+  EXPECT_NE(s.err().message.find("kvTokens"), std::string::npos) << s.err().message;
+  bad = small_spec();
+  bad.ssm_slot_bytes = std::size_t{1} << 40;  // oversize pool
+  s = c->open(bad);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.err().message.find("ssmSlots * ssmSlotBytes"), std::string::npos);
+  EXPECT_TRUE(c->ping().ok()) << "the node keeps serving";
+}
+
+TEST_F(NodeRpc, ProtocolVersionMismatchIsATypedError) {
+  capnp::EzRpcClient ez(address().c_str());
+  auto node = ez.getMain<wire::CacheNode>();
+  auto req = node.openRequest();
+  wire_convert::put_spec(req.initSpec(), small_spec());
+  req.getSpec().setProtocolVersion(wire::PROTOCOL_VERSION + 7);
+  auto r = req.send().wait(ez.getWaitScope());
+  EXPECT_EQ(r.getError().getCode(), wire::ErrorCode::VERSION_MISMATCH);
+}
+
+TEST_F(NodeRpc, BadCommandsGetTypedErrorsAndOtherSessionsKeepWorking) {
+  auto c = connect();
+  auto a = std::move(*c->open(small_spec()));
+  auto other_client = connect();
+  auto b = std::move(*other_client->open(small_spec()));
+
+  // Unknown request.
+  std::vector<command> cmds{cmd(cmd_kind::lock, 42)};
+  auto r = a->step(cmds);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].code, errc::not_found);
+  EXPECT_NE((*r)[0].error.find("42"), std::string::npos) << (*r)[0].error;
+
+  // Double free: finishing a request twice.
+  cmds = {create(1, tokens(1, 8)), cmd(cmd_kind::match, 1), cmd(cmd_kind::abort, 1),
+          cmd(cmd_kind::abort, 1)};
+  r = a->step(cmds);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)[2].ok()) << (*r)[2].error;
+  EXPECT_EQ((*r)[3].code, errc::not_found) << "the second release names a dead request";
+
+  // KV extend that does not start at the row's end.
+  cmds = {create(2, tokens(1, 8)), cmd(cmd_kind::match, 2), cmd(cmd_kind::alloc_req, 2),
+          cmd(cmd_kind::alloc_kv, 2)};
+  cmds[3].start = 3;
+  cmds[3].n = 5;
+  r = a->step(cmds);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[3].code, errc::invalid_argument);
+  EXPECT_NE((*r)[3].error.find("starts at 3"), std::string::npos) << (*r)[3].error;
+  ASSERT_TRUE(a->step(std::vector<command>{cmd(cmd_kind::abort, 2)}).ok());
+
+  // Oversize step and oversize command.
+  std::vector<command> many(5000, cmd(cmd_kind::check));
+  r = a->step(many);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.err().message.find("limit 4096"), std::string::npos) << r.err().message;
+  cmds = {create(3, tokens(1, (1 << 16) + 1))};
+  r = a->step(cmds);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.err().message.find("tokens"), std::string::npos);
+
+  // Slot out of range, payload of the wrong size.
+  auto bytes = a->read_slot(9999);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_NE(bytes.err().message.find("out of range"), std::string::npos);
+  std::vector<std::byte> small(3);
+  auto w = a->write_slot(1, small);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.err().message.find("expected 64"), std::string::npos);
+
+  // The other session is unaffected and the first still works.
+  EXPECT_TRUE(b->step(std::vector<command>{cmd(cmd_kind::check)}).ok());
+  cmds = {cmd(cmd_kind::check)};
+  cmds[0].flag = true;
+  r = a->step(cmds);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)[0].sanity) << (*r)[0].sanity_detail;
+}
+
+TEST_F(NodeRpc, MalformedCommandKindIsRejected) {
+  auto c = connect();
+  auto s = std::move(*c->open(small_spec()));
+  (void)s;
+  capnp::EzRpcClient ez(address().c_str());
+  auto node = ez.getMain<wire::CacheNode>();
+  auto open = node.openRequest();
+  wire_convert::put_spec(open.initSpec(), small_spec());
+  auto session = open.send().wait(ez.getWaitScope()).getSession();
+  auto step = session.stepRequest();
+  auto l = step.initCommands(1);
+  l[0].setKind(static_cast<wire::CommandKind>(200));
+  auto r = step.send().wait(ez.getWaitScope());
+  EXPECT_EQ(r.getError().getCode(), wire::ErrorCode::INVALID_ARGUMENT);
+  EXPECT_NE(std::string(r.getError().getMessage().cStr()).find("unknown"), std::string::npos);
+  EXPECT_TRUE(c->ping().ok());
+}
+
+TEST_F(NodeRpc, UnalignedTrackedLengthIsRejected) {
+  auto c = connect();
+  instance_spec spec = small_spec();
+  spec.page_size = 4;
+  spec.kv_tokens = 256;
+  spec.strat = strategy::extra_buffer;
+  auto s = std::move(*c->open(spec));
+  std::vector<command> cmds{create(1, tokens(1, 16)), cmd(cmd_kind::match, 1),
+                            cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::alloc_kv, 1),
+                            cmd(cmd_kind::track, 1), cmd(cmd_kind::cache_unfinished, 1)};
+  cmds[3].n = 16;
+  cmds[4].seqlen = 5;  // not a page multiple
+  cmds[5].n = 16;
+  auto r = s->step(cmds);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE((*r)[4].ok()) << (*r)[4].error;
+  EXPECT_EQ((*r)[5].code, errc::invalid_argument);
+  EXPECT_NE((*r)[5].error.find("unaligned"), std::string::npos) << (*r)[5].error;
+}
+
+TEST_F(NodeRpc, DisconnectReleasesEveryRequestLockAndSlot) {
+  auto watcher = connect();
+  {
+    // A worker that dies: raw connection, no close() ever sent.
+    capnp::EzRpcClient ez(address().c_str());
+    auto open = ez.getMain<wire::CacheNode>().openRequest();
+    wire_convert::put_spec(open.initSpec(), small_spec());
+    auto session = open.send().wait(ez.getWaitScope()).getSession();
+    std::vector<command> cmds{create(1, tokens(1, 32)), cmd(cmd_kind::match, 1),
+                              cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::alloc_kv, 1),
+                              cmd(cmd_kind::cache_unfinished, 1)};
+    cmds[3].n = 32;
+    cmds[4].n = 32;
+    auto step = session.stepRequest();
+    auto l = step.initCommands(static_cast<unsigned>(cmds.size()));
+    for (unsigned i = 0; i < l.size(); ++i)
+      wire_convert::put_command(l[i], cmds[i]);
+    auto r = step.send().wait(ez.getWaitScope());
+    for (auto x : r.getResults())
+      ASSERT_EQ(x.getError().getCode(), wire::ErrorCode::OK) << x.getError().getMessage().cStr();
+    auto t = tree_of(*watcher);
+    EXPECT_EQ(t["live_requests"], 1);
+    EXPECT_GT(t["full_protected"].get<int>(), 0) << "the request locks its prefix";
+  }  // connection dropped here
+  // The node notices the disconnect and releases; poll its replies (no sleeps).
+  nlohmann::json t;
+  for (int i = 0; i < 2000; ++i) {
+    t = tree_of(*watcher);
+    if (t["live_requests"] == 0) break;
+  }
+  EXPECT_EQ(t["live_requests"], 0);
+  EXPECT_EQ(t["full_protected"], 0);
+  EXPECT_EQ(t["mamba_protected"], 0);
+  EXPECT_EQ(t["slot_available"].get<int>() + t["mamba_evictable"].get<int>(), 16)
+      << "every slot is free or held by the tree";
+}
+
+TEST_F(NodeRpc, ForwardFenceRunsQueuedClearOnlyAtBegin) {
+  auto c = connect();
+  auto s = std::move(*c->open(small_spec()));
+  ASSERT_TRUE(s->begin_forward(1).ok());  // forward 1 in flight
+  // Admit request 1; its fresh working slot needs a clear, queued for batch 2.
+  std::vector<command> cmds{create(1, tokens(1, 8)), cmd(cmd_kind::match, 1),
+                            cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::take_ops)};
+  cmds[3].reqs = {1};
+  cmds[3].batch = 2;
+  auto r = s->step(cmds);
+  ASSERT_TRUE(r.ok());
+  const slot_id w = (*r)[2].working;
+  ASSERT_GT(w, 0);
+  EXPECT_EQ((*r)[3].ops_clears, 1u);
+  // Garbage in the recycled slot, written while forward 1 is still running.
+  std::vector<std::byte> junk(64, std::byte{0xAB});
+  ASSERT_TRUE(s->write_slot(w, junk).ok());
+  auto before = s->read_slot(w);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ((*before)[0], std::byte{0xAB}) << "the clear must not run before its fence";
+  ASSERT_TRUE(s->end_forward(1).ok());
+  ASSERT_TRUE(s->begin_forward(2).ok());
+  auto after = s->read_slot(w);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(*after, std::vector<std::byte>(64, std::byte{0})) << "cleared by begin_forward(2)";
+  // Fences out of order are typed errors.
+  auto again = s->begin_forward(2);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.err().message.find("increase"), std::string::npos);
+  EXPECT_FALSE(s->end_forward(7).ok());
+}
+
+}  // namespace
+}  // namespace hc::test
