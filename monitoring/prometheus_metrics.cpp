@@ -19,34 +19,57 @@ struct prometheus_metrics::impl {
   std::string bound;
 
   pm::Family<pm::Counter>& match_requests = pm::BuildCounter()
-      .Name("hybridcache_match_requests_total").Help("Prefix match requests, by tier").Register(*reg);
-  pm::Family<pm::Counter>& hit_tokens = pm::BuildCounter()
-      .Name("hybridcache_hit_tokens_total")
-      .Help("Matched tokens by tier and component (kv: KV walk; ssm: resumable, with a state)")
-      .Register(*reg);
+                                                .Name("hybridcache_match_requests_total")
+                                                .Help("Prefix match requests, by tier")
+                                                .Register(*reg);
+  pm::Family<pm::Counter>& hit_tokens =
+      pm::BuildCounter()
+          .Name("hybridcache_hit_tokens_total")
+          .Help("Matched tokens by tier and component (kv: KV walk; ssm: resumable, with a state)")
+          .Register(*reg);
   pm::Family<pm::Counter>& inserted = pm::BuildCounter()
-      .Name("hybridcache_inserted_tokens_total").Help("Tokens offered to the tree by cache_*_req").Register(*reg);
+                                          .Name("hybridcache_inserted_tokens_total")
+                                          .Help("Tokens offered to the tree by cache_*_req")
+                                          .Register(*reg);
   pm::Family<pm::Counter>& evicted_tokens = pm::BuildCounter()
-      .Name("hybridcache_evicted_tokens_total").Help("KV tokens evicted, by reason").Register(*reg);
+                                                .Name("hybridcache_evicted_tokens_total")
+                                                .Help("KV tokens evicted, by reason")
+                                                .Register(*reg);
   pm::Family<pm::Counter>& evicted_slots = pm::BuildCounter()
-      .Name("hybridcache_evicted_slots_total").Help("SSM slots evicted, by reason").Register(*reg);
+                                               .Name("hybridcache_evicted_slots_total")
+                                               .Help("SSM slots evicted, by reason")
+                                               .Register(*reg);
   pm::Family<pm::Counter>& ops = pm::BuildCounter()
-      .Name("hybridcache_forward_ops_total").Help("Data ops queued on the forward stream").Register(*reg);
+                                     .Name("hybridcache_forward_ops_total")
+                                     .Help("Data ops queued on the forward stream")
+                                     .Register(*reg);
   pm::Family<pm::Counter>& errors = pm::BuildCounter()
-      .Name("hybridcache_command_errors_total").Help("Commands that returned an error").Register(*reg);
+                                        .Name("hybridcache_command_errors_total")
+                                        .Help("Commands that returned an error")
+                                        .Register(*reg);
   pm::Family<pm::Gauge>& kv_pool = pm::BuildGauge()
-      .Name("hybridcache_kv_pool_tokens").Help("L1 KV pool tokens by state").Register(*reg);
+                                       .Name("hybridcache_kv_pool_tokens")
+                                       .Help("L1 KV pool tokens by state")
+                                       .Register(*reg);
   pm::Family<pm::Gauge>& ssm_pool = pm::BuildGauge()
-      .Name("hybridcache_ssm_pool_slots").Help("L1 SSM pool slots by state").Register(*reg);
+                                        .Name("hybridcache_ssm_pool_slots")
+                                        .Help("L1 SSM pool slots by state")
+                                        .Register(*reg);
   pm::Gauge& sessions = pm::BuildGauge()
-      .Name("hybridcache_sessions").Help("Open worker sessions").Register(*reg).Add({});
+                            .Name("hybridcache_sessions")
+                            .Help("Open worker sessions")
+                            .Register(*reg)
+                            .Add({});
   pm::Family<pm::Histogram>& rpc = pm::BuildHistogram()
-      .Name("hybridcache_rpc_latency_seconds").Help("Server-side RPC latency by method").Register(*reg);
-  pm::Histogram& fence = pm::BuildHistogram()
-      .Name("hybridcache_forward_fence_wait_seconds")
-      .Help("Time begin_forward waited for queued ops and the previous forward")
-      .Register(*reg)
-      .Add({}, buckets());
+                                       .Name("hybridcache_rpc_latency_seconds")
+                                       .Help("Server-side RPC latency by method")
+                                       .Register(*reg);
+  pm::Histogram& fence =
+      pm::BuildHistogram()
+          .Name("hybridcache_forward_fence_wait_seconds")
+          .Help("Time begin_forward waited for queued ops and the previous forward")
+          .Register(*reg)
+          .Add({}, buckets());
 
   static pm::Histogram::BucketBoundaries buckets() {
     return {5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 5e-3, 2.5e-2, 0.1, 1.0};
@@ -87,7 +110,9 @@ status prometheus_metrics::serve(const std::string& address) {
   return {};
 }
 
-std::string prometheus_metrics::address() const { return impl_->bound; }
+std::string prometheus_metrics::address() const {
+  return impl_->bound;
+}
 
 std::string prometheus_metrics::text() const {
   return pm::TextSerializer().Serialize(impl_->reg->Collect());
@@ -95,21 +120,25 @@ std::string prometheus_metrics::text() const {
 
 void prometheus_metrics::l1_match(std::uint64_t kv_matched, std::uint64_t resumable) {
   impl_->match_requests.Add({{"tier", "l1"}}).Increment();
-  impl_->hit_tokens.Add({{"tier", "l1"}, {"component", "kv"}}).Increment(static_cast<double>(kv_matched));
-  impl_->hit_tokens.Add({{"tier", "l1"}, {"component", "ssm"}}).Increment(static_cast<double>(resumable));
+  impl_->hit_tokens.Add({{"tier", "l1"}, {"component", "kv"}})
+      .Increment(static_cast<double>(kv_matched));
+  impl_->hit_tokens.Add({{"tier", "l1"}, {"component", "ssm"}})
+      .Increment(static_cast<double>(resumable));
 }
 
 void prometheus_metrics::inserted_tokens(std::uint64_t n) {
   impl_->inserted.Add({}).Increment(static_cast<double>(n));
 }
 
-void prometheus_metrics::evicted(std::string_view reason, std::uint64_t tokens, std::uint64_t slots) {
+void prometheus_metrics::evicted(std::string_view reason, std::uint64_t tokens,
+                                 std::uint64_t slots) {
   const std::string r(reason);
   impl_->evicted_tokens.Add({{"reason", r}}).Increment(static_cast<double>(tokens));
   impl_->evicted_slots.Add({{"reason", r}}).Increment(static_cast<double>(slots));
 }
 
-void prometheus_metrics::forward_ops(std::uint64_t snapshots, std::uint64_t clears, std::uint64_t cows) {
+void prometheus_metrics::forward_ops(std::uint64_t snapshots, std::uint64_t clears,
+                                     std::uint64_t cows) {
   impl_->ops.Add({{"op", "snapshot"}}).Increment(static_cast<double>(snapshots));
   impl_->ops.Add({{"op", "clear"}}).Increment(static_cast<double>(clears));
   impl_->ops.Add({{"op", "cow"}}).Increment(static_cast<double>(cows));
@@ -119,7 +148,9 @@ void prometheus_metrics::command_error(std::string_view kind) {
   impl_->errors.Add({{"command", std::string(kind)}}).Increment();
 }
 
-void prometheus_metrics::fence_wait(double seconds) { impl_->fence.Observe(seconds); }
+void prometheus_metrics::fence_wait(double seconds) {
+  impl_->fence.Observe(seconds);
+}
 
 void prometheus_metrics::pools(std::uint64_t instance, const pool_gauges& g) {
   const std::string id = std::to_string(instance);

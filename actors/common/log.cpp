@@ -12,10 +12,14 @@ std::atomic<int> current{static_cast<int>(level::info)};
 
 const char* name(level l) {
   switch (l) {
-    case level::error: return "error";
-    case level::warn: return "warn ";
-    case level::info: return "info ";
-    case level::debug: return "debug";
+    case level::error:
+      return "error";
+    case level::warn:
+      return "warn ";
+    case level::info:
+      return "info ";
+    case level::debug:
+      return "debug";
   }
   return "?    ";
 }
@@ -30,15 +34,20 @@ std::optional<level> parse_level(std::string_view n) noexcept {
   return std::nullopt;
 }
 
-void set_level(level l) noexcept { current.store(static_cast<int>(l)); }
+void set_level(level l) noexcept {
+  current.store(static_cast<int>(l));
+}
 
-bool enabled(level l) noexcept { return static_cast<int>(l) <= current.load(); }
+bool enabled(level l) noexcept {
+  return static_cast<int>(l) <= current.load();
+}
 
 void write(level l, std::string_view message) {
   if (!enabled(l)) return;
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&t, &tm);
   char ts[32];

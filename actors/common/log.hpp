@@ -15,9 +15,15 @@ void set_level(level l) noexcept;
 bool enabled(level l) noexcept;
 void write(level l, std::string_view message);
 
-inline void error(std::string_view m) { write(level::error, m); }
-inline void warn(std::string_view m) { write(level::warn, m); }
-inline void info(std::string_view m) { write(level::info, m); }
+inline void error(std::string_view m) {
+  write(level::error, m);
+}
+inline void warn(std::string_view m) {
+  write(level::warn, m);
+}
+inline void info(std::string_view m) {
+  write(level::info, m);
+}
 inline void debug(std::string_view m) {
   if (enabled(level::debug)) write(level::debug, m);
 }

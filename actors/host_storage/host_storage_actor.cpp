@@ -6,7 +6,7 @@
 
 namespace hc {
 
-caf::behavior host_storage_actor(caf::event_based_actor*) {
+caf::behavior host_storage_actor(caf::event_based_actor*, metrics_sink*) {
   return {
       [](msg::inspect_atom) -> std::string { return R"({"l2":null,"l3":null})"; },
   };

@@ -6,8 +6,12 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/common/metrics_sink.hpp"
+
 namespace hc {
 
-caf::behavior host_storage_actor(caf::event_based_actor* self);
+/// (Takes the metrics sink it will report to; a spawn with no arguments trips a null
+/// dereference inside CAF 0.17's init_fun_factory, flagged by UBSan.)
+caf::behavior host_storage_actor(caf::event_based_actor* self, metrics_sink* metrics);
 
 }  // namespace hc

@@ -9,14 +9,14 @@
 namespace hc {
 
 struct daemon_options {
-  std::string socket = "/tmp/hybridcache.sock";  ///< Unix socket (mode 0600)
-  std::string metrics = "127.0.0.1:9464";        ///< /metrics address; "off" = none
-  std::string data_dir = "./hybridcache-data";   ///< node data (L3 store); created
-  std::string tcp;                                ///< TCP listen "host:port"; "" = off
-  std::string token_file;                         ///< file holding the TCP shared secret
-  std::size_t threads = 2;                        ///< actor scheduler threads
-  std::string log_level = "info";                 ///< error | warn | info | debug
-  std::size_t max_step_commands = 65536;          ///< commands per step
+  std::string socket = "/tmp/hybridcache.sock";           ///< Unix socket (mode 0600)
+  std::string metrics = "127.0.0.1:9464";                 ///< /metrics address; "off" = none
+  std::string data_dir = "./hybridcache-data";            ///< node data (L3 store); created
+  std::string tcp;                                        ///< TCP listen "host:port"; "" = off
+  std::string token_file;                                 ///< file holding the TCP shared secret
+  std::size_t threads = 2;                                ///< actor scheduler threads
+  std::string log_level = "info";                         ///< error | warn | info | debug
+  std::size_t max_step_commands = 65536;                  ///< commands per step
   std::size_t max_command_tokens = std::size_t{1} << 20;  ///< tokens per command
   std::size_t max_pool_bytes = std::size_t{64} << 30;     ///< bytes per L1 pool
 };

@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
   hc::daemon_options o;
   CLI::App app{"hybridcached: cache node for hybrid (attention + SSM) LLM inference"};
   app.set_config("--config", "", "TOML-style config file (key = value, keys = long flag names)");
-  app.add_option("--socket", o.socket, "Unix socket path (created mode 0600)")->capture_default_str();
+  app.add_option("--socket", o.socket, "Unix socket path (created mode 0600)")
+      ->capture_default_str();
   app.add_option("--metrics", o.metrics, "Prometheus /metrics address host:port, or 'off'")
       ->capture_default_str();
   app.add_option("--data-dir", o.data_dir, "Directory for node data (the L3 store)")

@@ -179,7 +179,7 @@ caf::behavior node_actor(caf::event_based_actor* self, node_config cfg,
   auto st = std::make_shared<node_state>();
   st->cfg = std::move(cfg);
   st->registry = registry;
-  st->host = self->spawn(host_storage_actor);
+  st->host = self->spawn(host_storage_actor, st->cfg.metrics);
   return {
       [self, st](msg::open_atom, const msg::open_ptr& job) { open_session(self, *st, job); },
       [self, st](msg::stats_atom, const msg::stats_ptr& job) { gather_stats(self, *st, job); },

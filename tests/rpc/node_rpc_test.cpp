@@ -174,9 +174,9 @@ TEST_F(NodeRpc, UnalignedTrackedLengthIsRejected) {
   spec.kv_tokens = 256;
   spec.strat = strategy::extra_buffer;
   auto s = std::move(*c->open(spec));
-  std::vector<command> cmds{create(1, tokens(1, 16)), cmd(cmd_kind::match, 1),
+  std::vector<command> cmds{create(1, tokens(1, 16)),    cmd(cmd_kind::match, 1),
                             cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::alloc_kv, 1),
-                            cmd(cmd_kind::track, 1), cmd(cmd_kind::cache_unfinished, 1)};
+                            cmd(cmd_kind::track, 1),     cmd(cmd_kind::cache_unfinished, 1)};
   cmds[3].n = 16;
   cmds[4].seqlen = 5;  // not a page multiple
   cmds[5].n = 16;

@@ -91,8 +91,8 @@ int run_inspect(const node_options& o) {
     fmt::print("  tree: {} nodes, {} leaves, page size {}\n", t.value("nodes", 0),
                t.value("leaves", 0), t.value("page_size", 0));
     fmt::print("  KV tokens: {} free of {} (evictable {}, protected {})\n",
-               t.value("kv_available", 0), t.value("kv_capacity", 0),
-               t.value("full_evictable", 0), t.value("full_protected", 0));
+               t.value("kv_available", 0), t.value("kv_capacity", 0), t.value("full_evictable", 0),
+               t.value("full_protected", 0));
     fmt::print("  SSM slots: {} free of {} (evictable {}, protected {})\n",
                t.value("slot_available", 0), t.value("slot_capacity", 0),
                t.value("mamba_evictable", 0), t.value("mamba_protected", 0));

@@ -8,14 +8,14 @@ namespace hc::cli {
 
 struct replay_options {
   std::string trace_path;
-  bool check = false;  ///< compare every op with its `expect`; exit 1 at the first divergence
-  bool bench = false;  ///< time every op; print median / p99 per op kind and ops/s
-  bool quiet = false;  ///< do not print the per-op result lines
-  bool json = false;   ///< --bench: print the timing summary as one JSON object
-  int repeat = 1;      ///< --bench: replay this many times (fresh cache each), keep the best
-  std::string phase;   ///< --bench: per-op table only for ops of this phase (e.g. measure)
-  std::string address; ///< "unix:/path" or host:port of a node; "" = in process
-  std::string token;   ///< TCP shared secret
+  bool check = false;   ///< compare every op with its `expect`; exit 1 at the first divergence
+  bool bench = false;   ///< time every op; print median / p99 per op kind and ops/s
+  bool quiet = false;   ///< do not print the per-op result lines
+  bool json = false;    ///< --bench: print the timing summary as one JSON object
+  int repeat = 1;       ///< --bench: replay this many times (fresh cache each), keep the best
+  std::string phase;    ///< --bench: per-op table only for ops of this phase (e.g. measure)
+  std::string address;  ///< "unix:/path" or host:port of a node; "" = in process
+  std::string token;    ///< TCP shared secret
 };
 
 /// Runs the command; returns the process exit status (0 ok, 1 divergence, 2 bad input).
