@@ -206,4 +206,13 @@ BENCHMARK(BM_EvictPage)->Apply(evict_args);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+void rpc_bench_teardown();  // rpc_bench.cpp
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  rpc_bench_teardown();
+  return 0;
+}
