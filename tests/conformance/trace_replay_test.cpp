@@ -2,6 +2,8 @@
 // the in-process replayer and requires every op to agree field by field.
 #include <gtest/gtest.h>
 
+#include "tests/support/trace_files.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -9,19 +11,6 @@
 
 namespace hc::test {
 namespace {
-
-namespace fs = std::filesystem;
-
-std::vector<std::string> traces() {
-  std::vector<std::string> out;
-  const char* dir = std::getenv("HC_TEST_DATA");
-  const fs::path d = dir ? dir : "tests/data";
-  if (fs::exists(d))
-    for (const auto& e : fs::directory_iterator(d))
-      if (e.path().string().find(".jsonl") != std::string::npos) out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 class TraceReplay : public ::testing::TestWithParam<std::string> {};
 
@@ -40,21 +29,16 @@ TEST_P(TraceReplay, EveryOpAgreesWithSglang) {
     checked += op.expect.is_object() ? 1 : 0;
   }
   EXPECT_GT(checked, 1000u);
-  EXPECT_TRUE(static_cast<replay::local_backend&>(rp.backend()).cache().tree().check_invariants().ok());
+  EXPECT_TRUE(
+      static_cast<replay::local_backend&>(rp.backend()).cache().tree().check_invariants().ok());
 }
 
 TEST(TraceReplayData, AllFourSglangTracesArePresent) {
-  EXPECT_EQ(traces().size(), 4u);
+  EXPECT_EQ(bundled_traces().size(), 4u);
 }
 
-INSTANTIATE_TEST_SUITE_P(SglangTraces, TraceReplay, ::testing::ValuesIn(traces()),
-                         [](const auto& i) {
-                           std::string n = fs::path(i.param).filename().string();
-                           n = n.substr(0, n.find('.'));
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(SglangTraces, TraceReplay, ::testing::ValuesIn(bundled_traces()),
+                         [](const auto& i) { return trace_test_name(i.param); });
 
 }  // namespace
 }  // namespace hc::test

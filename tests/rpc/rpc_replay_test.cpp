@@ -3,6 +3,8 @@
 // results exactly as the in-process replay does.
 #include <gtest/gtest.h>
 
+#include "tests/support/trace_files.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -12,19 +14,6 @@
 
 namespace hc::test {
 namespace {
-
-namespace fs = std::filesystem;
-
-std::vector<std::string> traces() {
-  std::vector<std::string> out;
-  const char* dir = std::getenv("HC_TEST_DATA");
-  const fs::path d = dir ? dir : "tests/data";
-  if (fs::exists(d))
-    for (const auto& e : fs::directory_iterator(d))
-      if (e.path().string().find(".jsonl") != std::string::npos) out.push_back(e.path().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 struct RpcReplay : node_fixture, ::testing::WithParamInterface<std::string> {};
 
@@ -49,13 +38,8 @@ TEST_P(RpcReplay, EveryOpAgreesWithSglangOverRpc) {
   EXPECT_GT(checked, 1000u);
 }
 
-INSTANTIATE_TEST_SUITE_P(SglangTraces, RpcReplay, ::testing::ValuesIn(traces()), [](const auto& i) {
-  std::string n = fs::path(i.param).filename().string();
-  n = n.substr(0, n.find('.'));
-  for (char& c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(SglangTraces, RpcReplay, ::testing::ValuesIn(bundled_traces()),
+                         [](const auto& i) { return trace_test_name(i.param); });
 
 }  // namespace
 }  // namespace hc::test
