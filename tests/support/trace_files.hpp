@@ -13,8 +13,10 @@ namespace hc::test {
 inline std::vector<std::string> bundled_traces() {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
+  // The environment wins (ctest sets it); the compiled-in path serves gtest discovery,
+  // which runs the binary at build time without that environment.
   const char* dir = std::getenv("HC_TEST_DATA");
-  const fs::path d = dir ? dir : "tests/data";
+  const fs::path d = dir ? dir : HC_TEST_DATA_DIR;
   if (fs::exists(d))
     for (const auto& e : fs::directory_iterator(d))
       if (e.path().string().find(".jsonl") != std::string::npos) out.push_back(e.path().string());
