@@ -10,6 +10,7 @@
 
 #include "actors/radix_cache/radix_cache.hpp"
 #include "actors/scheduler/command.hpp"
+#include "actors/scheduler/instance_spec.hpp"
 #include "actors/scheduler/request_manager.hpp"
 #include "tools/replay/trace.hpp"
 
@@ -25,9 +26,9 @@ class replay_backend {
                             std::vector<command_result>& results) = 0;
 };
 
-/// The cache sizes and request options a trace's header describes.
-cache_config cache_config_of(const trace_config& c);
-request_config request_config_of(const trace_config& c);
+/// The instance a trace's header describes (bookkeeping only: no pool bytes). Both
+/// backends size their cache from it (cache_config_of / request_config_of).
+instance_spec spec_of(const trace_config& c);
 
 class local_backend final : public replay_backend {
  public:

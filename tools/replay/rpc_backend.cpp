@@ -4,31 +4,24 @@
 
 namespace hc::replay {
 
-instance_spec spec_of(const trace_config& c) {
-  instance_spec s;
-  s.model_id = "trace";
-  s.page_size = c.page_size;
-  s.kv_tokens = c.kv_pool_tokens;
-  s.ssm_slots = c.mamba_pool_slots;
-  s.chunk_size = c.chunk_size;
-  s.strat = parse_strategy(c.strategy).value_or(strategy::no_buffer);
-  s.track_interval = c.track_interval;
-  s.overlap = c.ping_pong_size == 2;
-  s.request_rows = c.req_pool_rows;
-  s.max_context_len = c.max_context_len;
-  s.slots_per_request = c.state_per_req;
-  // A fresh instance per replay: the trace expects empty pools.
+namespace {
+
+/// A fresh instance per replay: the trace expects empty pools.
+instance_spec fresh_spec_of(const trace_config& c) {
+  instance_spec s = spec_of(c);
   s.ns = "replay";
   s.model_id += "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   return s;
 }
+
+}  // namespace
 
 result<std::unique_ptr<rpc_backend>> rpc_backend::connect(const std::string& address,
                                                           const trace_config& cfg,
                                                           const std::string& token) {
   auto c = client::connect(address, token);
   if (!c) return c.err();
-  auto s = (*c)->open(spec_of(cfg));
+  auto s = (*c)->open(fresh_spec_of(cfg));
   if (!s) return s.err();
   std::unique_ptr<rpc_backend> b(new rpc_backend());
   b->client_ = std::move(*c);

@@ -10,9 +10,6 @@
 
 namespace hc::replay {
 
-/// The instance spec a trace's header describes (bookkeeping only: no pool bytes).
-instance_spec spec_of(const trace_config& c);
-
 class rpc_backend final : public replay_backend {
  public:
   /// Opens a session for the trace on the node at `address` ("unix:/path" or host:port).
