@@ -81,6 +81,8 @@ enum CommandKind {
   evict @15;           # evict `n` tokens then `m` slots
   check @16;           # tree totals; `flag`: full sanity check (idle only)
   takeOps @17;         # queue the deferred data ops of extend batch `reqs` for forward `batch`
+  lookup @18;          # match `tokens` without a request (no copy-on-write, no lock; only the
+                       # LRU moves): prefix length, indices and node slot for routing/policies
 }
 
 struct Command {

@@ -90,7 +90,7 @@ void open_session(caf::event_based_actor* self, node_state& st, const msg::open_
   const instance& in = it->second;
   const session_id sid = ++st.next_session;
   self->send(in.stream, msg::attach_atom::value, sid);
-  self->send(in.radix, msg::attach_atom::value, sid, request_config_of(job->spec));
+  self->send(in.radix, msg::attach_atom::value, sid, request_config_of(job->spec), job->spec.ns);
   scheduler_limits lim{st.cfg.max_step_commands, st.cfg.max_command_tokens};
   caf::actor sched = self->spawn(scheduler_actor, sid, lim, in.radix, in.stream);
   {

@@ -10,9 +10,17 @@
 namespace hc {
 namespace {
 
+struct session_state {
+  std::unique_ptr<request_manager> requests;
+  namespace_id ns = 0;  ///< every command of the session runs in its namespace
+};
+
 struct state {
   std::unique_ptr<radix_cache> cache;
-  std::unordered_map<session_id, std::unique_ptr<request_manager>> sessions;
+  std::unordered_map<session_id, session_state> sessions;
+  /// Namespace names (InstanceSpec.namespace: LoRA adapter / cache salt) -> tree ids;
+  /// "" is the default namespace 0. Sessions naming the same namespace share prefixes.
+  std::unordered_map<std::string, namespace_id> namespaces{{"", 0}};
   std::uint64_t instance = 0;
   caf::actor stream;
   metrics_sink* metrics = nullptr;
@@ -64,7 +72,7 @@ std::string inspect(const state& st) {
   std::string live;
   std::size_t reqs = 0;
   for (const auto& [id, m] : st.sessions)
-    reqs += m->live_requests();
+    reqs += m.requests->live_requests();
   return "{\"instance\":" + std::to_string(st.instance) +
          ",\"page_size\":" + std::to_string(c.page_size()) +
          ",\"nodes\":" + std::to_string(c.tree().node_count()) +
@@ -92,8 +100,11 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
   st->stream = std::move(forward_stream);
   st->metrics = metrics;
   return {
-      [st](msg::attach_atom, session_id s, const request_config& rc) {
-        st->sessions[s] = std::make_unique<request_manager>(rc, *st->cache);
+      [st](msg::attach_atom, session_id s, const request_config& rc, const std::string& ns) {
+        auto [it, fresh] =
+            st->namespaces.try_emplace(ns, static_cast<namespace_id>(st->namespaces.size()));
+        (void)fresh;
+        st->sessions[s] = {std::make_unique<request_manager>(rc, *st->cache), it->second};
       },
       [st, self](msg::step_atom, const msg::step_ptr& job) {
         auto it = st->sessions.find(job->session);
@@ -103,7 +114,9 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
           return;
         }
         const session_id sid = job->session;
-        execute_batch(*it->second, *st->cache, job->cmds, job->results,
+        for (command& c : job->cmds)
+          c.ns = it->second.ns;
+        execute_batch(*it->second.requests, *st->cache, job->cmds, job->results,
                       [&](const command& c, forward_ops&& ops) {
                         // Enqueued before the step's reply: the worker's begin_forward for
                         // this batch cannot overtake these ops (causal mailbox order).
@@ -115,7 +128,7 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
       [st](msg::detach_atom, const msg::close_ptr& job) {
         auto it = st->sessions.find(job->session);
         if (it != st->sessions.end()) {
-          request_manager& m = *it->second;
+          request_manager& m = *it->second.requests;
           for (request_handle h : m.live_handles())
             (void)m.abort(h);  // releases locks, KV and slots without insert
           st->sessions.erase(it);

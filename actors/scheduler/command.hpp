@@ -37,8 +37,10 @@ enum class cmd_kind : std::uint8_t {
   evict,             ///< evict(`n` tokens, `m` slots)
   check,             ///< tree totals; `flag`: full sanity check (idle only)
   take_ops,          ///< deferred data ops for extend batch `reqs` (handed to the stream)
+  lookup,            ///< match `tokens` without a request: no COW, no lock; only the LRU
+                     ///< moves (SGLang's match_prefix for scheduling policies / routing)
 };
-inline constexpr std::size_t cmd_kind_count = 18;
+inline constexpr std::size_t cmd_kind_count = 19;
 
 /// Stable lowercase name ("cache_unfinished"); "?" for an out-of-range value.
 const char* to_string(cmd_kind k) noexcept;
@@ -46,8 +48,8 @@ const char* to_string(cmd_kind k) noexcept;
 struct command {
   cmd_kind kind = cmd_kind::check;
   request_handle req = 0;
-  namespace_id ns = 0;
-  std::vector<token_id> tokens;      ///< create, append
+  namespace_id ns = 0;               ///< create, lookup (the node sets the session's)
+  std::vector<token_id> tokens;      ///< create, append, lookup
   std::vector<request_handle> reqs;  ///< take_ops
   std::uint64_t start = 0;           ///< alloc_kv, prepare_extend
   std::uint64_t n = 0;               ///< see cmd_kind

@@ -140,6 +140,15 @@ void run(request_manager& m, radix_cache& cache, const command& c, command_resul
       if (!st) out.sanity_detail = st.err().message;
       return;
     }
+    case cmd_kind::lookup: {
+      match_result r = cache.tree().match(c.ns, c.tokens);
+      out.prefix_len = r.indices.size();
+      out.kv_matched = r.kv_matched;
+      out.indices = std::move(r.indices);
+      out.node_slot = r.last_slot;
+      out.branching = r.branching;
+      return;
+    }
     case cmd_kind::take_ops: {
       forward_ops taken = m.take_forward_ops(c.reqs);
       out.ops_snapshots = taken.snapshots.size();
@@ -162,7 +171,7 @@ const char* to_string(cmd_kind k) noexcept {
       "unlock",         "alloc_req",      "alloc_kv",       "track",
       "prepare_extend", "prepare_decode", "process_decode", "cache_unfinished",
       "finish",         "abort",          "not_admitted",   "evict",
-      "check",          "take_ops"};
+      "check",          "take_ops",       "lookup"};
   const auto i = static_cast<std::size_t>(k);
   return i < cmd_kind_count ? names[i] : "?";
 }
@@ -182,8 +191,8 @@ void execute_batch(request_manager& m, radix_cache& cache, std::span<const comma
   std::vector<request_handle> failed;
   for (std::size_t i = 0; i < cmds.size(); ++i) {
     const command& c = cmds[i];
-    const bool per_request =
-        c.kind != cmd_kind::evict && c.kind != cmd_kind::check && c.kind != cmd_kind::take_ops;
+    const bool per_request = c.kind != cmd_kind::evict && c.kind != cmd_kind::check &&
+                             c.kind != cmd_kind::take_ops && c.kind != cmd_kind::lookup;
     if (per_request && std::find(failed.begin(), failed.end(), c.req) != failed.end()) {
       results[i].code = errc::invalid_argument;
       results[i].error = std::string("skipped: an earlier command for request ") +

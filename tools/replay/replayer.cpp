@@ -8,13 +8,6 @@ namespace hc::replay {
 namespace {
 
 using nlohmann::json;
-using clk = std::chrono::steady_clock;
-
-std::uint64_t since(clk::time_point t0) {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(clk::now() - t0).count());
-}
-
 }  // namespace
 
 std::uint32_t kv_crc32(std::span<const kv_index> indices) {

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The installed package: `cmake --install` into a scratch prefix, build a worker outside
+# the tree with find_package(hybridcache) + hybridcache::client, start the installed
+# hybridcached and run the worker against it.
+#   package_consumer_test.sh BUILD_DIR SOURCE_DIR BUILD_TYPE "EXTRA_CXX_FLAGS"
+set -euo pipefail
+build=$1 src=$2 build_type=$3 flags=${4:-}
+tmp=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; [ -f "$tmp/log" ] && { echo "--- node log:"; cat "$tmp/log"; }; exit 1; }
+
+cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" || { cat "$tmp/install.log"; fail "install"; }
+[ -f "$tmp/prefix/lib/cmake/hybridcache/hybridcacheConfig.cmake" ] || fail "no package config installed"
+cmake -S "$src/tests/package/consumer" -B "$tmp/consumer" -G Ninja \
+  -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$tmp/configure.log" 2>&1 ||
+  { cat "$tmp/configure.log"; fail "find_package(hybridcache) failed"; }
+cmake --build "$tmp/consumer" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "consumer build"; }
+
+sock=$tmp/node.sock
+"$tmp/prefix/bin/hybridcached" --socket "$sock" --metrics off --data-dir "$tmp/data" >"$tmp/log" 2>&1 &
+pid=$!
+for _ in $(seq 200); do
+  grep -q "hybridcached ready" "$tmp/log" 2>/dev/null && break
+  kill -0 "$pid" 2>/dev/null || fail "the node exited during start-up"
+  sleep 0.05
+done
+"$tmp/consumer/consumer" "unix:$sock" || fail "the consumer failed against the node"
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" = 0 ] || fail "SIGTERM exit status $rc"
+echo "package consumer: ok"

@@ -1,0 +1,350 @@
+// spec/cache-semantics.md §8.1 T3 and the three §4.4 lifecycles driven through the whole
+// node (client -> Cap'n Proto -> scheduler -> radix_cache actor) as the commands a worker
+// sends. Every step also runs in process on a twin cache sized from the same spec; both
+// must give the same result field by field, and the spec's figures are asserted on the
+// RPC side. Session namespaces are checked here too.
+//
+// Groups: A. T3   B. §4.4 lifecycles   C. namespaces
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "actors/scheduler/command_executor.hpp"
+#include "tests/support/node_fixture.hpp"
+#include "tests/support/tree_fixture.hpp"
+
+namespace hc::test {
+namespace {
+
+std::string describe(const command_result& r) {
+  std::ostringstream o;
+  o << "code=" << static_cast<int>(r.code) << " error=" << r.error << " prefix=" << r.prefix_len
+    << " kv_matched=" << r.kv_matched << " indices=[";
+  for (kv_index i : r.indices)
+    o << i << ",";
+  o << "] node_slot=" << r.node_slot << " branching=" << (r.branching ? long(*r.branching) : -1)
+    << " working=" << r.working << " row=" << r.row << " pp=";
+  if (r.pingpong) o << (*r.pingpong)[0] << "/" << (*r.pingpong)[1];
+  o << " slot=" << r.slot << " mask=" << r.mask << " kseq=" << r.kernel_seqlen
+    << " inserted=" << r.inserted << " exist=" << r.mamba_exist << " evicted=" << r.tokens_evicted
+    << "/" << r.mamba_evicted << " freed=" << r.tokens_freed_total << "/" << r.slots_freed_total
+    << " tree=" << r.tree_tokens << "/" << r.tree_slots << " sanity=" << r.sanity
+    << " ops=" << r.ops_snapshots << "/" << r.ops_clears << "/" << r.ops_cows;
+  const pool_state& p = r.pools;
+  o << " pools=" << p.kv_avail << "," << p.slots_avail << "," << p.rows_avail << ","
+    << p.full_evictable << "," << p.full_protected << "," << p.mamba_evictable << ","
+    << p.mamba_protected;
+  return o.str();
+}
+
+command make(cmd_kind k, request_handle req = 0) {
+  command c;
+  c.kind = k;
+  c.req = req;
+  return c;
+}
+command with_tokens(cmd_kind k, request_handle req, std::vector<token_id> t) {
+  command c = make(k, req);
+  c.tokens = std::move(t);
+  return c;
+}
+command with_n(cmd_kind k, request_handle req, std::uint64_t start, std::uint64_t n) {
+  command c = make(k, req);
+  c.start = start;
+  c.n = n;
+  return c;
+}
+command evict(std::uint64_t tokens, std::uint64_t slots) {
+  command c = make(cmd_kind::evict);
+  c.n = tokens;
+  c.m = slots;
+  return c;
+}
+
+/// One session on the node and an in-process twin built from the same spec.
+struct twin_session {
+  instance_spec spec;
+  radix_cache local_cache;
+  request_manager local;
+  std::unique_ptr<client_session> remote;
+
+  twin_session(client& c, const instance_spec& s)
+      : spec(s), local_cache(cache_config_of(s)), local(request_config_of(s), local_cache) {
+    auto opened = c.open(s);
+    EXPECT_TRUE(opened.ok()) << opened.err().message;
+    if (opened.ok()) remote = std::move(*opened);
+  }
+
+  /// Runs the step on both; fails the test when any result differs. Returns the RPC side.
+  std::vector<command_result> step(std::vector<command> cmds) {
+    std::vector<command_result> mine;
+    execute_batch(local, local_cache, cmds, mine, nullptr);
+    auto theirs = remote->step(cmds);
+    EXPECT_TRUE(theirs.ok()) << theirs.err().message;
+    if (!theirs.ok()) return mine;
+    EXPECT_EQ(theirs->size(), mine.size());
+    for (std::size_t i = 0; i < std::min(mine.size(), theirs->size()); ++i)
+      EXPECT_EQ(describe((*theirs)[i]), describe(mine[i]))
+          << "command " << i << " (" << to_string(cmds[i].kind) << ") differs over RPC";
+    return *theirs;
+  }
+  command_result one(command c) { return step({std::move(c)}).at(0); }
+};
+
+struct ScenariosRpc : node_fixture {
+  std::unique_ptr<client> c;
+  void SetUp() override {
+    node_fixture::SetUp();
+    c = connect();
+    ASSERT_TRUE(c);
+  }
+};
+
+void expect_ok(const command_result& r) { EXPECT_TRUE(r.ok()) << r.error; }
+
+// ---- A. T3 test_mamba_radix_cache_1 ------------------------------------------------------
+// The dummy requests of T3 become requests that skip the match (prefix 0, so the whole key's
+// KV is allocated and the duplicates are freed at insert, as in T3); tree matches without a
+// request are `lookup` commands.
+TEST_F(ScenariosRpc, T3RadixCacheTraceGivesTheSpecFigures) {
+  instance_spec s;
+  s.model_id = "t3";
+  s.kv_tokens = 128;
+  s.ssm_slots = 20;
+  s.chunk_size = 64;
+  s.request_rows = 10;
+  s.overlap = false;
+  s.strat = strategy::no_buffer;
+  twin_session t(*c, s);
+  ASSERT_TRUE(t.remote);
+
+  auto insert = [&](request_handle h, std::vector<token_id> key) {
+    const std::size_t len = key.size();
+    auto r = t.step({with_tokens(cmd_kind::create, h, std::move(key)), make(cmd_kind::alloc_req, h),
+                     with_n(cmd_kind::alloc_kv, h, 0, len), make(cmd_kind::finish, h)});
+    for (const auto& one : r)
+      expect_ok(one);
+    return r;
+  };
+  auto r1 = insert(1, toks({1, 2, 3}));
+  EXPECT_EQ(r1[1].working, 1);
+  EXPECT_EQ(r1[2].indices, (std::vector<kv_index>{1, 2, 3}));
+  EXPECT_EQ(r1[3].prefix_len, 3u);
+  EXPECT_FALSE(r1[3].mamba_exist);
+  EXPECT_EQ(insert(2, toks({1, 2, 3, 4, 5, 6, 7}))[1].working, 2);
+  auto r3 = insert(3, toks({10, 11, 12}));
+  EXPECT_EQ(r3[2].indices, (std::vector<kv_index>{11, 12, 13}));
+  auto r4 = insert(4, toks({1, 2, 3, 4, 5, 60, 70}));
+  EXPECT_EQ(r4[2].indices, (std::vector<kv_index>{14, 15, 16, 17, 18, 19, 20}));
+  const pool_state& p4 = r4[3].pools;
+  EXPECT_EQ(p4.kv_avail, 116u);
+  EXPECT_EQ(p4.slots_avail, 16u);
+  EXPECT_EQ(p4.full_evictable, 12u);
+  EXPECT_EQ(p4.mamba_evictable, 4u);
+
+  // 5. evict one token: leaf [10,11,12] goes whole.
+  auto e5 = t.one(evict(1, 0));
+  EXPECT_EQ(e5.tokens_evicted, 3u);
+  EXPECT_EQ(e5.pools.kv_avail, 119u);
+  EXPECT_EQ(e5.pools.slots_avail, 17u);
+  // 6. evict one slot: internal [1,2,3] becomes a tombstone.
+  auto e6 = t.one(evict(0, 1));
+  EXPECT_EQ(e6.tokens_evicted, 0u);
+  EXPECT_EQ(e6.mamba_evicted, 1u);
+  EXPECT_EQ(e6.pools.slots_avail, 18u);
+  // 7-9 matches.
+  auto m7 = t.one(with_tokens(cmd_kind::lookup, 0, toks({1, 2, 3, 4, 5})));
+  EXPECT_TRUE(m7.indices.empty());
+  EXPECT_EQ(m7.node_slot, no_slot);
+  auto m8 = t.one(with_tokens(cmd_kind::lookup, 0, toks({1, 2, 3, 4, 5, 60, 70})));
+  EXPECT_EQ(m8.indices, (std::vector<kv_index>{1, 2, 3, 7, 8, 19, 20}));
+  EXPECT_EQ(m8.node_slot, 4);
+  auto m9 = t.one(with_tokens(cmd_kind::lookup, 0, toks({1, 2, 3, 4, 5, 6, 7})));
+  EXPECT_EQ(m9.indices, (std::vector<kv_index>{1, 2, 3, 7, 8, 9, 10}));
+  EXPECT_EQ(m9.node_slot, 2);
+  // 10. evict one slot: the matches made [6,7] more recent, so leaf [60,70] goes.
+  auto e10 = t.one(evict(0, 1));
+  EXPECT_EQ(e10.mamba_evicted, 1u);
+  EXPECT_EQ(e10.pools.kv_avail, 121u);
+  EXPECT_EQ(e10.pools.slots_avail, 19u);
+  // 11.
+  auto m11 = t.one(with_tokens(cmd_kind::lookup, 0, toks({1, 2, 3, 4, 5, 60, 70})));
+  EXPECT_TRUE(m11.indices.empty());
+  // 12. req9 matches [1..7] with COW: source slot 2, new working slot 5.
+  auto m12 = t.step({with_tokens(cmd_kind::create, 9, toks({1, 2, 3, 4, 5, 6, 7, 99})),
+                     make(cmd_kind::match, 9)});
+  EXPECT_EQ(m12[1].prefix_len, 7u);
+  EXPECT_EQ(m12[1].node_slot, 2);
+  EXPECT_EQ(m12[1].working, 5);
+  command sanity = make(cmd_kind::check);
+  sanity.flag = false;
+  EXPECT_TRUE(t.one(sanity).sanity);
+}
+
+// ---- B. §4.4 lifecycles ------------------------------------------------------------------
+// Empty tree, page 1, C 64, interval 256, slots [1..10]; one request, 200-token prompt, no
+// prefix hit, 99 decode steps (kv_committed_len 299).
+struct LifecycleRpc : ScenariosRpc {
+  static constexpr request_handle h = 7;
+  std::unique_ptr<twin_session> t;
+
+  void open(strategy st, bool overlap) {
+    instance_spec s;
+    s.model_id = "lifecycle-" + std::string(to_string(st));
+    s.kv_tokens = 4096;
+    s.ssm_slots = 10;
+    s.chunk_size = 64;
+    s.track_interval = 256;
+    s.request_rows = 4;
+    s.strat = st;
+    s.overlap = overlap;
+    t = std::make_unique<twin_session>(*c, s);
+    ASSERT_TRUE(t->remote);
+  }
+  /// create, match (no hit), lock, alloc_req, alloc_kv(0, 200): returns alloc_req's result.
+  command_result admit() {
+    auto r = t->step({with_tokens(cmd_kind::create, h, iota_tokens(1000, 200)),
+                      make(cmd_kind::match, h), make(cmd_kind::lock, h),
+                      make(cmd_kind::alloc_req, h), with_n(cmd_kind::alloc_kv, h, 0, 200)});
+    for (const auto& one : r)
+      expect_ok(one);
+    EXPECT_EQ(r[1].prefix_len, 0u);
+    return r[3];
+  }
+  command take_ops(std::uint64_t batch) {
+    command cmd = make(cmd_kind::take_ops);
+    cmd.reqs = {h};
+    cmd.batch = batch;
+    return cmd;
+  }
+  /// One decode step per RPC from the row's length + 1 to `to`; returns prepare_decode's
+  /// result of the last step.
+  command_result decode(std::size_t from, std::size_t to) {
+    command_result last;
+    for (std::size_t len = from; len <= to; ++len) {
+      auto r = t->step({with_n(cmd_kind::alloc_kv, h, len - 1, 1), make(cmd_kind::prepare_decode, h),
+                        make(cmd_kind::process_decode, h)});
+      for (const auto& one : r)
+        expect_ok(one);
+      last = r[1];
+    }
+    return last;
+  }
+  void finish() {
+    auto r = t->step({with_tokens(cmd_kind::append, h, iota_tokens(5000, 99)),
+                      make(cmd_kind::finish, h)});
+    expect_ok(r[0]);
+    expect_ok(r[1]);
+  }
+  /// (length, slot) of the tree states on the request's path, by lookup.
+  std::vector<std::pair<std::size_t, slot_id>> tree_states() {
+    std::vector<std::pair<std::size_t, slot_id>> out;
+    const std::vector<token_id> all = cat(iota_tokens(1000, 200), iota_tokens(5000, 99));
+    for (std::size_t len : {192u, 200u, 256u, 299u}) {
+      auto r = t->one(with_tokens(cmd_kind::lookup, 0, {all.begin(), all.begin() + long(len)}));
+      if (r.prefix_len == len && r.node_slot != no_slot) out.emplace_back(len, r.node_slot);
+    }
+    return out;
+  }
+  /// The working slot the next admitted request gets: the head of the free list.
+  slot_id next_free_slot() {
+    auto r = t->step({with_tokens(cmd_kind::create, 99, iota_tokens(1, 4)),
+                      make(cmd_kind::alloc_req, 99)});
+    expect_ok(r[1]);
+    return r[1].working;
+  }
+};
+using states = std::vector<std::pair<std::size_t, slot_id>>;
+
+TEST_F(LifecycleRpc, ExtraBufferEagerOverlap) {
+  open(strategy::extra_buffer, true);
+  auto a = admit();
+  EXPECT_EQ(a.working, 1);
+  EXPECT_EQ(a.pingpong, (std::array<slot_id, 2>{2, 3}));
+  auto ex = t->one(with_n(cmd_kind::prepare_extend, h, 0, 200));
+  EXPECT_TRUE(ex.mask);
+  EXPECT_EQ(ex.slot, 2);
+  auto ops = t->one(take_ops(1));
+  EXPECT_EQ(ops.ops_clears, 1u);
+  auto u = t->one(with_n(cmd_kind::cache_unfinished, h, 0, 200));
+  EXPECT_EQ(u.prefix_len, 192u);
+  EXPECT_EQ(u.node_slot, 2);
+  EXPECT_EQ(u.pools.full_protected, 192u);
+  decode(201, 255);
+  auto d = decode(256, 256);
+  EXPECT_TRUE(d.mask);
+  EXPECT_EQ(d.slot, 3);
+  decode(257, 299);
+  finish();
+  EXPECT_EQ(tree_states(), (states{{192, 2}, {256, 3}}));
+  EXPECT_EQ(next_free_slot(), 5);
+}
+
+TEST_F(LifecycleRpc, ExtraBufferLazy) {
+  open(strategy::extra_buffer_lazy, true);
+  auto a = admit();
+  EXPECT_EQ(a.working, 1);
+  EXPECT_EQ(a.pingpong, (std::array<slot_id, 2>{2, no_slot}));
+  auto ex = t->one(with_n(cmd_kind::prepare_extend, h, 0, 200));
+  EXPECT_EQ(ex.slot, 2);
+  expect_ok(t->one(with_n(cmd_kind::cache_unfinished, h, 0, 200)));
+  decode(201, 255);
+  auto d = decode(256, 256);
+  EXPECT_EQ(d.slot, 4) << "lazy pre-allocation took slot 4 at the boundary";
+  decode(257, 299);
+  finish();
+  EXPECT_EQ(tree_states(), (states{{192, 2}, {256, 4}}));
+  EXPECT_EQ(next_free_slot(), 5);
+}
+
+TEST_F(LifecycleRpc, NoBufferWithoutOverlap) {
+  open(strategy::no_buffer, false);
+  auto a = admit();
+  EXPECT_EQ(a.working, 1);
+  EXPECT_FALSE(a.pingpong.has_value());
+  auto u = t->one(with_n(cmd_kind::cache_unfinished, h, 0, 200));
+  EXPECT_EQ(u.prefix_len, 200u);
+  EXPECT_EQ(u.node_slot, 2);
+  auto ops = t->one(take_ops(1));
+  EXPECT_EQ(ops.ops_snapshots, 1u) << "deferred copy W -> donated";
+  EXPECT_EQ(ops.ops_clears, 1u);
+  decode(201, 299);
+  finish();
+  EXPECT_EQ(tree_states(), (states{{200, 2}, {299, 1}}));
+  EXPECT_EQ(next_free_slot(), 3);
+}
+
+// ---- C. namespaces -----------------------------------------------------------------------
+TEST_F(ScenariosRpc, SessionsShareThePrefixesOfTheirNamespaceOnly) {
+  auto open_ns = [&](const std::string& ns) {
+    instance_spec s = small_spec("ns-model");
+    s.ns = ns;
+    auto o = c->open(s);
+    EXPECT_TRUE(o.ok()) << o.err().message;
+    return std::move(*o);
+  };
+  auto a = open_ns("lora-a");
+  auto a2 = open_ns("lora-a");
+  auto b = open_ns("lora-b");
+  auto plain = open_ns("");
+  const std::vector<command> cache_one{with_tokens(cmd_kind::create, 1, iota_tokens(50, 16)),
+                                       make(cmd_kind::alloc_req, 1),
+                                       with_n(cmd_kind::alloc_kv, 1, 0, 16),
+                                       make(cmd_kind::finish, 1)};
+  auto r = a->step(cache_one);
+  ASSERT_TRUE(r.ok());
+  for (const auto& one : *r)
+    ASSERT_TRUE(one.ok()) << one.error;
+  const std::vector<command> look{with_tokens(cmd_kind::lookup, 0, iota_tokens(50, 16))};
+  auto prefix_in = [&](client_session& s) {
+    auto l = s.step(look);
+    EXPECT_TRUE(l.ok());
+    return l.ok() ? (*l)[0].prefix_len : 999u;
+  };
+  EXPECT_EQ(prefix_in(*a2), 16u) << "same namespace, other session: shared";
+  EXPECT_EQ(prefix_in(*b), 0u) << "other namespace: isolated";
+  EXPECT_EQ(prefix_in(*plain), 0u) << "default namespace: isolated";
+}
+
+}  // namespace
+}  // namespace hc::test
