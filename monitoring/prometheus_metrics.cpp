@@ -39,6 +39,10 @@ struct prometheus_metrics::impl {
                                                .Name("hybridcache_evicted_slots_total")
                                                .Help("SSM slots evicted, by reason")
                                                .Register(*reg);
+  pm::Family<pm::Counter>& tombstones = pm::BuildCounter()
+                                            .Name("hybridcache_tombstones_created_total")
+                                            .Help("Tree nodes left without an SSM state, by cause")
+                                            .Register(*reg);
   pm::Family<pm::Counter>& ops = pm::BuildCounter()
                                      .Name("hybridcache_forward_ops_total")
                                      .Help("Data ops queued on the forward stream")
@@ -86,6 +90,8 @@ struct prometheus_metrics::impl {
       evicted_tokens.Add({{"reason", reason}});
       evicted_slots.Add({{"reason", reason}});
     }
+    for (const char* cause : {"eviction", "split"})
+      tombstones.Add({{"cause", cause}});
     for (const char* op : {"snapshot", "clear", "cow"})
       ops.Add({{"op", op}});
     inserted.Add({});
@@ -137,6 +143,10 @@ void prometheus_metrics::evicted(std::string_view reason, std::uint64_t tokens,
   impl_->evicted_slots.Add({{"reason", r}}).Increment(static_cast<double>(slots));
 }
 
+void prometheus_metrics::tombstones(std::string_view cause, std::uint64_t n) {
+  impl_->tombstones.Add({{"cause", std::string(cause)}}).Increment(static_cast<double>(n));
+}
+
 void prometheus_metrics::forward_ops(std::uint64_t snapshots, std::uint64_t clears,
                                      std::uint64_t cows) {
   impl_->ops.Add({{"op", "snapshot"}}).Increment(static_cast<double>(snapshots));
@@ -165,6 +175,13 @@ void prometheus_metrics::pools(std::uint64_t instance, const pool_gauges& g) {
   set(impl_->ssm_pool, "used", g.slot_used);
   set(impl_->ssm_pool, "evictable", g.slot_evictable);
   set(impl_->ssm_pool, "protected", g.slot_protected);
+}
+
+void prometheus_metrics::instance_closed(std::uint64_t instance) {
+  const std::string id = std::to_string(instance);
+  for (pm::Family<pm::Gauge>* f : {&impl_->kv_pool, &impl_->ssm_pool})
+    for (const char* state : {"capacity", "used", "evictable", "protected"})
+      f->Remove(&f->Add({{"instance", id}, {"state", state}}));
 }
 
 void prometheus_metrics::sessions(std::int64_t delta) {

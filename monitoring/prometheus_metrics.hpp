@@ -6,6 +6,8 @@
 //   hybridcache_hit_tokens_total{tier,component="kv"|"ssm"}    counter (ssm = resumable)
 //   hybridcache_inserted_tokens_total                          counter
 //   hybridcache_evicted_tokens_total{reason}, _evicted_slots_total{reason}
+//       reason = pressure (inside an allocation) | explicit (an evict command)
+//   hybridcache_tombstones_created_total{cause="eviction"|"split"} counter
 //   hybridcache_forward_ops_total{op="snapshot"|"clear"|"cow"} counter
 //   hybridcache_command_errors_total{command}                  counter
 //   hybridcache_kv_pool_tokens{instance,state}, hybridcache_ssm_pool_slots{instance,state}
@@ -37,6 +39,8 @@ class prometheus_metrics final : public metrics_sink {
   void l1_match(std::uint64_t kv_matched, std::uint64_t resumable) override;
   void inserted_tokens(std::uint64_t n) override;
   void evicted(std::string_view reason, std::uint64_t tokens, std::uint64_t slots) override;
+  void tombstones(std::string_view cause, std::uint64_t n) override;
+  void instance_closed(std::uint64_t instance) override;
   void forward_ops(std::uint64_t snapshots, std::uint64_t clears, std::uint64_t cows) override;
   void command_error(std::string_view kind) override;
   void fence_wait(double seconds) override;

@@ -1,6 +1,7 @@
 #include "schema/rpc_server.hpp"
 
 #include <capnp/rpc-twoparty.h>
+#include <capnp/rpc.h>
 #include <kj/async-io.h>
 #include <kj/async.h>
 #include <sys/stat.h>
@@ -265,6 +266,41 @@ class node_impl final : public wire::CacheNode::Server {
 };
 #pragma GCC diagnostic pop
 
+/// One client connection: its two-party network and RPC system (with the flow limit).
+/// Dropping it drops the client's capabilities, which closes its sessions.
+struct connection {
+  connection(kj::Own<kj::AsyncIoStream>&& s, capnp::Capability::Client bootstrap,
+             std::size_t flow_limit_words)
+      : stream(kj::mv(s)),
+        network(*stream, capnp::rpc::twoparty::Side::SERVER),
+        rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {
+    rpc.setFlowLimit(flow_limit_words);
+  }
+  kj::Own<kj::AsyncIoStream> stream;
+  capnp::TwoPartyVatNetwork network;
+  capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
+};
+
+/// Owns every live connection; each ends on its own when the client disconnects.
+class connection_set final : private kj::TaskSet::ErrorHandler {
+ public:
+  explicit connection_set(std::size_t flow_limit_words) : flow_(flow_limit_words), tasks_(*this) {}
+  kj::Promise<void> listen(kj::ConnectionReceiver& l, capnp::Capability::Client bootstrap) {
+    return l.accept().then(
+        [this, &l, bootstrap](kj::Own<kj::AsyncIoStream>&& s) mutable -> kj::Promise<void> {
+          auto c = kj::heap<connection>(kj::mv(s), bootstrap, flow_);
+          auto done = c->network.onDisconnect();
+          tasks_.add(done.attach(kj::mv(c)));
+          return listen(l, kj::mv(bootstrap));
+        });
+  }
+
+ private:
+  void taskFailed(kj::Exception&&) override {}  // a broken connection ends only itself
+  std::size_t flow_;
+  kj::TaskSet tasks_;
+};
+
 }  // namespace
 
 struct rpc_server::impl {
@@ -280,8 +316,10 @@ struct rpc_server::impl {
   void main(std::promise<status>& started) {
     try {
       auto io = kj::setupAsyncIo();
-      kj::Own<capnp::TwoPartyServer> unix_server, tcp_server;
       kj::Own<kj::ConnectionReceiver> unix_listener, tcp_listener;
+      auto connections = kj::heap<connection_set>(cfg.flow_limit_words);
+      capnp::Capability::Client unix_boot = kj::heap<node_impl>(ctx, false);
+      capnp::Capability::Client tcp_boot = kj::heap<node_impl>(ctx, true);
       kj::Vector<kj::Promise<void>> serving;
       if (!cfg.unix_path.empty()) {
         struct stat sb {};
@@ -294,8 +332,7 @@ struct rpc_server::impl {
         unix_listener = addr->listen();
         ::umask(old);
         ::chmod(cfg.unix_path.c_str(), 0600);
-        unix_server = kj::heap<capnp::TwoPartyServer>(kj::heap<node_impl>(ctx, false));
-        serving.add(unix_server->listen(*unix_listener));
+        serving.add(connections->listen(*unix_listener, unix_boot));
       }
       if (!cfg.tcp_address.empty()) {
         auto addr =
@@ -303,17 +340,15 @@ struct rpc_server::impl {
         tcp_listener = addr->listen();
         const std::string host = cfg.tcp_address.substr(0, cfg.tcp_address.rfind(':'));
         tcp_bound = host + ":" + std::to_string(tcp_listener->getPort());
-        tcp_server = kj::heap<capnp::TwoPartyServer>(kj::heap<node_impl>(ctx, true));
-        serving.add(tcp_server->listen(*tcp_listener));
+        serving.add(connections->listen(*tcp_listener, tcp_boot));
       }
       auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
       stop_fulfiller = kj::mv(paf.fulfiller);
       executor = &kj::getCurrentThreadExecutor();
       started.set_value({});
       paf.promise.exclusiveJoin(kj::joinPromises(serving.releaseAsArray())).wait(io.waitScope);
-      // Servers (and every session they hold) die here, while the loop still exists.
-      tcp_server = nullptr;
-      unix_server = nullptr;
+      // Connections (and every session they hold) die here, while the loop still exists.
+      connections = nullptr;
       tcp_listener = nullptr;
       unix_listener = nullptr;
       if (!cfg.unix_path.empty()) ::unlink(cfg.unix_path.c_str());

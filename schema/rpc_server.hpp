@@ -23,6 +23,10 @@ struct rpc_server_config {
   std::string token;
   /// Version string reported by ping.
   std::string node_version = "0.1.0";
+  /// Per connection: once this many words (8 bytes) of calls are unanswered, the server
+  /// stops reading that connection until some are answered, so one flooding client
+  /// cannot grow the node's queues without bound. Default: 8 Mi words (64 MiB).
+  std::size_t flow_limit_words = std::size_t{8} << 20;
 };
 
 class rpc_server {

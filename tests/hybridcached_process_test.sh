@@ -33,6 +33,10 @@ grep -q "hybridcached ready" "$tmp/log" || fail "the node did not start"
 "$hcctl" --socket "$sock" ping --json | grep -q '"ok":true' || fail "ping --json"
 "$hcctl" --socket "$sock" replay --check -q "$data/conf_p64_pressure.jsonl.gz" || fail "replay --check over RPC"
 "$hcctl" --socket "$sock" inspect | grep -q "KV tokens" || fail "inspect"
+"$hcctl" --socket "$sock" stats >"$tmp/stats" || fail "stats"
+grep -Eq '^matches +[1-9]' "$tmp/stats" || fail "stats: no matches counted: $(cat "$tmp/stats")"
+"$hcctl" --socket "$sock" stats --json | grep -Eq '"pressure_evicted_slots":[1-9]' ||
+  fail "stats --json: no pressure evictions"
 "$hcctl" --socket "$sock" inspect --json | grep -q '"instances"' || fail "inspect --json"
 
 port=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/log" | head -1 | sed 's/.*://')
@@ -43,13 +47,18 @@ cat <&3 >"$tmp/metrics"
 exec 3<&-
 for series in hybridcache_match_requests_total hybridcache_hit_tokens_total \
   hybridcache_inserted_tokens_total hybridcache_evicted_tokens_total \
-  hybridcache_evicted_slots_total hybridcache_forward_ops_total hybridcache_kv_pool_tokens \
+  hybridcache_evicted_slots_total hybridcache_tombstones_created_total \
+  hybridcache_forward_ops_total hybridcache_kv_pool_tokens \
   hybridcache_ssm_pool_slots hybridcache_sessions hybridcache_rpc_latency_seconds_bucket \
   hybridcache_forward_fence_wait_seconds_bucket; do
   grep -q "^$series" "$tmp/metrics" || fail "metric $series missing"
 done
 grep -Eq '^hybridcache_match_requests_total\{tier="l1"\} [1-9]' "$tmp/metrics" ||
   fail "L1 match counter did not count the replay"
+grep -Eq '^hybridcache_evicted_slots_total\{reason="pressure"\} [1-9]' "$tmp/metrics" ||
+  fail "the pressure trace's allocation-driven evictions were not counted"
+grep -Eq '^hybridcache_tombstones_created_total\{cause="split"\} [1-9]' "$tmp/metrics" ||
+  fail "no tombstone counted for the trace's splits"
 grep -q 'hybridcache_rpc_latency_seconds_count{method="step"}' "$tmp/metrics" ||
   fail "no RPC latency for step"
 

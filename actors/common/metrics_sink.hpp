@@ -22,10 +22,14 @@ class metrics_sink {
   virtual void inserted_tokens(std::uint64_t n) = 0;
   /// reason: "pressure" (allocation-driven) or "explicit" (an evict command).
   virtual void evicted(std::string_view reason, std::uint64_t tokens, std::uint64_t slots) = 0;
+  /// Tree nodes that became tombstones; cause: "eviction" or "split".
+  virtual void tombstones(std::string_view cause, std::uint64_t n) = 0;
   virtual void forward_ops(std::uint64_t snapshots, std::uint64_t clears, std::uint64_t cows) = 0;
   virtual void command_error(std::string_view kind) = 0;
   virtual void fence_wait(double seconds) = 0;
   virtual void pools(std::uint64_t instance, const pool_gauges& g) = 0;
+  /// The instance was destroyed: its pool gauges go away.
+  virtual void instance_closed(std::uint64_t instance) = 0;
   virtual void sessions(std::int64_t delta) = 0;
   /// One RPC served: method name and its server-side latency.
   virtual void rpc(std::string_view method, double seconds) = 0;
@@ -37,10 +41,12 @@ class null_metrics final : public metrics_sink {
   void l1_match(std::uint64_t, std::uint64_t) override {}
   void inserted_tokens(std::uint64_t) override {}
   void evicted(std::string_view, std::uint64_t, std::uint64_t) override {}
+  void tombstones(std::string_view, std::uint64_t) override {}
   void forward_ops(std::uint64_t, std::uint64_t, std::uint64_t) override {}
   void command_error(std::string_view) override {}
   void fence_wait(double) override {}
   void pools(std::uint64_t, const pool_gauges&) override {}
+  void instance_closed(std::uint64_t) override {}
   void sessions(std::int64_t) override {}
   void rpc(std::string_view, double) override {}
 };

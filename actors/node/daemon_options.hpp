@@ -19,6 +19,7 @@ struct daemon_options {
   std::size_t max_step_commands = 65536;                  ///< commands per step
   std::size_t max_command_tokens = std::size_t{1} << 20;  ///< tokens per command
   std::size_t max_pool_bytes = std::size_t{64} << 30;     ///< bytes per L1 pool
+  std::size_t max_idle_instances = 4;                     ///< kept without sessions
 };
 
 }  // namespace hc

@@ -54,6 +54,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   nc.max_step_commands = o.max_step_commands;
   nc.max_command_tokens = o.max_command_tokens;
   nc.limits.max_pool_bytes = o.max_pool_bytes;
+  nc.max_idle_instances = o.max_idle_instances;
   hc::node node(nc);
   hc::rpc_server server(node, metrics);
   hc::rpc_server_config rc;
@@ -117,6 +118,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-pool-bytes", o.max_pool_bytes, "Most bytes of one L1 pool")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-idle-instances", o.max_idle_instances,
+                 "Cache instances kept after their last session closed (the longest idle "
+                 "beyond this are destroyed)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   hc::log::set_level(*hc::log::parse_level(o.log_level));
   if (o.socket.empty() && o.tcp.empty()) {

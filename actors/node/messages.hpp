@@ -23,6 +23,7 @@ using detach_atom = caf::atom_constant<caf::atom("detach")>;
 using ops_atom = caf::atom_constant<caf::atom("ops")>;
 using inspect_atom = caf::atom_constant<caf::atom("inspect")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+using detached_atom = caf::atom_constant<caf::atom("detached")>;
 
 using open_ptr = std::shared_ptr<open_job>;
 using step_ptr = std::shared_ptr<step_job>;

@@ -2,6 +2,8 @@
 // entry points of hc::node.
 #include "actors/node/node.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -35,6 +37,8 @@ struct session_registry {
 struct instance {
   std::uint64_t id = 0;
   caf::actor radix, stream;
+  std::size_t sessions = 0;    ///< open sessions
+  std::uint64_t idle_since = 0;  ///< node tick when the last session closed
 };
 
 struct node_state {
@@ -44,6 +48,7 @@ struct node_state {
   caf::actor host;
   session_id next_session = 0;
   std::uint64_t next_instance = 0;
+  std::uint64_t tick = 0;
 };
 
 result<instance> make_instance(caf::event_based_actor* self, node_state& st,
@@ -68,7 +73,8 @@ result<instance> make_instance(caf::event_based_actor* self, node_state& st,
   instance in;
   in.id = id;
   in.stream = self->spawn(forward_stream_actor, pools, st.cfg.metrics);
-  in.radix = self->spawn(radix_cache_actor, cache_config_of(spec), id, in.stream, st.cfg.metrics);
+  in.radix = self->spawn(radix_cache_actor, cache_config_of(spec), id, in.stream,
+                         caf::actor_cast<caf::actor>(self), st.cfg.metrics);
   return in;
 }
 
@@ -87,7 +93,8 @@ void open_session(caf::event_based_actor* self, node_state& st, const msg::open_
     }
     it = st.instances.emplace(fp, *in).first;
   }
-  const instance& in = it->second;
+  instance& in = it->second;
+  ++in.sessions;
   const session_id sid = ++st.next_session;
   self->send(in.stream, msg::attach_atom::value, sid);
   self->send(in.radix, msg::attach_atom::value, sid, request_config_of(job->spec), job->spec.ns);
@@ -115,62 +122,108 @@ void open_session(caf::event_based_actor* self, node_state& st, const msg::open_
   job->complete();
 }
 
-/// Gathers every actor's inspect JSON into one document.
+/// The node's totals for `stats`: pools and served counters summed over the instances.
+std::vector<std::pair<std::string, double>> totals_of(const nlohmann::json& doc) {
+  std::vector<std::pair<std::string, double>> out;
+  out.emplace_back("sessions", doc.value("sessions", 0.0));
+  out.emplace_back("instances", static_cast<double>(doc["instances"].size()));
+  auto sum = [&](const char* part, const char* key, const char* name) {
+    double v = 0;
+    for (const auto& in : doc["instances"]) {
+      const auto& p = part[0] ? in["tree"][part] : in["tree"];
+      if (p.is_object()) v += p.value(key, 0.0);
+    }
+    out.emplace_back(name, v);
+  };
+  sum("", "live_requests", "live_requests");
+  sum("", "kv_capacity", "kv_tokens_capacity");
+  sum("", "kv_available", "kv_tokens_free");
+  sum("", "full_evictable", "kv_tokens_evictable");
+  sum("", "full_protected", "kv_tokens_protected");
+  sum("", "slot_capacity", "ssm_slots_capacity");
+  sum("", "slot_available", "ssm_slots_free");
+  sum("", "mamba_evictable", "ssm_slots_evictable");
+  sum("", "mamba_protected", "ssm_slots_protected");
+  for (const char* k : {"steps", "commands", "command_errors", "matches", "matched_kv_tokens",
+                        "matched_resumable_tokens", "lookups", "inserted_tokens", "evicted_tokens",
+                        "evicted_slots", "pressure_evicted_tokens", "pressure_evicted_slots",
+                        "tombstones_by_eviction", "tombstones_by_split"})
+    sum("served", k, k);
+  return out;
+}
+
+/// Gathers every actor's inspect JSON into one document, and the node's totals.
 void gather_stats(caf::event_based_actor* self, node_state& st, const msg::stats_ptr& job) {
   struct fan_in {
     msg::stats_ptr job;
-    std::vector<std::string> instances;
-    std::string host;
+    nlohmann::json doc;
     std::size_t pending = 0;
-    std::size_t sessions = 0;
   };
   auto f = std::make_shared<fan_in>();
   f->job = job;
   {
     std::lock_guard lk(st.registry->mu);
-    f->sessions = st.registry->sessions.size();
+    f->doc["sessions"] = st.registry->sessions.size();
   }
-  f->instances.resize(st.instances.size());
+  f->doc["host_storage"] = nullptr;
+  f->doc["instances"] = nlohmann::json::array();
   f->pending = 1 + 2 * st.instances.size();
   auto finish = [f] {
     if (--f->pending != 0) return;
-    std::string doc = "{\"sessions\":" + std::to_string(f->sessions) +
-                      ",\"host_storage\":" + f->host + ",\"instances\":[";
-    for (std::size_t i = 0; i < f->instances.size(); ++i)
-      doc += (i ? "," : "") + f->instances[i] + "}";
-    doc += "]}";
-    f->job->stats.emplace_back("sessions", static_cast<double>(f->sessions));
-    f->job->stats.emplace_back("instances", static_cast<double>(f->instances.size()));
-    f->job->inspect_json = std::move(doc);
+    f->job->stats = totals_of(f->doc);
+    f->job->inspect_json = f->doc.dump();
     f->job->complete();
   };
-  auto on_err = [f, finish](caf::error&) { finish(); };
+  auto on_err = [finish](caf::error&) { finish(); };
+  // An actor's inspect reply is JSON; a malformed one shows as a string, never throws.
+  auto parse = [](const std::string& s) {
+    auto j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+    return j.is_discarded() ? nlohmann::json(s) : j;
+  };
   self->request(st.host, caf::infinite, msg::inspect_atom::value)
       .then(
-          [f, finish](std::string& s) {
-            f->host = std::move(s);
+          [f, finish, parse](std::string& s) {
+            f->doc["host_storage"] = parse(s);
             finish();
           },
           on_err);
   std::size_t i = 0;
   for (const auto& [fp, in] : st.instances) {
-    // instances[i] = {"fingerprint":..., "tree":{...}, "stream":{...}  (closing brace added above)
-    f->instances[i] = "{\"fingerprint\":\"" + fp + "\"";
-    self->request(in.radix, caf::infinite, msg::inspect_atom::value)
-        .then(
-            [f, finish, i](std::string& s) {
-              f->instances[i] += ",\"tree\":" + s;
-              finish();
-            },
-            on_err);
-    self->request(in.stream, caf::infinite, msg::inspect_atom::value)
-        .then(
-            [f, finish, i](std::string& s) {
-              f->instances[i] += ",\"stream\":" + s;
-              finish();
-            },
-            on_err);
+    f->doc["instances"].push_back({{"fingerprint", fp}, {"tree", nullptr}, {"stream", nullptr}});
+    for (const char* part : {"tree", "stream"}) {
+      const caf::actor& a = part[0] == 't' ? in.radix : in.stream;
+      self->request(a, caf::infinite, msg::inspect_atom::value)
+          .then(
+              [f, finish, parse, i, part](std::string& s) {
+                f->doc["instances"][i][part] = parse(s);
+                finish();
+              },
+              on_err);
+    }
     ++i;
+  }
+}
+
+/// A session of instance `id` is gone; destroys the longest-idle instances beyond the
+/// node's max_idle_instances. Their actors hold the pools, which unmap and unlink when
+/// the actors end (a worker's own mapping stays valid until it unmaps).
+void session_detached(caf::event_based_actor* self, node_state& st, std::uint64_t id) {
+  for (auto& [fp, in] : st.instances)
+    if (in.id == id && in.sessions > 0 && --in.sessions == 0) in.idle_since = ++st.tick;
+  for (;;) {
+    std::size_t idle = 0;
+    auto oldest = st.instances.end();
+    for (auto it = st.instances.begin(); it != st.instances.end(); ++it) {
+      if (it->second.sessions != 0) continue;
+      ++idle;
+      if (oldest == st.instances.end() || it->second.idle_since < oldest->second.idle_since)
+        oldest = it;
+    }
+    if (idle <= st.cfg.max_idle_instances) return;
+    self->send_exit(oldest->second.radix, caf::exit_reason::user_shutdown);
+    self->send_exit(oldest->second.stream, caf::exit_reason::user_shutdown);
+    st.cfg.metrics->instance_closed(oldest->second.id);
+    st.instances.erase(oldest);
   }
 }
 
@@ -183,6 +236,9 @@ caf::behavior node_actor(caf::event_based_actor* self, node_config cfg,
   return {
       [self, st](msg::open_atom, const msg::open_ptr& job) { open_session(self, *st, job); },
       [self, st](msg::stats_atom, const msg::stats_ptr& job) { gather_stats(self, *st, job); },
+      [self, st](msg::detached_atom, std::uint64_t instance_id) {
+        session_detached(self, *st, instance_id);
+      },
       [self, st](msg::shutdown_atom) {
         for (const auto& [fp, in] : st->instances) {
           self->send_exit(in.radix, caf::exit_reason::user_shutdown);

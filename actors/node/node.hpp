@@ -26,6 +26,10 @@ struct node_config {
   std::size_t max_command_tokens = std::size_t{1} << 20;
   /// Prefix of the POSIX shm names of the L1 pools. Default: "/hybridcache-<pid>".
   std::string shm_prefix;
+  /// Instances whose last session closed keep their tree and pools, so a worker that
+  /// reconnects resumes from its cache; beyond this many idle instances the one idle the
+  /// longest is destroyed (tree dropped, shared memory unlinked). Default: 4.
+  std::size_t max_idle_instances = 4;
   /// Where metrics go (must outlive the node); nullptr = nowhere.
   metrics_sink* metrics = nullptr;
 };

@@ -4,6 +4,8 @@
 #include <string>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "actors/node/messages.hpp"
 #include "actors/scheduler/command_executor.hpp"
 
@@ -15,7 +17,16 @@ struct session_state {
   namespace_id ns = 0;  ///< every command of the session runs in its namespace
 };
 
+/// What the instance served since it started (hcctl stats; /metrics has the same counts).
+struct served_counters {
+  std::uint64_t steps = 0, commands = 0, command_errors = 0;
+  std::uint64_t matches = 0, matched_kv_tokens = 0, matched_resumable_tokens = 0, lookups = 0;
+  std::uint64_t inserted_tokens = 0;
+  std::uint64_t explicit_evicted_tokens = 0, explicit_evicted_slots = 0;
+};
+
 struct state {
+  served_counters served;
   std::unique_ptr<radix_cache> cache;
   std::unordered_map<session_id, session_state> sessions;
   /// Namespace names (InstanceSpec.namespace: LoRA adapter / cache salt) -> tree ids;
@@ -23,36 +34,66 @@ struct state {
   std::unordered_map<std::string, namespace_id> namespaces{{"", 0}};
   std::uint64_t instance = 0;
   caf::actor stream;
+  caf::actor owner;  ///< the node actor
   metrics_sink* metrics = nullptr;
 };
 
-void report(state& st, std::span<const command> cmds, std::span<const command_result> res) {
+/// Reports a step. `before`: the tree's counters when the step began; evictions beyond
+/// those the step's evict commands made happened inside allocations ("pressure").
+void report(state& st, const tree_counters& before, std::span<const command> cmds,
+            std::span<const command_result> res) {
   metrics_sink& m = *st.metrics;
+  served_counters& sv = st.served;
+  ++sv.steps;
+  sv.commands += cmds.size();
+  std::uint64_t explicit_tokens = 0, explicit_slots = 0;
   for (std::size_t i = 0; i < cmds.size(); ++i) {
     const command_result& r = res[i];
     if (!r.ok()) {
+      ++sv.command_errors;
       m.command_error(to_string(cmds[i].kind));
       continue;
     }
     switch (cmds[i].kind) {
       case cmd_kind::match:
+        ++sv.matches;
+        sv.matched_kv_tokens += r.kv_matched;
+        sv.matched_resumable_tokens += r.prefix_len;
         m.l1_match(r.kv_matched, r.prefix_len);
+        break;
+      case cmd_kind::lookup:
+        ++sv.lookups;
         break;
       case cmd_kind::evict:
         m.evicted("explicit", r.tokens_freed_total, r.slots_freed_total);
+        explicit_tokens += r.tokens_freed_total;
+        explicit_slots += r.slots_freed_total;
+        sv.explicit_evicted_tokens += r.tokens_freed_total;
+        sv.explicit_evicted_slots += r.slots_freed_total;
         break;
       case cmd_kind::take_ops:
         m.forward_ops(r.ops_snapshots, r.ops_clears, r.ops_cows);
         break;
       case cmd_kind::cache_unfinished:
       case cmd_kind::finish:
-        if (r.inserted) m.inserted_tokens(r.prefix_len);
+        if (r.inserted) {
+          sv.inserted_tokens += r.prefix_len;
+          m.inserted_tokens(r.prefix_len);
+        }
         break;
       default:
         break;
     }
   }
   const radix_cache& c = *st.cache;
+  const tree_counters& now = c.tree().counters();
+  const std::uint64_t pressure_tokens = now.evicted_tokens - before.evicted_tokens - explicit_tokens;
+  const std::uint64_t pressure_slots = now.evicted_slots - before.evicted_slots - explicit_slots;
+  if (pressure_tokens || pressure_slots) m.evicted("pressure", pressure_tokens, pressure_slots);
+  if (now.tombstones_by_eviction != before.tombstones_by_eviction)
+    m.tombstones("eviction", now.tombstones_by_eviction - before.tombstones_by_eviction);
+  if (now.tombstones_by_split != before.tombstones_by_split)
+    m.tombstones("split", now.tombstones_by_split - before.tombstones_by_split);
   const tree_sizes& s = c.tree().sizes();
   pool_gauges g;
   g.kv_capacity = c.kv().capacity();
@@ -69,35 +110,54 @@ void report(state& st, std::span<const command> cmds, std::span<const command_re
 std::string inspect(const state& st) {
   const radix_cache& c = *st.cache;
   const tree_sizes& s = c.tree().sizes();
-  std::string live;
+  const tree_counters& tc = c.tree().counters();
+  const served_counters& sv = st.served;
   std::size_t reqs = 0;
   for (const auto& [id, m] : st.sessions)
     reqs += m.requests->live_requests();
-  return "{\"instance\":" + std::to_string(st.instance) +
-         ",\"page_size\":" + std::to_string(c.page_size()) +
-         ",\"nodes\":" + std::to_string(c.tree().node_count()) +
-         ",\"leaves\":" + std::to_string(c.tree().leaf_count()) +
-         ",\"kv_capacity\":" + std::to_string(c.kv().capacity()) +
-         ",\"kv_available\":" + std::to_string(c.kv().available()) +
-         ",\"slot_capacity\":" + std::to_string(c.slots().capacity()) +
-         ",\"slot_available\":" + std::to_string(c.slots().available()) +
-         ",\"full_evictable\":" + std::to_string(s.full_evictable) +
-         ",\"full_protected\":" + std::to_string(s.full_protected) +
-         ",\"mamba_evictable\":" + std::to_string(s.mamba_evictable) +
-         ",\"mamba_protected\":" + std::to_string(s.mamba_protected) +
-         ",\"sessions\":" + std::to_string(st.sessions.size()) +
-         ",\"live_requests\":" + std::to_string(reqs) + "}";
+  nlohmann::json served = {
+      {"steps", sv.steps},
+      {"commands", sv.commands},
+      {"command_errors", sv.command_errors},
+      {"matches", sv.matches},
+      {"matched_kv_tokens", sv.matched_kv_tokens},
+      {"matched_resumable_tokens", sv.matched_resumable_tokens},
+      {"lookups", sv.lookups},
+      {"inserted_tokens", sv.inserted_tokens},
+      {"evicted_tokens", tc.evicted_tokens},
+      {"evicted_slots", tc.evicted_slots},
+      {"pressure_evicted_tokens", tc.evicted_tokens - sv.explicit_evicted_tokens},
+      {"pressure_evicted_slots", tc.evicted_slots - sv.explicit_evicted_slots},
+      {"tombstones_by_eviction", tc.tombstones_by_eviction},
+      {"tombstones_by_split", tc.tombstones_by_split}};
+  return nlohmann::json{{"instance", st.instance},
+                        {"page_size", c.page_size()},
+                        {"nodes", c.tree().node_count()},
+                        {"leaves", c.tree().leaf_count()},
+                        {"kv_capacity", c.kv().capacity()},
+                        {"kv_available", c.kv().available()},
+                        {"slot_capacity", c.slots().capacity()},
+                        {"slot_available", c.slots().available()},
+                        {"full_evictable", s.full_evictable},
+                        {"full_protected", s.full_protected},
+                        {"mamba_evictable", s.mamba_evictable},
+                        {"mamba_protected", s.mamba_protected},
+                        {"sessions", st.sessions.size()},
+                        {"live_requests", reqs},
+                        {"served", std::move(served)}}
+      .dump();
 }
 
 }  // namespace
 
 caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
                                 std::uint64_t instance_id, caf::actor forward_stream,
-                                metrics_sink* metrics) {
+                                caf::actor owner, metrics_sink* metrics) {
   auto st = std::make_shared<state>();
   st->cache = std::make_unique<radix_cache>(cfg);
   st->instance = instance_id;
   st->stream = std::move(forward_stream);
+  st->owner = std::move(owner);
   st->metrics = metrics;
   return {
       [st](msg::attach_atom, session_id s, const request_config& rc, const std::string& ns) {
@@ -114,6 +174,7 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
           return;
         }
         const session_id sid = job->session;
+        const tree_counters before = st->cache->tree().counters();
         for (command& c : job->cmds)
           c.ns = it->second.ns;
         execute_batch(*it->second.requests, *st->cache, job->cmds, job->results,
@@ -122,10 +183,10 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
                         // this batch cannot overtake these ops (causal mailbox order).
                         self->send(st->stream, msg::ops_atom::value, sid, c.batch, std::move(ops));
                       });
-        report(*st, job->cmds, job->results);
+        report(*st, before, job->cmds, job->results);
         job->complete();
       },
-      [st](msg::detach_atom, const msg::close_ptr& job) {
+      [st, self](msg::detach_atom, const msg::close_ptr& job) {
         auto it = st->sessions.find(job->session);
         if (it != st->sessions.end()) {
           request_manager& m = *it->second.requests;
@@ -134,6 +195,7 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
           st->sessions.erase(it);
         }
         job->complete();
+        self->send(st->owner, msg::detached_atom::value, st->instance);
       },
       [st](msg::inspect_atom) -> std::string { return inspect(*st); },
   };

@@ -3,8 +3,9 @@
 // every session's request table of this instance; executes scheduling steps and hands
 // the resulting data ops to the instance's forward_stream (architecture.md §1-§2).
 //
-// Messages: (attach, session, request_config), (step, step_ptr), (detach, close_ptr) with
-// the session in the job, (inspect) -> std::string JSON.
+// Messages: (attach, session, request_config, namespace), (step, step_ptr), (detach,
+// close_ptr) with the session in the job, (inspect) -> std::string JSON. After a detach it
+// tells `owner` (detached, instance_id): the session's state is gone from this instance.
 
 #include <caf/fwd.hpp>
 
@@ -17,6 +18,6 @@ namespace hc {
 
 caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
                                 std::uint64_t instance_id, caf::actor forward_stream,
-                                metrics_sink* metrics);
+                                caf::actor owner, metrics_sink* metrics);
 
 }  // namespace hc

@@ -116,6 +116,7 @@ radix_node* radix_tree::split(radix_node* child, std::size_t at) {
   full_lru_.insert_mru(n);
   full_lru_.insert_mru(child);
   if (!child->is_tombstone()) mamba_lru_.insert_mru(child);
+  ++counters_.tombstones_by_split;
   return n;
 }
 

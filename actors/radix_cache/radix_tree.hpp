@@ -68,6 +68,14 @@ struct evict_result {
   std::size_t slots_freed_total = 0;
 };
 
+/// Cumulative counts since construction, never reset (what metrics report as _total).
+struct tree_counters {
+  std::uint64_t evicted_tokens = 0;          ///< KV tokens freed by evict(), any caller
+  std::uint64_t evicted_slots = 0;           ///< slots freed by evict(), any caller
+  std::uint64_t tombstones_by_eviction = 0;  ///< internal nodes whose slot was evicted
+  std::uint64_t tombstones_by_split = 0;     ///< split parents (created without a slot)
+};
+
 /// Sizes of the tree (the MambaRadixCache counters).
 struct tree_sizes {
   std::size_t full_evictable = 0;
@@ -110,6 +118,7 @@ class radix_tree {
   evict_result evict(std::size_t num_tokens, std::size_t mamba_num);
 
   const tree_sizes& sizes() const noexcept { return sizes_; }
+  const tree_counters& counters() const noexcept { return counters_; }
   /// Non-root nodes.
   std::size_t node_count() const noexcept { return live_nodes_ - 1; }
   /// Leaves (non-root nodes without children).
@@ -175,6 +184,7 @@ class radix_tree {
   lru_list<lru_kind::full> full_lru_;
   lru_list<lru_kind::mamba> mamba_lru_;
   tree_sizes sizes_;
+  tree_counters counters_;
   std::uint64_t clock_ = 0;
   std::uint64_t next_id_ = 1;
   std::deque<radix_node> storage_;

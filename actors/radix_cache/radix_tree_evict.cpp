@@ -72,6 +72,7 @@ std::size_t radix_tree::evict_mamba(std::size_t n, evict_result& r) {
       x->mamba = no_slot;
       sizes_.mamba_evictable -= 1;
       mamba_lru_.remove(x);
+      ++counters_.tombstones_by_eviction;
       evicted += 1;
     } else {
       leaf_eviction ev = evict_leaf(x);
@@ -88,6 +89,8 @@ evict_result radix_tree::evict(std::size_t num_tokens, std::size_t mamba_num) {
   evict_result r;
   r.tokens_evicted = evict_full(num_tokens, r);
   r.mamba_evicted = evict_mamba(mamba_num, r);
+  counters_.evicted_tokens += r.tokens_freed_total;
+  counters_.evicted_slots += r.slots_freed_total;
   return r;
 }
 

@@ -93,6 +93,7 @@ TEST_F(mamba_fixture, T3_RadixCacheTrace) {
   EXPECT_EQ(keys_of(t.lru_order(lru_kind::full)),
             (K{{60, 70}, {6, 7}, {4, 5}, {1, 2, 3}, {10, 11, 12}}));
   EXPECT_EQ(keys_of(t.lru_order(lru_kind::mamba)), (K{{60, 70}, {6, 7}, {1, 2, 3}, {10, 11, 12}}));
+  EXPECT_EQ(t.counters().tombstones_by_split, 1u) << "[4,5,6,7] split at [4,5]";
   // 5. evict one token: leaf [10,11,12] goes whole.
   auto e5 = t.evict(1, 0);
   EXPECT_EQ(e5.tokens_evicted, 3u);
@@ -103,6 +104,9 @@ TEST_F(mamba_fixture, T3_RadixCacheTrace) {
   EXPECT_EQ(e6.tokens_evicted, 0u);
   EXPECT_EQ(e6.mamba_evicted, 1u);
   EXPECT_EQ(cache.slots().available(), 18u);
+  EXPECT_EQ(t.counters().tombstones_by_eviction, 1u);
+  EXPECT_EQ(t.counters().evicted_tokens, 3u);
+  EXPECT_EQ(t.counters().evicted_slots, 2u);
   // 7-9 matches
   auto m7 = t.match(0, toks({1, 2, 3, 4, 5}));
   EXPECT_TRUE(m7.indices.empty());

@@ -4,6 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <capnp/ez-rpc.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <future>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -254,6 +261,139 @@ TEST_F(NodeRpc, ForwardFenceRunsQueuedClearOnlyAtBegin) {
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.err().message.find("increase"), std::string::npos);
   EXPECT_FALSE(s->end_forward(7).ok());
+}
+
+// Idle instances: a closed session's instance keeps its tree for the next session with the
+// same spec; beyond max_idle_instances the longest-idle instance is destroyed and its
+// shared memory unlinked.
+struct IdleInstances : node_fixture {
+  IdleInstances() { max_idle_instances = 1; }
+  /// Polls inspect (no sleeps) until `pred(doc)` holds; returns the last document.
+  template <class Pred>
+  nlohmann::json inspect_until(client& c, Pred pred) {
+    nlohmann::json doc;
+    for (int i = 0; i < 2000; ++i) {
+      auto d = c.inspect();
+      if (!d.ok()) break;
+      doc = nlohmann::json::parse(*d);
+      if (pred(doc)) break;
+    }
+    return doc;
+  }
+};
+
+TEST_F(IdleInstances, AReopenedInstanceResumesItsCacheAndTheLongestIdleIsDropped) {
+  auto c = connect();
+  const std::vector<command> cache_one{create(1, tokens(100, 16)), cmd(cmd_kind::alloc_req, 1),
+                                       cmd(cmd_kind::alloc_kv, 1), cmd(cmd_kind::finish, 1)};
+  std::vector<command> steps = cache_one;
+  steps[2].n = 16;
+  command look = cmd(cmd_kind::lookup);
+  look.tokens = tokens(100, 16);
+  std::string shm_a;
+  {
+    auto a = std::move(*c->open(small_spec("model-a")));
+    shm_a = a->pools().ssm_shm;
+    auto r = a->step(steps);
+    ASSERT_TRUE(r.ok());
+    for (const auto& one : *r)
+      ASSERT_TRUE(one.ok()) << one.error;
+    ASSERT_TRUE(a->close().ok());
+  }
+  auto doc = inspect_until(*c, [](const auto& d) { return d["sessions"] == 0; });
+  ASSERT_EQ(doc["instances"].size(), 1u) << "one idle instance is kept";
+  {
+    auto a = std::move(*c->open(small_spec("model-a")));
+    EXPECT_EQ(a->pools().ssm_shm, shm_a) << "the same instance";
+    auto r = a->step(std::vector<command>{look});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ((*r)[0].prefix_len, 16u) << "the reopened instance kept its tree";
+  }  // closed by destruction
+  {
+    auto b = std::move(*c->open(small_spec("model-b")));
+    ASSERT_TRUE(b->close().ok());
+  }
+  // Two idle instances, one allowed: model-a's (idle the longest) goes.
+  doc = inspect_until(*c, [](const auto& d) { return d["instances"].size() == 1; });
+  ASSERT_EQ(doc["instances"].size(), 1u);
+  EXPECT_NE(doc["instances"][0]["fingerprint"].template get<std::string>().find("model-b"),
+            std::string::npos);
+  bool gone = false;
+  for (int i = 0; i < 2000 && !gone; ++i) {
+    gone = !std::filesystem::exists("/dev/shm" + shm_a);
+    if (!gone) (void)c->ping();  // let the actors finish; no sleeps
+  }
+  EXPECT_TRUE(gone) << "the dropped instance's shared memory is unlinked";
+  auto a = std::move(*c->open(small_spec("model-a")));
+  auto r = a->step(std::vector<command>{look});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].prefix_len, 0u) << "a fresh instance";
+}
+
+// A client that stops reading (thousands of replies pile up), holds a begin_forward that
+// can never be answered, and leaves half a message on another connection must not delay
+// anyone else: a second worker on the same cache instance runs its whole step / fence /
+// byte-access cycle while the first one is stuck. (The future's 60 s bound is a deadlock
+// guard, not a timing assertion: a stall would otherwise hang the test.)
+TEST_F(NodeRpc, SlowOrDeadClientsDoNotStallOthers) {
+  std::promise<void> stuck, release;
+  std::thread slow([&] {
+    capnp::EzRpcClient ez(address().c_str());
+    auto& ws = ez.getWaitScope();
+    auto open = ez.getMain<wire::CacheNode>().openRequest();
+    wire_convert::put_spec(open.initSpec(), small_spec());
+    auto session = open.send().wait(ws).getSession();
+    auto b1 = session.beginForwardRequest();
+    b1.setBatch(1);
+    b1.send().wait(ws);
+    auto b2 = session.beginForwardRequest();  // waits for end_forward(1), which never comes
+    b2.setBatch(2);
+    auto pending_fence = b2.send();
+    kj::Vector<kj::Promise<void>> flood;
+    auto node = ez.getMain<wire::CacheNode>();
+    for (int i = 0; i < 5000; ++i)
+      flood.add(node.pingRequest().send().ignoreResult());
+    ws.poll();  // write the requests out, then stop reading
+    stuck.set_value();
+    release.get_future().wait();
+  });
+  stuck.get_future().wait();
+  // Half a message on a raw connection, never completed.
+  const int raw = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(raw, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", socket.c_str());
+  ASSERT_EQ(::connect(raw, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const std::uint32_t header[2] = {0, 1000};  // one segment of 1000 words, none sent
+  ASSERT_EQ(::write(raw, header, sizeof header), static_cast<ssize_t>(sizeof header));
+
+  auto other = std::async(std::launch::async, [&] {
+    auto c = connect();
+    if (!c) return std::string("connect failed");
+    auto s = c->open(small_spec());  // same spec: the same cache instance as the slow one
+    if (!s.ok()) return s.err().message;
+    std::vector<command> cmds{create(1, tokens(1, 8)), cmd(cmd_kind::match, 1),
+                              cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::alloc_kv, 1),
+                              cmd(cmd_kind::finish, 1)};
+    cmds[3].n = 8;
+    for (std::uint64_t batch = 1; batch <= 20; ++batch) {
+      auto r = (*s)->step(cmds);
+      if (!r.ok()) return r.err().message;
+      for (const auto& one : *r)
+        if (!one.ok()) return one.error;
+      if (!(*s)->begin_forward(batch).ok() || !(*s)->end_forward(batch).ok())
+        return std::string("fence failed");
+      if (!(*s)->read_slot(1).ok() || !c->ping().ok()) return std::string("read/ping failed");
+    }
+    return std::string();
+  });
+  const bool finished = other.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  release.set_value();
+  slow.join();
+  ::close(raw);
+  ASSERT_TRUE(finished) << "the second worker stalled behind the slow one";
+  EXPECT_EQ(other.get(), "");
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ struct node_fixture : ::testing::Test {
   std::unique_ptr<node> n;
   std::unique_ptr<rpc_server> server;
   std::string socket = unique_socket_path();
+  std::size_t max_idle_instances = 4;  ///< set in a derived fixture's constructor
   std::string address() const { return "unix:" + socket; }
 
   void SetUp() override {
@@ -49,6 +50,7 @@ struct node_fixture : ::testing::Test {
     cfg.metrics = &metrics;
     cfg.max_step_commands = 4096;
     cfg.max_command_tokens = 1 << 16;
+    cfg.max_idle_instances = max_idle_instances;
     n = std::make_unique<node>(cfg);
     server = std::make_unique<rpc_server>(*n, metrics);
     rpc_server_config rc;
