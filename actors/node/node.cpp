@@ -37,7 +37,7 @@ struct session_registry {
 struct instance {
   std::uint64_t id = 0;
   caf::actor radix, stream;
-  std::size_t sessions = 0;    ///< open sessions
+  std::size_t sessions = 0;      ///< open sessions
   std::uint64_t idle_since = 0;  ///< node tick when the last session closed
 };
 

@@ -87,7 +87,8 @@ void report(state& st, const tree_counters& before, std::span<const command> cmd
   }
   const radix_cache& c = *st.cache;
   const tree_counters& now = c.tree().counters();
-  const std::uint64_t pressure_tokens = now.evicted_tokens - before.evicted_tokens - explicit_tokens;
+  const std::uint64_t pressure_tokens =
+      now.evicted_tokens - before.evicted_tokens - explicit_tokens;
   const std::uint64_t pressure_slots = now.evicted_slots - before.evicted_slots - explicit_slots;
   if (pressure_tokens || pressure_slots) m.evicted("pressure", pressure_tokens, pressure_slots);
   if (now.tombstones_by_eviction != before.tombstones_by_eviction)

@@ -100,7 +100,9 @@ struct ScenariosRpc : node_fixture {
   }
 };
 
-void expect_ok(const command_result& r) { EXPECT_TRUE(r.ok()) << r.error; }
+void expect_ok(const command_result& r) {
+  EXPECT_TRUE(r.ok()) << r.error;
+}
 
 // ---- A. T3 test_mamba_radix_cache_1 ------------------------------------------------------
 // The dummy requests of T3 become requests that skip the match (prefix 0, so the whole key's
@@ -222,8 +224,8 @@ struct LifecycleRpc : ScenariosRpc {
   command_result decode(std::size_t from, std::size_t to) {
     command_result last;
     for (std::size_t len = from; len <= to; ++len) {
-      auto r = t->step({with_n(cmd_kind::alloc_kv, h, len - 1, 1), make(cmd_kind::prepare_decode, h),
-                        make(cmd_kind::process_decode, h)});
+      auto r = t->step({with_n(cmd_kind::alloc_kv, h, len - 1, 1),
+                        make(cmd_kind::prepare_decode, h), make(cmd_kind::process_decode, h)});
       for (const auto& one : r)
         expect_ok(one);
       last = r[1];
@@ -231,8 +233,8 @@ struct LifecycleRpc : ScenariosRpc {
     return last;
   }
   void finish() {
-    auto r = t->step({with_tokens(cmd_kind::append, h, iota_tokens(5000, 99)),
-                      make(cmd_kind::finish, h)});
+    auto r = t->step(
+        {with_tokens(cmd_kind::append, h, iota_tokens(5000, 99)), make(cmd_kind::finish, h)});
     expect_ok(r[0]);
     expect_ok(r[1]);
   }
@@ -248,8 +250,8 @@ struct LifecycleRpc : ScenariosRpc {
   }
   /// The working slot the next admitted request gets: the head of the free list.
   slot_id next_free_slot() {
-    auto r = t->step({with_tokens(cmd_kind::create, 99, iota_tokens(1, 4)),
-                      make(cmd_kind::alloc_req, 99)});
+    auto r = t->step(
+        {with_tokens(cmd_kind::create, 99, iota_tokens(1, 4)), make(cmd_kind::alloc_req, 99)});
     expect_ok(r[1]);
     return r[1].working;
   }
@@ -327,10 +329,9 @@ TEST_F(ScenariosRpc, SessionsShareThePrefixesOfTheirNamespaceOnly) {
   auto a2 = open_ns("lora-a");
   auto b = open_ns("lora-b");
   auto plain = open_ns("");
-  const std::vector<command> cache_one{with_tokens(cmd_kind::create, 1, iota_tokens(50, 16)),
-                                       make(cmd_kind::alloc_req, 1),
-                                       with_n(cmd_kind::alloc_kv, 1, 0, 16),
-                                       make(cmd_kind::finish, 1)};
+  const std::vector<command> cache_one{
+      with_tokens(cmd_kind::create, 1, iota_tokens(50, 16)), make(cmd_kind::alloc_req, 1),
+      with_n(cmd_kind::alloc_kv, 1, 0, 16), make(cmd_kind::finish, 1)};
   auto r = a->step(cache_one);
   ASSERT_TRUE(r.ok());
   for (const auto& one : *r)

@@ -1,11 +1,20 @@
 // RPC benchmarks (issue 4): one scheduling step of N requests (create + match + admit +
-// KV, then cache_finished) over one `step` RPC vs the same commands in process, and the
-// raw Cap'n Proto round trip (`ping`, answered on the RPC thread without the actors),
-// over a Unix socket and over TCP, measured side by side in one run against an
-// in-process hybridcached.
+// KV, then cache_finished) over one `step` RPC vs the same commands in process, the raw
+// Cap'n Proto round trip (`ping`, answered on the RPC thread without the actors), and a
+// small call through the actors, sequential and pipelined (a window of calls in
+// flight), over a Unix socket and over TCP, measured side by side in one run.
+//
+// The node is in this process by default. To measure a separate hybridcached process
+// (scripts/bench-rpc.sh does this), set
+//   HC_BENCH_NODE=unix:/path/to.sock  HC_BENCH_NODE_TCP=127.0.0.1:PORT  HC_BENCH_TOKEN=SECRET
 #include <benchmark/benchmark.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -13,6 +22,7 @@
 #include "actors/node/node.hpp"
 #include "actors/scheduler/command_executor.hpp"
 #include "schema/client.hpp"
+#include "schema/rpc_probe.hpp"
 #include "schema/rpc_server.hpp"
 
 namespace {
@@ -20,6 +30,11 @@ namespace {
 using namespace hc;
 
 constexpr const char* kToken = "hcbench-shared-secret-0123456789";
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
 
 struct bench_node {
   null_metrics metrics;
@@ -48,6 +63,45 @@ std::unique_ptr<bench_node>& node_slot() {
 bench_node& shared_node() {
   if (!node_slot()) node_slot() = std::make_unique<bench_node>();
   return *node_slot();
+}
+
+/// Per-iteration latencies -> p50_us / p99_us counters. Sequential round trips on this
+/// class of VM are bimodal (floors.md: same vs cross vCPU), so the mean Google Benchmark
+/// reports is dominated by the millisecond tail; the percentiles are what to compare.
+class latencies {
+ public:
+  explicit latencies(benchmark::State& s) : state_(s) { v_.reserve(1 << 16); }
+  ~latencies() {
+    if (v_.empty()) return;
+    std::sort(v_.begin(), v_.end());
+    auto at = [&](double q) { return v_[static_cast<std::size_t>(q * double(v_.size() - 1))]; };
+    state_.counters["p50_us"] = at(0.50);
+    state_.counters["p99_us"] = at(0.99);
+  }
+  template <class F>
+  void time(F&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    v_.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+
+ private:
+  benchmark::State& state_;
+  std::vector<double> v_;
+};
+
+/// Where the RPC benchmarks connect: the external node when HC_BENCH_NODE is set.
+std::string node_address(bool tcp) {
+  if (env("HC_BENCH_NODE")) {
+    if (!tcp) return env("HC_BENCH_NODE");
+    return env("HC_BENCH_NODE_TCP") ? env("HC_BENCH_NODE_TCP") : "";
+  }
+  return shared_node().address(tcp);
+}
+std::string node_token(bool tcp) {
+  if (!tcp) return "";
+  return env("HC_BENCH_NODE") ? (env("HC_BENCH_TOKEN") ? env("HC_BENCH_TOKEN") : "") : kToken;
 }
 
 instance_spec bench_spec() {
@@ -108,13 +162,16 @@ void BM_StepInProcess(benchmark::State& state) {
   std::vector<command> admit, finish, kv;
   std::vector<command_result> res;
   std::uint64_t next = 1;
+  latencies lat(state);
   for (auto _ : state) {
     build_steps(next, n, admit, finish);
     next += static_cast<std::uint64_t>(n);
-    execute_batch(m, cache, admit, res, nullptr);
-    add_kv(admit, res, kv);
-    execute_batch(m, cache, kv, res, nullptr);
-    execute_batch(m, cache, finish, res, nullptr);
+    lat.time([&] {
+      execute_batch(m, cache, admit, res, nullptr);
+      add_kv(admit, res, kv);
+      execute_batch(m, cache, kv, res, nullptr);
+      execute_batch(m, cache, finish, res, nullptr);
+    });
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
@@ -122,41 +179,101 @@ void BM_StepInProcess(benchmark::State& state) {
 void BM_StepRpc(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const bool tcp = state.range(1) != 0;
-  auto c = client::connect(shared_node().address(tcp), tcp ? kToken : "");
+  auto c = client::connect(node_address(tcp), node_token(tcp));
   if (!c) return state.SkipWithError(c.err().message.c_str());
   auto s = (*c)->open(bench_spec());
   if (!s) return state.SkipWithError(s.err().message.c_str());
   std::vector<command> admit, finish, kv;
   std::uint64_t next = 1;
+  latencies lat(state);
   for (auto _ : state) {
     build_steps(next, n, admit, finish);
     next += static_cast<std::uint64_t>(n);
-    auto r = (*s)->step(admit);
-    add_kv(admit, *r, kv);
-    kv.insert(kv.end(), finish.begin(), finish.end());  // KV + finish in the second step
-    (void)(*s)->step(kv);
+    lat.time([&] {
+      auto r = (*s)->step(admit);
+      add_kv(admit, *r, kv);
+      kv.insert(kv.end(), finish.begin(), finish.end());  // KV + finish in the second step
+      (void)(*s)->step(kv);
+    });
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
 
 void BM_RawRoundTrip(benchmark::State& state) {
   const bool tcp = state.range(0) != 0;
-  auto c = client::connect(shared_node().address(tcp), tcp ? kToken : "");
+  auto c = client::connect(node_address(tcp), node_token(tcp));
   if (!c) return state.SkipWithError(c.err().message.c_str());
+  latencies lat(state);
   for (auto _ : state)
-    benchmark::DoNotOptimize((*c)->ping());
+    lat.time([&] { benchmark::DoNotOptimize((*c)->ping()); });
 }
 
 void BM_SmallStepRpc(benchmark::State& state) {
   const bool tcp = state.range(0) != 0;
-  auto c = client::connect(shared_node().address(tcp), tcp ? kToken : "");
+  auto c = client::connect(node_address(tcp), node_token(tcp));
   if (!c) return state.SkipWithError(c.err().message.c_str());
   auto s = (*c)->open(bench_spec());
   if (!s) return state.SkipWithError(s.err().message.c_str());
   std::vector<command> one(1);
   one[0].kind = cmd_kind::evict;  // evict(0, 0): a small call through the actors
+  latencies lat(state);
   for (auto _ : state)
-    benchmark::DoNotOptimize((*s)->step(one));
+    lat.time([&] { benchmark::DoNotOptimize((*s)->step(one)); });
+}
+
+/// The machine's floor: a 64-byte blocking ping-pong over a Unix socket pair with a forked
+/// echo process (floors.md §1), so every RPC figure has its OS round trip beside it.
+void BM_SocketPingPong(benchmark::State& state) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return state.SkipWithError("socketpair");
+  const pid_t child = ::fork();
+  if (child < 0) return state.SkipWithError("fork");
+  if (child == 0) {
+    ::close(sv[0]);
+    char b[64];
+    while (::read(sv[1], b, sizeof b) == static_cast<ssize_t>(sizeof b))
+      if (::write(sv[1], b, sizeof b) != static_cast<ssize_t>(sizeof b)) break;
+    ::_exit(0);
+  }
+  ::close(sv[1]);
+  char b[64] = {};
+  bool ok = true;
+  {
+    latencies lat(state);
+    for (auto _ : state) {
+      lat.time([&] {
+        ok = ::write(sv[0], b, sizeof b) == static_cast<ssize_t>(sizeof b) &&
+             ::read(sv[0], b, sizeof b) == static_cast<ssize_t>(sizeof b);
+      });
+      if (!ok) break;
+    }
+  }
+  ::close(sv[0]);
+  ::waitpid(child, nullptr, 0);
+  if (!ok) state.SkipWithError("echo process failed");
+}
+
+/// Keeps `window` calls in flight: each iteration waits for the oldest and sends one.
+void pipelined(benchmark::State& state, rpc_probe::call kind) {
+  const bool tcp = state.range(0) != 0;
+  auto p = rpc_probe::connect(node_address(tcp), node_token(tcp));
+  if (!p) return state.SkipWithError(p.err().message.c_str());
+  if (kind == rpc_probe::call::small_step)
+    if (status s = (*p)->open(bench_spec()); !s)
+      return state.SkipWithError(s.err().message.c_str());
+  if (status s = (*p)->start(kind, static_cast<std::size_t>(state.range(1))); !s)
+    return state.SkipWithError(s.err().message.c_str());
+  for (auto _ : state)
+    if (status s = (*p)->complete_one(); !s) return state.SkipWithError(s.err().message.c_str());
+  (void)(*p)->drain();
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_PipelinedRawRoundTrip(benchmark::State& state) {
+  pipelined(state, rpc_probe::call::ping);
+}
+void BM_PipelinedSmallStepRpc(benchmark::State& state) {
+  pipelined(state, rpc_probe::call::small_step);
 }
 
 BENCHMARK(BM_StepInProcess)->ArgName("reqs")->Arg(8)->Arg(32)->Unit(benchmark::kMicrosecond);
@@ -166,6 +283,15 @@ BENCHMARK(BM_StepRpc)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawRoundTrip)->ArgName("tcp")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SmallStepRpc)->ArgName("tcp")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SocketPingPong)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PipelinedRawRoundTrip)
+    ->ArgNames({"tcp", "window"})
+    ->ArgsProduct({{0, 1}, {16}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PipelinedSmallStepRpc)
+    ->ArgNames({"tcp", "window"})
+    ->ArgsProduct({{0, 1}, {16}})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   replay->add_flag("--json", ro.json, "With --bench: print the summary as one JSON object");
 
   CLI::App* ping = app.add_subcommand("ping", "Check that the node answers (exit 0) or not (1)");
-  CLI::App* stats = app.add_subcommand("stats", "Node totals: sessions, pools, requests and served counters");
+  CLI::App* stats =
+      app.add_subcommand("stats", "Node totals: sessions, pools, requests and served counters");
   CLI::App* inspect = app.add_subcommand("inspect", "Instances: tree summary, pools, stream");
   for (CLI::App* sc : {ping, stats, inspect})
     sc->add_flag("--json", json, "Print one JSON object");

@@ -16,8 +16,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto p = (*c)->ping();
-  if (!p.ok())
-    return 1;
+  if (!p.ok()) return 1;
   hc::instance_spec spec;
   spec.model_id = "consumer";
   spec.kv_tokens = 64;
@@ -37,15 +36,13 @@ int main(int argc, char** argv) {
   cmds[2].kind = hc::cmd_kind::abort;
   cmds[2].req = 1;
   auto r = (*s)->step(cmds);
-  if (!r.ok() || r->size() != 3)
-    return 1;
+  if (!r.ok() || r->size() != 3) return 1;
   for (const auto& one : *r)
     if (!one.ok()) {
       std::fprintf(stderr, "command failed: %s\n", one.error.c_str());
       return 1;
     }
-  if (!(*s)->close().ok())
-    return 1;
+  if (!(*s)->close().ok()) return 1;
   std::printf("consumer: protocol %u, node %s, step ok\n", p->protocol_version,
               p->node_version.c_str());
   return 0;

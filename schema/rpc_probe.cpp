@@ -1,0 +1,113 @@
+#include "schema/rpc_probe.hpp"
+
+#include <capnp/ez-rpc.h>
+#include <kj/exception.h>
+
+#include <deque>
+
+#include "schema/convert.hpp"
+
+namespace hc {
+
+struct rpc_probe::impl {
+  std::unique_ptr<capnp::EzRpcClient> ez;
+  wire::CacheNode::Client node = nullptr;
+  wire::Session::Client session = nullptr;
+  bool has_session = false;
+  call kind = call::ping;
+  std::deque<kj::Promise<void>> inflight;
+
+  kj::Promise<void> send() {
+    if (kind == call::ping) return node.pingRequest().send().ignoreResult();
+    auto req = session.stepRequest();
+    command evict0;
+    evict0.kind = cmd_kind::evict;
+    wire_convert::put_command(req.initCommands(1)[0], evict0);
+    return req.send().ignoreResult();
+  }
+};
+
+namespace {
+template <class F>
+status guarded(F&& f) {
+  try {
+    return f();
+  } catch (const kj::Exception& e) {
+    return {errc::io_error, std::string("rpc: ") + e.getDescription().cStr()};
+  }
+}
+}  // namespace
+
+rpc_probe::rpc_probe(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+rpc_probe::~rpc_probe() {
+  (void)drain();
+}
+
+result<std::unique_ptr<rpc_probe>> rpc_probe::connect(const std::string& address,
+                                                      const std::string& token) {
+  auto p = std::make_unique<impl>();
+  status s = guarded([&]() -> status {
+    p->ez = std::make_unique<capnp::EzRpcClient>(address.c_str());
+    p->node = p->ez->getMain<wire::CacheNode>();
+    auto& ws = p->ez->getWaitScope();
+    if (!token.empty()) {
+      auto req = p->node.loginRequest();
+      req.setToken(token);
+      auto r = req.send().wait(ws);
+      if (r.getError().getCode() != wire::ErrorCode::OK)
+        return {errc::invalid_argument, "login refused"};
+      p->node = r.getNode();
+    }
+    p->node.pingRequest().send().wait(ws);
+    return {};
+  });
+  if (!s) return s.err();
+  return std::unique_ptr<rpc_probe>(new rpc_probe(std::move(p)));
+}
+
+status rpc_probe::open(const instance_spec& spec) {
+  return guarded([&]() -> status {
+    auto req = impl_->node.openRequest();
+    wire_convert::put_spec(req.initSpec(), spec);
+    auto r = req.send().wait(impl_->ez->getWaitScope());
+    if (r.getError().getCode() != wire::ErrorCode::OK) return wire_convert::get_error(r.getError());
+    impl_->session = r.getSession();
+    impl_->has_session = true;
+    return {};
+  });
+}
+
+status rpc_probe::start(call kind, std::size_t window) {
+  if (kind == call::small_step && !impl_->has_session)
+    return {errc::invalid_argument, "small_step needs open() first"};
+  if (status s = drain(); !s) return s;
+  impl_->kind = kind;
+  return guarded([&]() -> status {
+    for (std::size_t i = 0; i < window; ++i)
+      impl_->inflight.push_back(impl_->send());
+    return {};
+  });
+}
+
+status rpc_probe::complete_one() {
+  if (impl_->inflight.empty()) return {errc::invalid_argument, "no call in flight"};
+  return guarded([&]() -> status {
+    impl_->inflight.front().wait(impl_->ez->getWaitScope());
+    impl_->inflight.pop_front();
+    impl_->inflight.push_back(impl_->send());
+    return {};
+  });
+}
+
+status rpc_probe::drain() {
+  return guarded([&]() -> status {
+    while (!impl_->inflight.empty()) {
+      auto p = std::move(impl_->inflight.front());
+      impl_->inflight.pop_front();
+      p.wait(impl_->ez->getWaitScope());
+    }
+    return {};
+  });
+}
+
+}  // namespace hc
