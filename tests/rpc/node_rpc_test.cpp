@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <capnp/ez-rpc.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <future>
 #include <thread>
 
@@ -261,6 +264,37 @@ TEST_F(NodeRpc, ForwardFenceRunsQueuedClearOnlyAtBegin) {
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.err().message.find("increase"), std::string::npos);
   EXPECT_FALSE(s->end_forward(7).ok());
+}
+
+// Bytes that are not a Cap'n Proto message: the node drops that connection (the client
+// sees end-of-stream) and keeps serving everyone else. poll()'s 30 s bound is a deadlock
+// guard only.
+TEST_F(NodeRpc, GarbageOnTheWireDropsOnlyThatConnection) {
+  auto c = connect();
+  auto s = std::move(*c->open(small_spec()));
+  const int raw = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(raw, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", socket.c_str());
+  ASSERT_EQ(::connect(raw, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  std::vector<unsigned char> junk(4096, 0xFF);  // segment count 2^32: not a message
+  ASSERT_EQ(::write(raw, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+  pollfd pfd{raw, POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 30000), 1) << "the node neither answered nor closed";
+  char buf[4096];
+  ssize_t got = 0;
+  while ((got = ::read(raw, buf, sizeof buf)) > 0) {
+  }  // an abort message may come first; then end-of-stream, or a reset when the node
+     // closed with part of the junk still unread
+  EXPECT_TRUE(got == 0 || (got < 0 && errno == ECONNRESET))
+      << "the connection is closed by the node: " << got << " " << std::strerror(errno);
+  ::close(raw);
+  EXPECT_TRUE(c->ping().ok());
+  std::vector<command> cmds{cmd(cmd_kind::check)};
+  auto r = s->step(cmds);
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  EXPECT_TRUE((*r)[0].ok());
 }
 
 // Idle instances: a closed session's instance keeps its tree for the next session with the
