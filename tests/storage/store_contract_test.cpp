@@ -1,0 +1,132 @@
+// The L3 store contract (storage/l3_store.hpp), run against every implementation through
+// a traits type: the RocksDB store joins this suite with its own traits.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "storage/memory_store.hpp"
+#include "storage/value_codec.hpp"
+
+namespace hc::test {
+namespace {
+
+struct memory_traits {
+  static std::unique_ptr<l3_store> make(std::size_t capacity) {
+    return std::make_unique<memory_store>(capacity);
+  }
+  /// Flips one payload byte of the stored value.
+  static void corrupt(l3_store& s, l3_pool pool, const std::string& key, std::size_t value_size) {
+    std::vector<std::byte> enc;
+    std::vector<std::byte> v;
+    ASSERT_TRUE(s.get(pool, key, v).ok());
+    l3::encode_value(v, enc);
+    enc[l3::value_header_bytes + value_size / 2] ^= std::byte{0x40};
+    ASSERT_TRUE(static_cast<memory_store&>(s).overwrite_stored(pool, key, enc).ok());
+  }
+};
+
+std::vector<std::byte> value(char fill, std::size_t n) {
+  return std::vector<std::byte>(n, static_cast<std::byte>(fill));
+}
+
+template <class Traits>
+struct StoreContract : ::testing::Test {
+  std::unique_ptr<l3_store> store = Traits::make(1 << 20);
+};
+using implementations = ::testing::Types<memory_traits>;
+TYPED_TEST_SUITE(StoreContract, implementations);
+
+TYPED_TEST(StoreContract, GetReturnsExactlyWhatWasSet) {
+  l3_store& s = *this->store;
+  const auto v = value('a', 4096);
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "page-1", v).ok());
+  std::vector<std::byte> out;
+  ASSERT_TRUE(s.get(l3_pool::kv_page, "page-1", out).ok());
+  EXPECT_EQ(out, v);
+  EXPECT_TRUE(s.exists(l3_pool::kv_page, "page-1"));
+  EXPECT_FALSE(s.exists(l3_pool::kv_page, "page-2"));
+  EXPECT_EQ(s.get(l3_pool::kv_page, "page-2", out).err().code, errc::not_found);
+  EXPECT_TRUE(out.empty());
+}
+
+TYPED_TEST(StoreContract, PoolsDoNotSeeEachOthersKeys) {
+  l3_store& s = *this->store;
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "h", value('k', 64)).ok());
+  EXPECT_FALSE(s.exists(l3_pool::ssm_state, "h"));
+  ASSERT_TRUE(s.set(l3_pool::ssm_state, "h", value('s', 32)).ok());
+  std::vector<std::byte> out;
+  ASSERT_TRUE(s.get(l3_pool::ssm_state, "h", out).ok());
+  EXPECT_EQ(out, value('s', 32));
+  ASSERT_TRUE(s.get(l3_pool::kv_page, "h", out).ok());
+  EXPECT_EQ(out, value('k', 64));
+}
+
+TYPED_TEST(StoreContract, SetIsIdempotent) {
+  l3_store& s = *this->store;
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "p", value('1', 100)).ok());
+  const l3_usage before = s.usage();
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "p", value('2', 100)).ok());
+  std::vector<std::byte> out;
+  ASSERT_TRUE(s.get(l3_pool::kv_page, "p", out).ok());
+  EXPECT_EQ(out, value('1', 100)) << "the first value stays";
+  EXPECT_EQ(s.usage().bytes, before.bytes);
+  EXPECT_EQ(s.usage().values, 1u);
+}
+
+TYPED_TEST(StoreContract, ACorruptValueIsAMissAndIsDeleted) {
+  l3_store& s = *this->store;
+  ASSERT_TRUE(s.set(l3_pool::ssm_state, "st", value('x', 256)).ok());
+  TypeParam::corrupt(s, l3_pool::ssm_state, "st", 256);
+  std::vector<std::byte> out;
+  status r = s.get(l3_pool::ssm_state, "st", out);
+  EXPECT_EQ(r.err().code, errc::not_found);
+  EXPECT_NE(r.err().message.find("corrupt"), std::string::npos) << r.err().message;
+  EXPECT_TRUE(out.empty()) << "nothing corrupt is served";
+  EXPECT_FALSE(s.exists(l3_pool::ssm_state, "st")) << "deleted";
+  EXPECT_EQ(s.usage().corrupt, 1u);
+  EXPECT_EQ(s.usage().values, 0u);
+}
+
+TYPED_TEST(StoreContract, CapacityEvictsTheLeastRecentlyUsed) {
+  const std::size_t each = 1000 + l3::value_header_bytes;
+  auto small = TypeParam::make(3 * each);
+  ASSERT_TRUE(small->set(l3_pool::kv_page, "a", value('a', 1000)).ok());
+  ASSERT_TRUE(small->set(l3_pool::kv_page, "b", value('b', 1000)).ok());
+  ASSERT_TRUE(small->set(l3_pool::kv_page, "c", value('c', 1000)).ok());
+  std::vector<std::byte> out;
+  ASSERT_TRUE(small->get(l3_pool::kv_page, "a", out).ok());  // a becomes the most recent
+  ASSERT_TRUE(small->set(l3_pool::kv_page, "d", value('d', 1000)).ok());
+  EXPECT_TRUE(small->exists(l3_pool::kv_page, "a"));
+  EXPECT_FALSE(small->exists(l3_pool::kv_page, "b")) << "least recently used goes first";
+  EXPECT_TRUE(small->exists(l3_pool::kv_page, "c"));
+  EXPECT_TRUE(small->exists(l3_pool::kv_page, "d"));
+  const l3_usage u = small->usage();
+  EXPECT_LE(u.bytes, u.capacity);
+  EXPECT_EQ(u.values, 3u);
+  EXPECT_EQ(u.evicted, 1u);
+}
+
+TYPED_TEST(StoreContract, BadInputIsATypedError) {
+  auto small = TypeParam::make(1000);
+  EXPECT_EQ(small->set(l3_pool::kv_page, "", value('a', 1)).err().code, errc::invalid_argument);
+  status big = small->set(l3_pool::kv_page, "big", value('a', 2000));
+  EXPECT_EQ(big.err().code, errc::out_of_memory);
+  EXPECT_NE(big.err().message.find("capacity"), std::string::npos);
+  EXPECT_EQ(small->erase(l3_pool::kv_page, "none").err().code, errc::not_found);
+  EXPECT_EQ(small->usage().values, 0u);
+}
+
+TYPED_TEST(StoreContract, ExistsManyAnswersInOrder) {
+  l3_store& s = *this->store;
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "p0", value('0', 8)).ok());
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "p2", value('2', 8)).ok());
+  const std::vector<std::string> keys{"p0", "p1", "p2"};
+  EXPECT_EQ(s.exists_many(l3_pool::kv_page, keys), (std::vector<bool>{true, false, true}));
+  ASSERT_TRUE(s.erase(l3_pool::kv_page, "p0").ok());
+  EXPECT_EQ(s.exists_many(l3_pool::kv_page, keys), (std::vector<bool>{false, false, true}));
+}
+
+}  // namespace
+}  // namespace hc::test
