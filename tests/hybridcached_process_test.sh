@@ -3,6 +3,7 @@
 # inspect / replay --check over the socket, /metrics scraped over HTTP with the documented
 # series, SIGTERM -> exit status 0, and ping failing once the node is gone.
 set -euo pipefail
+. "$(dirname "$0")/support/wait_for_node.sh"
 daemon=$1 hcctl=$2 data=$3
 tmp=$(mktemp -d)
 pid=
@@ -19,12 +20,7 @@ log-level = "debug"
 CONF
 "$daemon" --config "$tmp/node.conf" >"$tmp/log" 2>&1 &
 pid=$!
-for _ in $(seq 200); do
-  grep -q "hybridcached ready" "$tmp/log" 2>/dev/null && break
-  kill -0 "$pid" 2>/dev/null || fail "the node exited during start-up"
-  sleep 0.05
-done
-grep -q "hybridcached ready" "$tmp/log" || fail "the node did not start"
+wait_for_node "$pid" "$tmp/log"
 [ -S "$sock" ] || fail "no socket at $sock (config file not applied?)"
 [ "$(stat -c %a "$sock")" = 600 ] || fail "socket mode is $(stat -c %a "$sock"), want 600"
 [ -d "$tmp/data" ] || fail "data dir not created"

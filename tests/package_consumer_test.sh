@@ -4,6 +4,7 @@
 # hybridcached and run the worker against it.
 #   package_consumer_test.sh BUILD_DIR SOURCE_DIR BUILD_TYPE "EXTRA_CXX_FLAGS"
 set -euo pipefail
+. "$(dirname "$0")/support/wait_for_node.sh"
 build=$1 src=$2 build_type=$3 flags=${4:-}
 tmp=$(mktemp -d)
 pid=
@@ -22,11 +23,7 @@ cmake --build "$tmp/consumer" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; 
 sock=$tmp/node.sock
 "$tmp/prefix/bin/hybridcached" --socket "$sock" --metrics off --data-dir "$tmp/data" >"$tmp/log" 2>&1 &
 pid=$!
-for _ in $(seq 200); do
-  grep -q "hybridcached ready" "$tmp/log" 2>/dev/null && break
-  kill -0 "$pid" 2>/dev/null || fail "the node exited during start-up"
-  sleep 0.05
-done
+wait_for_node "$pid" "$tmp/log"
 "$tmp/consumer/consumer" "unix:$sock" || fail "the consumer failed against the node"
 kill -TERM "$pid"
 rc=0

@@ -50,6 +50,20 @@ nlohmann::json tree_of(client& c) {
   return j["instances"].empty() ? nlohmann::json() : j["instances"][0]["tree"];
 }
 
+/// A plain socket to the node (no Cap'n Proto); -1 on failure.
+int raw_connect(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 using NodeRpc = node_fixture;
 
 TEST_F(NodeRpc, PingReportsTheProtocolVersion) {
@@ -272,12 +286,8 @@ TEST_F(NodeRpc, ForwardFenceRunsQueuedClearOnlyAtBegin) {
 TEST_F(NodeRpc, GarbageOnTheWireDropsOnlyThatConnection) {
   auto c = connect();
   auto s = std::move(*c->open(small_spec()));
-  const int raw = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  const int raw = raw_connect(socket);
   ASSERT_GE(raw, 0);
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", socket.c_str());
-  ASSERT_EQ(::connect(raw, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
   std::vector<unsigned char> junk(4096, 0xFF);  // segment count 2^32: not a message
   ASSERT_EQ(::write(raw, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
   pollfd pfd{raw, POLLIN, 0};
@@ -393,12 +403,8 @@ TEST_F(NodeRpc, SlowOrDeadClientsDoNotStallOthers) {
   });
   stuck.get_future().wait();
   // Half a message on a raw connection, never completed.
-  const int raw = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  const int raw = raw_connect(socket);
   ASSERT_GE(raw, 0);
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", socket.c_str());
-  ASSERT_EQ(::connect(raw, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
   const std::uint32_t header[2] = {0, 1000};  // one segment of 1000 words, none sent
   ASSERT_EQ(::write(raw, header, sizeof header), static_cast<ssize_t>(sizeof header));
 
