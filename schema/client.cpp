@@ -1,30 +1,11 @@
 #include "schema/client.hpp"
 
-#include <capnp/ez-rpc.h>
-#include <kj/exception.h>
-
-#include "schema/convert.hpp"
+#include "schema/node_connection.hpp"
 
 namespace hc {
-namespace {
 
+using wire_convert::guarded;
 namespace wc = wire_convert;
-
-error io_error(const kj::Exception& e) {
-  return {errc::io_error, std::string("rpc: ") + e.getDescription().cStr()};
-}
-
-/// Runs f(); a kj exception (disconnect, server-side failure) becomes io_error.
-template <class F>
-auto guarded(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const kj::Exception& e) {
-    return io_error(e);
-  }
-}
-
-}  // namespace
 
 struct client::impl {
   std::shared_ptr<capnp::EzRpcClient> ez;
@@ -41,24 +22,12 @@ struct client_session::impl {
 
 result<std::unique_ptr<client>> client::connect(const std::string& address,
                                                 const std::string& token) {
-  return guarded([&]() -> result<std::unique_ptr<client>> {
-    auto p = std::make_unique<impl>();
-    p->ez = std::make_shared<capnp::EzRpcClient>(address.c_str());
-    p->node = p->ez->getMain<wire::CacheNode>();
-    if (!token.empty()) {
-      auto req = p->node.loginRequest();
-      req.setToken(token);
-      auto resp = req.send().wait(p->ws());
-      error e = wc::get_error(resp.getError());
-      if (e.code != errc::ok || resp.getError().getCode() != wire::ErrorCode::OK)
-        return error{errc::invalid_argument,
-                     "login refused: " + std::string(resp.getError().getMessage().cStr())};
-      p->node = resp.getNode();
-    }
-    // Fail fast when nothing listens (EzRpcClient connects lazily).
-    p->node.pingRequest().send().wait(p->ws());
-    return std::unique_ptr<client>(new client(std::move(p)));
-  });
+  auto c = wc::connect_node(address, token);
+  if (!c) return c.err();
+  auto p = std::make_unique<impl>();
+  p->ez = std::move(c->ez);
+  p->node = std::move(c->node);
+  return std::unique_ptr<client>(new client(std::move(p)));
 }
 
 client::client(std::unique_ptr<impl> p) : impl_(std::move(p)) {}

@@ -1,16 +1,13 @@
 #include "schema/rpc_probe.hpp"
 
-#include <capnp/ez-rpc.h>
-#include <kj/exception.h>
-
 #include <deque>
 
-#include "schema/convert.hpp"
+#include "schema/node_connection.hpp"
 
 namespace hc {
 
 struct rpc_probe::impl {
-  std::unique_ptr<capnp::EzRpcClient> ez;
+  std::shared_ptr<capnp::EzRpcClient> ez;
   wire::CacheNode::Client node = nullptr;
   wire::Session::Client session = nullptr;
   bool has_session = false;
@@ -27,16 +24,7 @@ struct rpc_probe::impl {
   }
 };
 
-namespace {
-template <class F>
-status guarded(F&& f) {
-  try {
-    return f();
-  } catch (const kj::Exception& e) {
-    return {errc::io_error, std::string("rpc: ") + e.getDescription().cStr()};
-  }
-}
-}  // namespace
+using wire_convert::guarded;
 
 rpc_probe::rpc_probe(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 rpc_probe::~rpc_probe() {
@@ -45,23 +33,11 @@ rpc_probe::~rpc_probe() {
 
 result<std::unique_ptr<rpc_probe>> rpc_probe::connect(const std::string& address,
                                                       const std::string& token) {
+  auto c = wire_convert::connect_node(address, token);
+  if (!c) return c.err();
   auto p = std::make_unique<impl>();
-  status s = guarded([&]() -> status {
-    p->ez = std::make_unique<capnp::EzRpcClient>(address.c_str());
-    p->node = p->ez->getMain<wire::CacheNode>();
-    auto& ws = p->ez->getWaitScope();
-    if (!token.empty()) {
-      auto req = p->node.loginRequest();
-      req.setToken(token);
-      auto r = req.send().wait(ws);
-      if (r.getError().getCode() != wire::ErrorCode::OK)
-        return {errc::invalid_argument, "login refused"};
-      p->node = r.getNode();
-    }
-    p->node.pingRequest().send().wait(ws);
-    return {};
-  });
-  if (!s) return s.err();
+  p->ez = std::move(c->ez);
+  p->node = std::move(c->node);
   return std::unique_ptr<rpc_probe>(new rpc_probe(std::move(p)));
 }
 

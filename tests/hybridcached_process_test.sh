@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hybridcached as a separate process: config file, socket mode 0600, hcctl ping /
 # inspect / replay --check over the socket, /metrics scraped over HTTP with the documented
-# series, SIGTERM -> exit status 0, and ping failing once the node is gone.
+# series, SIGTERM -> exit status 0, ping failing once the node is gone, and --tcp refused
+# without a token file or with a short secret.
 set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
 daemon=$1 hcctl=$2 data=$3
@@ -65,4 +66,15 @@ pid=
 [ "$rc" = 0 ] || fail "SIGTERM exit status $rc"
 [ ! -e "$sock" ] || fail "socket left behind"
 if "$hcctl" --socket "$sock" ping 2>/dev/null; then fail "ping succeeded with the node down"; fi
+
+# TCP only behind a token: --tcp without --token-file, or with too short a secret, is refused.
+rc=0
+timeout 10 "$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/d2" --tcp 127.0.0.1:0 >"$tmp/log2" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "--tcp without --token-file started"
+grep -q "needs --token-file" "$tmp/log2" || fail "no error naming --token-file: $(cat "$tmp/log2")"
+echo short >"$tmp/token"
+rc=0
+timeout 10 "$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/d2" --tcp 127.0.0.1:0 --token-file "$tmp/token" \
+  >"$tmp/log2" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "a 5-character token was accepted"
 echo "hybridcached process test: ok"

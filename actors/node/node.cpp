@@ -127,28 +127,27 @@ std::vector<std::pair<std::string, double>> totals_of(const nlohmann::json& doc)
   std::vector<std::pair<std::string, double>> out;
   out.emplace_back("sessions", doc.value("sessions", 0.0));
   out.emplace_back("instances", static_cast<double>(doc["instances"].size()));
-  auto sum = [&](const char* part, const char* key, const char* name) {
+  // Sums `key` of every instance's tree document (or of its "served" part) as `name`.
+  auto sum = [&](const nlohmann::json::json_pointer& key, const char* name) {
     double v = 0;
-    for (const auto& in : doc["instances"]) {
-      const auto& p = part[0] ? in["tree"][part] : in["tree"];
-      if (p.is_object()) v += p.value(key, 0.0);
-    }
+    for (const auto& in : doc["instances"])
+      if (in["tree"].contains(key)) v += in["tree"][key].get<double>();
     out.emplace_back(name, v);
   };
-  sum("", "live_requests", "live_requests");
-  sum("", "kv_capacity", "kv_tokens_capacity");
-  sum("", "kv_available", "kv_tokens_free");
-  sum("", "full_evictable", "kv_tokens_evictable");
-  sum("", "full_protected", "kv_tokens_protected");
-  sum("", "slot_capacity", "ssm_slots_capacity");
-  sum("", "slot_available", "ssm_slots_free");
-  sum("", "mamba_evictable", "ssm_slots_evictable");
-  sum("", "mamba_protected", "ssm_slots_protected");
+  using ptr = nlohmann::json::json_pointer;
+  const std::pair<const char*, const char*> tree_totals[] = {
+      {"live_requests", "live_requests"},        {"kv_capacity", "kv_tokens_capacity"},
+      {"kv_available", "kv_tokens_free"},        {"full_evictable", "kv_tokens_evictable"},
+      {"full_protected", "kv_tokens_protected"}, {"slot_capacity", "ssm_slots_capacity"},
+      {"slot_available", "ssm_slots_free"},      {"mamba_evictable", "ssm_slots_evictable"},
+      {"mamba_protected", "ssm_slots_protected"}};
+  for (const auto& [key, name] : tree_totals)
+    sum(ptr() / key, name);
   for (const char* k : {"steps", "commands", "command_errors", "matches", "matched_kv_tokens",
                         "matched_resumable_tokens", "lookups", "inserted_tokens", "evicted_tokens",
                         "evicted_slots", "pressure_evicted_tokens", "pressure_evicted_slots",
                         "tombstones_by_eviction", "tombstones_by_split"})
-    sum("served", k, k);
+    sum(ptr("/served") / k, k);
   return out;
 }
 
@@ -190,8 +189,8 @@ void gather_stats(caf::event_based_actor* self, node_state& st, const msg::stats
   std::size_t i = 0;
   for (const auto& [fp, in] : st.instances) {
     f->doc["instances"].push_back({{"fingerprint", fp}, {"tree", nullptr}, {"stream", nullptr}});
-    for (const char* part : {"tree", "stream"}) {
-      const caf::actor& a = part[0] == 't' ? in.radix : in.stream;
+    const std::pair<const char*, caf::actor> parts[] = {{"tree", in.radix}, {"stream", in.stream}};
+    for (const auto& [part, a] : parts) {
       self->request(a, caf::infinite, msg::inspect_atom::value)
           .then(
               [f, finish, parse, i, part](std::string& s) {

@@ -18,29 +18,25 @@
 #include <nlohmann/json.hpp>
 
 #include "schema/convert.hpp"
+#include "tests/support/commands.hpp"
 #include "tests/support/node_fixture.hpp"
+#include "tests/support/tree_fixture.hpp"
 
 namespace hc::test {
 namespace {
 
-command cmd(cmd_kind k, request_handle req = 0) {
-  command c;
-  c.kind = k;
-  c.req = req;
-  return c;
-}
-
-command create(request_handle req, std::vector<token_id> toks) {
-  command c = cmd(cmd_kind::create, req);
-  c.tokens = std::move(toks);
-  return c;
-}
-
-std::vector<token_id> tokens(int s, std::size_t n) {
-  std::vector<token_id> v(n);
-  for (std::size_t i = 0; i < n; ++i)
-    v[i] = s + static_cast<int>(i);
-  return v;
+/// Polls inspect (no sleeps: each poll is a round trip through the node) until `pred(doc)`
+/// holds or 2000 polls passed; returns the last document.
+template <class Pred>
+nlohmann::json inspect_until(client& c, Pred pred) {
+  nlohmann::json doc;
+  for (int i = 0; i < 2000; ++i) {
+    auto d = c.inspect();
+    if (!d.ok()) break;
+    doc = nlohmann::json::parse(*d);
+    if (pred(doc)) break;
+  }
+  return doc;
 }
 
 nlohmann::json tree_of(client& c) {
@@ -127,7 +123,7 @@ TEST_F(NodeRpc, BadCommandsGetTypedErrorsAndOtherSessionsKeepWorking) {
   EXPECT_NE((*r)[0].error.find("42"), std::string::npos) << (*r)[0].error;
 
   // Double free: finishing a request twice.
-  cmds = {create(1, tokens(1, 8)), cmd(cmd_kind::match, 1), cmd(cmd_kind::abort, 1),
+  cmds = {create(1, iota_tokens(1, 8)), cmd(cmd_kind::match, 1), cmd(cmd_kind::abort, 1),
           cmd(cmd_kind::abort, 1)};
   r = a->step(cmds);
   ASSERT_TRUE(r.ok());
@@ -135,7 +131,7 @@ TEST_F(NodeRpc, BadCommandsGetTypedErrorsAndOtherSessionsKeepWorking) {
   EXPECT_EQ((*r)[3].code, errc::not_found) << "the second release names a dead request";
 
   // KV extend that does not start at the row's end.
-  cmds = {create(2, tokens(1, 8)), cmd(cmd_kind::match, 2), cmd(cmd_kind::alloc_req, 2),
+  cmds = {create(2, iota_tokens(1, 8)), cmd(cmd_kind::match, 2), cmd(cmd_kind::alloc_req, 2),
           cmd(cmd_kind::alloc_kv, 2)};
   cmds[3].start = 3;
   cmds[3].n = 5;
@@ -150,7 +146,7 @@ TEST_F(NodeRpc, BadCommandsGetTypedErrorsAndOtherSessionsKeepWorking) {
   r = a->step(many);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.err().message.find("limit 4096"), std::string::npos) << r.err().message;
-  cmds = {create(3, tokens(1, (1 << 16) + 1))};
+  cmds = {create(3, iota_tokens(1, (1 << 16) + 1))};
   r = a->step(cmds);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.err().message.find("tokens"), std::string::npos);
@@ -198,9 +194,9 @@ TEST_F(NodeRpc, UnalignedTrackedLengthIsRejected) {
   spec.kv_tokens = 256;
   spec.strat = strategy::extra_buffer;
   auto s = std::move(*c->open(spec));
-  std::vector<command> cmds{create(1, tokens(1, 16)),    cmd(cmd_kind::match, 1),
-                            cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::alloc_kv, 1),
-                            cmd(cmd_kind::track, 1),     cmd(cmd_kind::cache_unfinished, 1)};
+  std::vector<command> cmds{create(1, iota_tokens(1, 16)), cmd(cmd_kind::match, 1),
+                            cmd(cmd_kind::alloc_req, 1),   cmd(cmd_kind::alloc_kv, 1),
+                            cmd(cmd_kind::track, 1),       cmd(cmd_kind::cache_unfinished, 1)};
   cmds[3].n = 16;
   cmds[4].seqlen = 5;  // not a page multiple
   cmds[5].n = 16;
@@ -219,7 +215,7 @@ TEST_F(NodeRpc, DisconnectReleasesEveryRequestLockAndSlot) {
     auto open = ez.getMain<wire::CacheNode>().openRequest();
     wire_convert::put_spec(open.initSpec(), small_spec());
     auto session = open.send().wait(ez.getWaitScope()).getSession();
-    std::vector<command> cmds{create(1, tokens(1, 32)), cmd(cmd_kind::match, 1),
+    std::vector<command> cmds{create(1, iota_tokens(1, 32)), cmd(cmd_kind::match, 1),
                               cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::alloc_kv, 1),
                               cmd(cmd_kind::cache_unfinished, 1)};
     cmds[3].n = 32;
@@ -236,11 +232,9 @@ TEST_F(NodeRpc, DisconnectReleasesEveryRequestLockAndSlot) {
     EXPECT_GT(t["full_protected"].get<int>(), 0) << "the request locks its prefix";
   }  // connection dropped here
   // The node notices the disconnect and releases; poll its replies (no sleeps).
-  nlohmann::json t;
-  for (int i = 0; i < 2000; ++i) {
-    t = tree_of(*watcher);
-    if (t["live_requests"] == 0) break;
-  }
+  nlohmann::json t = inspect_until(*watcher, [](const auto& d) {
+    return d["instances"][0]["tree"]["live_requests"] == 0;
+  })["instances"][0]["tree"];
   EXPECT_EQ(t["live_requests"], 0);
   EXPECT_EQ(t["full_protected"], 0);
   EXPECT_EQ(t["mamba_protected"], 0);
@@ -253,7 +247,7 @@ TEST_F(NodeRpc, ForwardFenceRunsQueuedClearOnlyAtBegin) {
   auto s = std::move(*c->open(small_spec()));
   ASSERT_TRUE(s->begin_forward(1).ok());  // forward 1 in flight
   // Admit request 1; its fresh working slot needs a clear, queued for batch 2.
-  std::vector<command> cmds{create(1, tokens(1, 8)), cmd(cmd_kind::match, 1),
+  std::vector<command> cmds{create(1, iota_tokens(1, 8)), cmd(cmd_kind::match, 1),
                             cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::take_ops)};
   cmds[3].reqs = {1};
   cmds[3].batch = 2;
@@ -307,33 +301,52 @@ TEST_F(NodeRpc, GarbageOnTheWireDropsOnlyThatConnection) {
   EXPECT_TRUE((*r)[0].ok());
 }
 
+// TCP is served only behind the shared secret: the right token opens the node, a wrong
+// one is refused, and a connection that never logged in can do nothing.
+struct TcpNode : node_fixture {
+  TcpNode() { tcp_token = "tcp-test-secret-0123456789abcdef"; }
+};
+
+TEST_F(TcpNode, OnlyTheTokenOpensTheNode) {
+  const std::string addr = server->tcp_address();
+  ASSERT_FALSE(addr.empty());
+  auto good = client::connect(addr, tcp_token);
+  ASSERT_TRUE(good.ok()) << good.err().message;
+  EXPECT_TRUE((*good)->ping().ok());
+  auto s = (*good)->open(small_spec());
+  ASSERT_TRUE(s.ok()) << s.err().message;
+  std::vector<command> cmds{cmd(cmd_kind::check)};
+  EXPECT_TRUE((*s)->step(cmds).ok());
+
+  auto wrong = client::connect(addr, "not-the-secret-0123456789abcdef");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.err().message.find("login refused"), std::string::npos) << wrong.err().message;
+  auto none = client::connect(addr, "");
+  ASSERT_FALSE(none.ok()) << "ping without login is refused";
+
+  capnp::EzRpcClient ez(addr.c_str());
+  auto open = ez.getMain<wire::CacheNode>().openRequest();
+  wire_convert::put_spec(open.initSpec(), small_spec());
+  auto r = open.send().wait(ez.getWaitScope());
+  EXPECT_EQ(r.getError().getCode(), wire::ErrorCode::UNAUTHENTICATED);
+  EXPECT_TRUE(connect()->ping().ok()) << "the Unix socket needs no token";
+}
+
 // Idle instances: a closed session's instance keeps its tree for the next session with the
 // same spec; beyond max_idle_instances the longest-idle instance is destroyed and its
 // shared memory unlinked.
 struct IdleInstances : node_fixture {
   IdleInstances() { max_idle_instances = 1; }
-  /// Polls inspect (no sleeps) until `pred(doc)` holds; returns the last document.
-  template <class Pred>
-  nlohmann::json inspect_until(client& c, Pred pred) {
-    nlohmann::json doc;
-    for (int i = 0; i < 2000; ++i) {
-      auto d = c.inspect();
-      if (!d.ok()) break;
-      doc = nlohmann::json::parse(*d);
-      if (pred(doc)) break;
-    }
-    return doc;
-  }
 };
 
 TEST_F(IdleInstances, AReopenedInstanceResumesItsCacheAndTheLongestIdleIsDropped) {
   auto c = connect();
-  const std::vector<command> cache_one{create(1, tokens(100, 16)), cmd(cmd_kind::alloc_req, 1),
+  const std::vector<command> cache_one{create(1, iota_tokens(100, 16)), cmd(cmd_kind::alloc_req, 1),
                                        cmd(cmd_kind::alloc_kv, 1), cmd(cmd_kind::finish, 1)};
   std::vector<command> steps = cache_one;
   steps[2].n = 16;
   command look = cmd(cmd_kind::lookup);
-  look.tokens = tokens(100, 16);
+  look.tokens = iota_tokens(100, 16);
   std::string shm_a;
   {
     auto a = std::move(*c->open(small_spec("model-a")));
@@ -413,7 +426,7 @@ TEST_F(NodeRpc, SlowOrDeadClientsDoNotStallOthers) {
     if (!c) return std::string("connect failed");
     auto s = c->open(small_spec());  // same spec: the same cache instance as the slow one
     if (!s.ok()) return s.err().message;
-    std::vector<command> cmds{create(1, tokens(1, 8)), cmd(cmd_kind::match, 1),
+    std::vector<command> cmds{create(1, iota_tokens(1, 8)), cmd(cmd_kind::match, 1),
                               cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::alloc_kv, 1),
                               cmd(cmd_kind::finish, 1)};
     cmds[3].n = 8;

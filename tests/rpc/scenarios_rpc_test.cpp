@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "actors/scheduler/command_executor.hpp"
+#include "tests/support/commands.hpp"
 #include "tests/support/node_fixture.hpp"
 #include "tests/support/tree_fixture.hpp"
 
@@ -35,30 +36,6 @@ std::string describe(const command_result& r) {
     << p.full_evictable << "," << p.full_protected << "," << p.mamba_evictable << ","
     << p.mamba_protected;
   return o.str();
-}
-
-command make(cmd_kind k, request_handle req = 0) {
-  command c;
-  c.kind = k;
-  c.req = req;
-  return c;
-}
-command with_tokens(cmd_kind k, request_handle req, std::vector<token_id> t) {
-  command c = make(k, req);
-  c.tokens = std::move(t);
-  return c;
-}
-command with_n(cmd_kind k, request_handle req, std::uint64_t start, std::uint64_t n) {
-  command c = make(k, req);
-  c.start = start;
-  c.n = n;
-  return c;
-}
-command evict(std::uint64_t tokens, std::uint64_t slots) {
-  command c = make(cmd_kind::evict);
-  c.n = tokens;
-  c.m = slots;
-  return c;
 }
 
 /// One session on the node and an in-process twin built from the same spec.
@@ -122,8 +99,8 @@ TEST_F(ScenariosRpc, T3RadixCacheTraceGivesTheSpecFigures) {
 
   auto insert = [&](request_handle h, std::vector<token_id> key) {
     const std::size_t len = key.size();
-    auto r = t.step({with_tokens(cmd_kind::create, h, std::move(key)), make(cmd_kind::alloc_req, h),
-                     with_n(cmd_kind::alloc_kv, h, 0, len), make(cmd_kind::finish, h)});
+    auto r = t.step({with_tokens(cmd_kind::create, h, std::move(key)), cmd(cmd_kind::alloc_req, h),
+                     with_n(cmd_kind::alloc_kv, h, 0, len), cmd(cmd_kind::finish, h)});
     for (const auto& one : r)
       expect_ok(one);
     return r;
@@ -173,12 +150,12 @@ TEST_F(ScenariosRpc, T3RadixCacheTraceGivesTheSpecFigures) {
   auto m11 = t.one(with_tokens(cmd_kind::lookup, 0, toks({1, 2, 3, 4, 5, 60, 70})));
   EXPECT_TRUE(m11.indices.empty());
   // 12. req9 matches [1..7] with COW: source slot 2, new working slot 5.
-  auto m12 = t.step({with_tokens(cmd_kind::create, 9, toks({1, 2, 3, 4, 5, 6, 7, 99})),
-                     make(cmd_kind::match, 9)});
+  auto m12 = t.step(
+      {with_tokens(cmd_kind::create, 9, toks({1, 2, 3, 4, 5, 6, 7, 99})), cmd(cmd_kind::match, 9)});
   EXPECT_EQ(m12[1].prefix_len, 7u);
   EXPECT_EQ(m12[1].node_slot, 2);
   EXPECT_EQ(m12[1].working, 5);
-  command sanity = make(cmd_kind::check);
+  command sanity = cmd(cmd_kind::check);
   sanity.flag = false;
   EXPECT_TRUE(t.one(sanity).sanity);
 }
@@ -206,26 +183,26 @@ struct LifecycleRpc : ScenariosRpc {
   /// create, match (no hit), lock, alloc_req, alloc_kv(0, 200): returns alloc_req's result.
   command_result admit() {
     auto r = t->step({with_tokens(cmd_kind::create, h, iota_tokens(1000, 200)),
-                      make(cmd_kind::match, h), make(cmd_kind::lock, h),
-                      make(cmd_kind::alloc_req, h), with_n(cmd_kind::alloc_kv, h, 0, 200)});
+                      cmd(cmd_kind::match, h), cmd(cmd_kind::lock, h), cmd(cmd_kind::alloc_req, h),
+                      with_n(cmd_kind::alloc_kv, h, 0, 200)});
     for (const auto& one : r)
       expect_ok(one);
     EXPECT_EQ(r[1].prefix_len, 0u);
     return r[3];
   }
   command take_ops(std::uint64_t batch) {
-    command cmd = make(cmd_kind::take_ops);
-    cmd.reqs = {h};
-    cmd.batch = batch;
-    return cmd;
+    command ops = cmd(cmd_kind::take_ops);
+    ops.reqs = {h};
+    ops.batch = batch;
+    return ops;
   }
   /// One decode step per RPC from the row's length + 1 to `to`; returns prepare_decode's
   /// result of the last step.
   command_result decode(std::size_t from, std::size_t to) {
     command_result last;
     for (std::size_t len = from; len <= to; ++len) {
-      auto r = t->step({with_n(cmd_kind::alloc_kv, h, len - 1, 1),
-                        make(cmd_kind::prepare_decode, h), make(cmd_kind::process_decode, h)});
+      auto r = t->step({with_n(cmd_kind::alloc_kv, h, len - 1, 1), cmd(cmd_kind::prepare_decode, h),
+                        cmd(cmd_kind::process_decode, h)});
       for (const auto& one : r)
         expect_ok(one);
       last = r[1];
@@ -234,7 +211,7 @@ struct LifecycleRpc : ScenariosRpc {
   }
   void finish() {
     auto r = t->step(
-        {with_tokens(cmd_kind::append, h, iota_tokens(5000, 99)), make(cmd_kind::finish, h)});
+        {with_tokens(cmd_kind::append, h, iota_tokens(5000, 99)), cmd(cmd_kind::finish, h)});
     expect_ok(r[0]);
     expect_ok(r[1]);
   }
@@ -251,7 +228,7 @@ struct LifecycleRpc : ScenariosRpc {
   /// The working slot the next admitted request gets: the head of the free list.
   slot_id next_free_slot() {
     auto r = t->step(
-        {with_tokens(cmd_kind::create, 99, iota_tokens(1, 4)), make(cmd_kind::alloc_req, 99)});
+        {with_tokens(cmd_kind::create, 99, iota_tokens(1, 4)), cmd(cmd_kind::alloc_req, 99)});
     expect_ok(r[1]);
     return r[1].working;
   }
@@ -330,8 +307,8 @@ TEST_F(ScenariosRpc, SessionsShareThePrefixesOfTheirNamespaceOnly) {
   auto b = open_ns("lora-b");
   auto plain = open_ns("");
   const std::vector<command> cache_one{
-      with_tokens(cmd_kind::create, 1, iota_tokens(50, 16)), make(cmd_kind::alloc_req, 1),
-      with_n(cmd_kind::alloc_kv, 1, 0, 16), make(cmd_kind::finish, 1)};
+      with_tokens(cmd_kind::create, 1, iota_tokens(50, 16)), cmd(cmd_kind::alloc_req, 1),
+      with_n(cmd_kind::alloc_kv, 1, 0, 16), cmd(cmd_kind::finish, 1)};
   auto r = a->step(cache_one);
   ASSERT_TRUE(r.ok());
   for (const auto& one : *r)

@@ -42,6 +42,7 @@ struct node_fixture : ::testing::Test {
   std::unique_ptr<rpc_server> server;
   std::string socket = unique_socket_path();
   std::size_t max_idle_instances = 4;  ///< set in a derived fixture's constructor
+  std::string tcp_token;               ///< non-empty: also serve TCP on 127.0.0.1 with it
   std::string address() const { return "unix:" + socket; }
 
   void SetUp() override {
@@ -55,6 +56,10 @@ struct node_fixture : ::testing::Test {
     server = std::make_unique<rpc_server>(*n, metrics);
     rpc_server_config rc;
     rc.unix_path = socket;
+    if (!tcp_token.empty()) {
+      rc.tcp_address = "127.0.0.1:0";
+      rc.token = tcp_token;
+    }
     auto s = server->start(rc);
     ASSERT_TRUE(s.ok()) << s.err().message;
   }
