@@ -5,25 +5,58 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "storage/memory_store.hpp"
+#include "storage/rocksdb_store.hpp"
 #include "storage/value_codec.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace hc::test {
 namespace {
 
+/// The stored form of `key`'s value with one payload byte flipped.
+std::vector<std::byte> corrupted(l3_store& s, l3_pool pool, const std::string& key,
+                                 std::size_t value_size) {
+  std::vector<std::byte> enc;
+  std::vector<std::byte> v;
+  EXPECT_TRUE(s.get(pool, key, v).ok());
+  l3::encode_value(v, enc);
+  enc[l3::value_header_bytes + value_size / 2] ^= std::byte{0x40};
+  return enc;
+}
+
+// Traits: `env` owns what a store needs (a directory), `make` builds a store in it, and
+// `corrupt` flips one payload byte of a stored value behind the store's back.
 struct memory_traits {
-  static std::unique_ptr<l3_store> make(std::size_t capacity) {
-    return std::make_unique<memory_store>(capacity);
-  }
-  /// Flips one payload byte of the stored value.
+  struct env {
+    std::unique_ptr<l3_store> make(std::size_t capacity) {
+      return std::make_unique<memory_store>(capacity);
+    }
+  };
   static void corrupt(l3_store& s, l3_pool pool, const std::string& key, std::size_t value_size) {
-    std::vector<std::byte> enc;
-    std::vector<std::byte> v;
-    ASSERT_TRUE(s.get(pool, key, v).ok());
-    l3::encode_value(v, enc);
-    enc[l3::value_header_bytes + value_size / 2] ^= std::byte{0x40};
+    auto enc = corrupted(s, pool, key, value_size);
     ASSERT_TRUE(static_cast<memory_store&>(s).overwrite_stored(pool, key, enc).ok());
+  }
+};
+
+struct rocksdb_traits {
+  struct env {
+    test::temp_dir dir;
+    int made = 0;
+    std::unique_ptr<l3_store> make(std::size_t capacity) {
+      rocksdb_store_config cfg;
+      cfg.path = dir.sub("db" + std::to_string(made++));
+      cfg.capacity_bytes = capacity;
+      cfg.min_blob_bytes = 512;  // the contract's larger values go to blob files
+      auto st = rocksdb_store::open(cfg);
+      EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.err().message);
+      return st.ok() ? std::unique_ptr<l3_store>(std::move(*st)) : nullptr;
+    }
+  };
+  static void corrupt(l3_store& s, l3_pool pool, const std::string& key, std::size_t value_size) {
+    auto enc = corrupted(s, pool, key, value_size);
+    ASSERT_TRUE(static_cast<rocksdb_store&>(s).overwrite_stored(pool, key, enc).ok());
   }
 };
 
@@ -33,9 +66,10 @@ std::vector<std::byte> value(char fill, std::size_t n) {
 
 template <class Traits>
 struct StoreContract : ::testing::Test {
-  std::unique_ptr<l3_store> store = Traits::make(1 << 20);
+  typename Traits::env env;  // declared first: outlives the stores made in it
+  std::unique_ptr<l3_store> store = env.make(1 << 20);
 };
-using implementations = ::testing::Types<memory_traits>;
+using implementations = ::testing::Types<memory_traits, rocksdb_traits>;
 TYPED_TEST_SUITE(StoreContract, implementations);
 
 TYPED_TEST(StoreContract, GetReturnsExactlyWhatWasSet) {
@@ -91,7 +125,7 @@ TYPED_TEST(StoreContract, ACorruptValueIsAMissAndIsDeleted) {
 
 TYPED_TEST(StoreContract, CapacityEvictsTheLeastRecentlyUsed) {
   const std::size_t each = 1000 + l3::value_header_bytes;
-  auto small = TypeParam::make(3 * each);
+  auto small = this->env.make(3 * each);
   ASSERT_TRUE(small->set(l3_pool::kv_page, "a", value('a', 1000)).ok());
   ASSERT_TRUE(small->set(l3_pool::kv_page, "b", value('b', 1000)).ok());
   ASSERT_TRUE(small->set(l3_pool::kv_page, "c", value('c', 1000)).ok());
@@ -109,7 +143,7 @@ TYPED_TEST(StoreContract, CapacityEvictsTheLeastRecentlyUsed) {
 }
 
 TYPED_TEST(StoreContract, BadInputIsATypedError) {
-  auto small = TypeParam::make(1000);
+  auto small = this->env.make(1000);
   EXPECT_EQ(small->set(l3_pool::kv_page, "", value('a', 1)).err().code, errc::invalid_argument);
   status big = small->set(l3_pool::kv_page, "big", value('a', 2000));
   EXPECT_EQ(big.err().code, errc::out_of_memory);
@@ -126,6 +160,29 @@ TYPED_TEST(StoreContract, ExistsManyAnswersInOrder) {
   EXPECT_EQ(s.exists_many(l3_pool::kv_page, keys), (std::vector<bool>{true, false, true}));
   ASSERT_TRUE(s.erase(l3_pool::kv_page, "p0").ok());
   EXPECT_EQ(s.exists_many(l3_pool::kv_page, keys), (std::vector<bool>{false, false, true}));
+}
+
+TYPED_TEST(StoreContract, ConcurrentWritersAndReadersSeeWholeValues) {
+  l3_store& s = *this->store;
+  constexpr int per_thread = 200;
+  auto writer = [&](char tag) {
+    for (int i = 0; i < per_thread; ++i) {
+      std::string k{tag};
+      k += std::to_string(i);
+      EXPECT_TRUE(s.set(l3_pool::kv_page, k, value(static_cast<char>(tag + i % 7), 700)).ok());
+      std::vector<std::byte> out;
+      if (s.get(l3_pool::kv_page, k, out).ok()) {  // may be evicted by the other writer
+        EXPECT_EQ(out, value(static_cast<char>(tag + i % 7), 700)) << k;
+      }
+    }
+  };
+  std::thread a(writer, 'a');
+  std::thread b(writer, 'k');
+  a.join();
+  b.join();
+  const l3_usage u = s.usage();
+  EXPECT_LE(u.bytes, u.capacity);
+  EXPECT_EQ(u.values, u.bytes / (700 + l3::value_header_bytes));
 }
 
 }  // namespace

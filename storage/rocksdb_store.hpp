@@ -1,0 +1,98 @@
+#pragma once
+// The L3 store on an embedded RocksDB (architecture.md §4): integrated BlobDB for the large
+// values, one column family per pool ("pages", "states") and one for metadata (format
+// marker and one recency record per value). Same contract as every l3_store (see
+// l3_store.hpp; tests/storage/store_contract_test.cpp runs it against this class).
+//
+// Durability: cache data is reconstructible, so writes skip the WAL (floors.md §7: the WAL
+// doubles the bytes written). What is in the memtables reaches disk on close() (and on
+// RocksDB's own flushes); a crash loses at most the unflushed tail — never a value's
+// integrity, because a value and its recency record are written in one batch and every
+// value carries its own checksum.
+//
+// Recency and capacity: an in-memory index (key → size, access sequence), rebuilt at open
+// from the metadata column family, orders the LRU; `capacity_bytes` counts live values
+// (headers included). Space of deleted blobs is reclaimed by blob garbage collection
+// during compaction, so the directory can briefly exceed the capacity.
+//
+// Thread safety: safe for concurrent use (RocksDB is; the index has a mutex).
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "storage/l3_store.hpp"
+
+namespace rocksdb {
+class DB;
+class ColumnFamilyHandle;
+}  // namespace rocksdb
+
+namespace hc {
+
+struct rocksdb_store_config {
+  /// Directory of the database; created if missing. Required.
+  std::string path;
+  /// Bytes of values (headers included) the store keeps before evicting. Default 64 GiB.
+  std::uint64_t capacity_bytes = 64ull << 30;
+  /// Values at least this large go to blob files (KV pages and SSM states usually do).
+  /// Default 4 KiB.
+  std::uint64_t min_blob_bytes = 4096;
+  /// Memtable size per column family; puts stall while a full memtable flushes
+  /// (floors.md §7), so it stays moderate. Default 32 MiB.
+  std::uint64_t write_buffer_bytes = 32ull << 20;
+};
+
+class rocksdb_store final : public l3_store {
+ public:
+  /// Opens (or creates) the database. Errors: invalid_config (empty path, a directory
+  /// written by another format), io_error (RocksDB could not open it — e.g. another
+  /// process holds its lock; the message says what RocksDB said).
+  static result<std::unique_ptr<rocksdb_store>> open(const rocksdb_store_config& cfg);
+  ~rocksdb_store() override;
+
+  status set(l3_pool pool, std::string_view key, std::span<const std::byte> value) override;
+  status get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) override;
+  bool exists(l3_pool pool, std::string_view key) override;
+  status erase(l3_pool pool, std::string_view key) override;
+  l3_usage usage() const override;
+
+  /// Flushes the memtables and closes the database (also done by the destructor).
+  status close();
+
+  /// Test hook: replaces the stored (encoded) bytes of a key, e.g. to corrupt them.
+  status overwrite_stored(l3_pool pool, std::string_view key, std::span<const std::byte> bytes);
+
+ private:
+  struct entry {
+    std::uint64_t size = 0;  ///< stored bytes (header included)
+    std::uint64_t seq = 0;   ///< access sequence: larger = more recent
+  };
+  using index_map = std::unordered_map<std::string, entry>;  // key: pool byte + key
+
+  rocksdb_store() = default;
+  status load_index();
+  rocksdb::ColumnFamilyHandle* family(l3_pool pool) const;
+  /// Deletes value + recency record of the given index entries in one batch.
+  status drop_locked(const std::vector<std::string>& full_keys);
+  void touch_locked(index_map::iterator it);
+
+  rocksdb_store_config cfg_;
+  std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::ColumnFamilyHandle* pages_ = nullptr;
+  rocksdb::ColumnFamilyHandle* states_ = nullptr;
+  rocksdb::ColumnFamilyHandle* meta_ = nullptr;
+  rocksdb::ColumnFamilyHandle* default_ = nullptr;
+
+  mutable std::mutex mu_;
+  index_map index_;
+  std::map<std::uint64_t, std::string> by_seq_;  ///< seq → full key (front = least recent)
+  std::uint64_t next_seq_ = 1;
+  l3_usage usage_;
+};
+
+}  // namespace hc

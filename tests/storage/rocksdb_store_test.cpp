@@ -1,0 +1,109 @@
+// What the RocksDB store adds to the common contract: values, recency and usage survive a
+// restart (warm restart at the store level), blob files hold the values, a lowered capacity
+// takes effect at open, and bad directories are clear errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "storage/rocksdb_store.hpp"
+#include "storage/value_codec.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace hc::test {
+namespace {
+
+std::vector<std::byte> bytes(char fill, std::size_t n) {
+  return std::vector<std::byte>(n, static_cast<std::byte>(fill));
+}
+
+std::unique_ptr<rocksdb_store> open_store(const std::string& path, std::uint64_t capacity) {
+  rocksdb_store_config cfg;
+  cfg.path = path;
+  cfg.capacity_bytes = capacity;
+  auto st = rocksdb_store::open(cfg);
+  EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.err().message);
+  return st.ok() ? std::move(*st) : nullptr;
+}
+
+TEST(RocksdbStore, ValuesRecencyAndUsageSurviveARestart) {
+  temp_dir dir;
+  const std::string path = dir.sub("l3");
+  const std::size_t each = 8192 + l3::value_header_bytes;
+  {
+    auto s = open_store(path, 3 * each);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->set(l3_pool::kv_page, "a", bytes('a', 8192)).ok());
+    ASSERT_TRUE(s->set(l3_pool::kv_page, "b", bytes('b', 8192)).ok());
+    ASSERT_TRUE(s->set(l3_pool::ssm_state, "c", bytes('c', 8192)).ok());
+    std::vector<std::byte> out;
+    ASSERT_TRUE(s->get(l3_pool::kv_page, "a", out).ok());  // b is now the least recent
+  }
+  auto s = open_store(path, 3 * each);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->usage().values, 3u);
+  EXPECT_EQ(s->usage().bytes, 3 * each);
+  std::vector<std::byte> out;
+  ASSERT_TRUE(s->get(l3_pool::ssm_state, "c", out).ok());
+  EXPECT_EQ(out, bytes('c', 8192));
+  ASSERT_TRUE(s->set(l3_pool::kv_page, "d", bytes('d', 8192)).ok());
+  EXPECT_FALSE(s->exists(l3_pool::kv_page, "b")) << "recency was restored from disk";
+  EXPECT_TRUE(s->exists(l3_pool::kv_page, "a"));
+  bool blob_file = false;
+  for (const auto& f : std::filesystem::directory_iterator(path))
+    blob_file |= f.path().extension() == ".blob";
+  EXPECT_TRUE(blob_file) << "values of 8 KiB go to BlobDB files";
+}
+
+TEST(RocksdbStore, ALowerCapacityAtOpenEvictsTheLeastRecent) {
+  temp_dir dir;
+  const std::string path = dir.sub("l3");
+  const std::size_t each = 5000 + l3::value_header_bytes;
+  {
+    auto s = open_store(path, 10 * each);
+    for (char c = 'a'; c < 'e'; ++c)
+      ASSERT_TRUE(s->set(l3_pool::kv_page, std::string(1, c), bytes(c, 5000)).ok());
+  }
+  auto s = open_store(path, 2 * each);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->usage().values, 2u);
+  EXPECT_EQ(s->usage().evicted, 2u);
+  EXPECT_FALSE(s->exists(l3_pool::kv_page, "a"));
+  EXPECT_TRUE(s->exists(l3_pool::kv_page, "d"));
+}
+
+TEST(RocksdbStore, BadDirectoriesAreClearErrors) {
+  temp_dir dir;
+  rocksdb_store_config cfg;
+  EXPECT_EQ(rocksdb_store::open(cfg).err().code, errc::invalid_config) << "empty path";
+
+  cfg.path = dir.sub("l3");
+  auto first = rocksdb_store::open(cfg);
+  ASSERT_TRUE(first.ok());
+  auto second = rocksdb_store::open(cfg);
+  ASSERT_FALSE(second.ok()) << "the directory is locked by the first store";
+  EXPECT_EQ(second.err().code, errc::io_error);
+  EXPECT_NE(second.err().message.find(cfg.path), std::string::npos) << second.err().message;
+
+  const std::string file = dir.sub("plain-file");
+  {
+    std::FILE* f = std::fopen(file.c_str(), "w");
+    std::fclose(f);
+  }
+  cfg.path = file;
+  auto on_file = rocksdb_store::open(cfg);
+  ASSERT_FALSE(on_file.ok());
+  EXPECT_EQ(on_file.err().code, errc::io_error);
+}
+
+TEST(RocksdbStore, ClosedStoreRefusesWork) {
+  temp_dir dir;
+  auto s = open_store(dir.sub("l3"), 1 << 20);
+  ASSERT_TRUE(s->close().ok());
+  EXPECT_EQ(s->set(l3_pool::kv_page, "k", bytes('k', 10)).err().code, errc::io_error);
+  std::vector<std::byte> out;
+  EXPECT_EQ(s->get(l3_pool::kv_page, "k", out).err().code, errc::io_error);
+  EXPECT_TRUE(s->close().ok()) << "closing twice is harmless";
+}
+
+}  // namespace
+}  // namespace hc::test
