@@ -1,8 +1,10 @@
 #pragma once
 // Intrusive doubly linked LRU list over radix nodes (cache-semantics.md §2.2), with a
-// dummy head (most recent side) and tail (least recent side). Two instances exist per
-// tree: the full list (all non-root nodes, skip test = full lock) and the mamba list
-// (nodes holding a slot, skip test = mamba lock). Walks "towards MRU" follow prev links.
+// dummy head (most recent side) and tail (least recent side). Three instances exist per
+// tree: the full list (non-root nodes with device KV, skip test = full lock), the mamba
+// list (nodes holding a device slot, skip test = mamba lock) and the host-mamba list
+// (nodes holding a host slot, skip test = host protection; §5.2). Walks "towards MRU"
+// follow prev links.
 //
 // Thread safety: none; confined to the radix_cache actor.
 
@@ -12,7 +14,7 @@
 
 namespace hc {
 
-enum class lru_kind { full, mamba };
+enum class lru_kind { full, mamba, host_mamba };
 
 template <lru_kind K>
 class lru_list {
@@ -27,7 +29,9 @@ class lru_list {
   lru_list& operator=(const lru_list&) = delete;
 
   bool contains(const radix_node* n) const noexcept {
-    return K == lru_kind::full ? n->in_full_lru : n->in_mamba_lru;
+    if constexpr (K == lru_kind::full) return n->in_full_lru;
+    if constexpr (K == lru_kind::mamba) return n->in_mamba_lru;
+    return n->in_host_mamba_lru;
   }
   std::size_t size() const noexcept { return size_; }
 
@@ -43,7 +47,7 @@ class lru_list {
   void reset_node_and_parents_mru(radix_node* n, const radix_node* root) {
     radix_node* after = &head_;
     while (n != root) {
-      if (K == lru_kind::full || !n->is_tombstone()) {
+      if (contains(n)) {
         remove(n);
         insert_after(after, n);
         after = n;
@@ -71,10 +75,11 @@ class lru_list {
       x = prev(x);
     return x == &head_ ? nullptr : x;
   }
-  /// Next unlocked leaf from n towards the most recent end, or nullptr.
+  /// Next unlocked leaf from n towards the most recent end, or nullptr. In the full
+  /// list a "leaf" is a D-leaf: no child has its KV on the device (§5.2).
   radix_node* prev_unlocked_leaf(radix_node* n) {
     radix_node* x = prev(n);
-    while (x != &head_ && (locked(x) || !x->is_leaf()))
+    while (x != &head_ && (locked(x) || x->has_device_child()))
       x = prev(x);
     return x == &head_ ? nullptr : x;
   }
@@ -88,19 +93,32 @@ class lru_list {
 
  private:
   static radix_node*& prev(radix_node* n) {
-    return K == lru_kind::full ? n->full_prev : n->mamba_prev;
+    if constexpr (K == lru_kind::full) return n->full_prev;
+    if constexpr (K == lru_kind::mamba) return n->mamba_prev;
+    return n->host_mamba_prev;
   }
   static radix_node*& next(radix_node* n) {
-    return K == lru_kind::full ? n->full_next : n->mamba_next;
+    if constexpr (K == lru_kind::full) return n->full_next;
+    if constexpr (K == lru_kind::mamba) return n->mamba_next;
+    return n->host_mamba_next;
   }
   static radix_node* next(const radix_node* n) {
-    return K == lru_kind::full ? n->full_next : n->mamba_next;
+    if constexpr (K == lru_kind::full) return n->full_next;
+    if constexpr (K == lru_kind::mamba) return n->mamba_next;
+    return n->host_mamba_next;
   }
   static bool locked(const radix_node* n) {
-    return K == lru_kind::full ? n->full_lock_ref > 0 : n->mamba_lock_ref > 0;
+    if constexpr (K == lru_kind::full) return n->full_lock_ref > 0;
+    if constexpr (K == lru_kind::mamba) return n->mamba_lock_ref > 0;
+    return n->host_protected();
   }
   static void set_member(radix_node* n, bool v) {
-    (K == lru_kind::full ? n->in_full_lru : n->in_mamba_lru) = v;
+    if constexpr (K == lru_kind::full)
+      n->in_full_lru = v;
+    else if constexpr (K == lru_kind::mamba)
+      n->in_mamba_lru = v;
+    else
+      n->in_host_mamba_lru = v;
   }
   void insert_after(radix_node* where, radix_node* n) {
     assert(!contains(n));

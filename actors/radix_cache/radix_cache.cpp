@@ -7,7 +7,12 @@ namespace hc {
 radix_cache::radix_cache(const cache_config& cfg, const page_hasher* hasher)
     : kv_(cfg.kv_tokens, cfg.page_size),
       slots_(cfg.slots),
-      tree_(tree_config{cfg.page_size, cfg.chunk_size, cfg.enable_events}, kv_, slots_, hasher) {}
+      tree_(tree_config{cfg.page_size, cfg.chunk_size, cfg.enable_events}, kv_, slots_, hasher) {
+  if (cfg.host_kv_tokens == 0) return;
+  host_kv_ = std::make_unique<kv_allocator>(cfg.host_kv_tokens, cfg.page_size);
+  host_slots_ = std::make_unique<slot_allocator>(cfg.host_slots);
+  tree_.enable_host_tier(cfg.host_tier, *host_kv_, *host_slots_);
+}
 
 cow_match_result radix_cache::match(namespace_id ns, std::span<const token_id> key, bool cow,
                                     bool has_working_slot) {

@@ -30,6 +30,10 @@ struct cache_config {
   std::size_t chunk_size = 64;
   /// Record KV events (needs a page hasher). Default: off.
   bool enable_events = false;
+  /// L2 host pools (HiCache, cache-semantics.md §5). 0 host tokens = no host tier.
+  std::size_t host_kv_tokens = 0;
+  std::size_t host_slots = 0;
+  host_tier_config host_tier{};
 };
 
 /// match() plus the copy-on-write decision of §3.1.
@@ -53,6 +57,10 @@ class radix_cache {
   slot_allocator& slots() noexcept { return slots_; }
   const slot_allocator& slots() const noexcept { return slots_; }
   std::size_t page_size() const noexcept { return kv_.page_size(); }
+  /// L2 id allocators. REQUIRES: has_host_tier().
+  bool has_host_tier() const noexcept { return host_kv_ != nullptr; }
+  kv_allocator& host_kv() noexcept { return *host_kv_; }
+  slot_allocator& host_slots() noexcept { return *host_slots_; }
 
   /// §3.1 with COW: if `cow` and the best node holds a slot, records it as the COW
   /// source and, when the request has no working slot yet, allocates one (on failure:
@@ -74,6 +82,8 @@ class radix_cache {
  private:
   kv_allocator kv_;
   slot_allocator slots_;
+  std::unique_ptr<kv_allocator> host_kv_;
+  std::unique_ptr<slot_allocator> host_slots_;
   radix_tree tree_;
 };
 

@@ -11,6 +11,16 @@
 //                protected, unlocked KV as evictable; likewise for the slot.
 // The root has an empty key, no slot, is never in an LRU list and is never evicted.
 //
+// Host tier (HiCache, cache-semantics.md §5.2; all fields stay empty without it): KV and SSM
+// state live on the device and/or the host independently.
+//   * backed up: host_value holds L2 ids for every token (set by a D→H backup);
+//   * evicted  : the device KV is gone (value empty, no device slot); only backed-up nodes
+//                are evicted, and an evicted node's children are evicted too. Evicted
+//                nodes are in neither device LRU list.
+//   * host SSM : mamba_host != no_slot; such nodes are in the host-mamba LRU list.
+//   * D-leaf   : not evicted, unlocked, no non-evicted child (device eviction candidates);
+//   * H-leaf   : evicted, backed up, no children, not host-protected (host eviction).
+//
 // Invariants (checked by radix_tree::check_invariants):
 //   full_lock_ref >= mamba_lock_ref >= 0; parent.full_lock_ref >= child.full_lock_ref;
 //   key.size() == value.size(), a positive multiple of page_size; a full-locked leaf is
@@ -40,6 +50,17 @@ struct radix_node {
   std::int32_t full_lock_ref = 0;
   std::int32_t mamba_lock_ref = 0;
 
+  // --- host tier ---
+  std::vector<kv_index> host_value;
+  slot_id mamba_host = no_slot;
+  /// protect_host / protect_host_mamba counts (prefetch, L3 backup in flight).
+  std::int32_t host_lock_ref = 0;
+  std::int32_t mamba_host_lock_ref = 0;
+  /// Insert hits, for write_through_selective.
+  std::uint32_t hit_count = 0;
+  /// A D→H write is queued; the node is full-locked until backup_done().
+  bool backup_in_flight = false;
+
   // --- recency: monotone logical time, for the idle LRU-order check ---
   std::uint64_t last_access = 0;
   /// Unique, never reused while the tree lives; 0 = node slot is free (pool).
@@ -50,11 +71,23 @@ struct radix_node {
   radix_node* full_next = nullptr;
   radix_node* mamba_prev = nullptr;
   radix_node* mamba_next = nullptr;
+  radix_node* host_mamba_prev = nullptr;
+  radix_node* host_mamba_next = nullptr;
   bool in_full_lru = false;
   bool in_mamba_lru = false;
+  bool in_host_mamba_lru = false;
 
   bool is_tombstone() const noexcept { return mamba == no_slot; }
   bool is_leaf() const noexcept { return children.empty(); }
+  bool backed_up() const noexcept { return !host_value.empty(); }
+  bool evicted() const noexcept { return value.empty() && !key.empty(); }
+  bool host_protected() const noexcept { return host_lock_ref > 0 || mamba_host_lock_ref > 0; }
+  /// True if some child still has its KV on the device.
+  bool has_device_child() const noexcept {
+    for (const radix_node* c : children)
+      if (!c->evicted()) return true;
+    return false;
+  }
 };
 
 /// A handle on a node that can be checked for staleness: valid while the node that had

@@ -50,6 +50,11 @@ void radix_tree::release_node(radix_node* n) {
   n->mamba = no_slot;
   n->ns = 0;
   n->full_lock_ref = n->mamba_lock_ref = 0;
+  n->host_value.clear();
+  n->mamba_host = no_slot;
+  n->host_lock_ref = n->mamba_host_lock_ref = 0;
+  n->hit_count = 0;
+  n->backup_in_flight = false;
   n->id = 0;
   --live_nodes_;
   free_nodes_.push_back(n);
@@ -94,8 +99,17 @@ radix_node* radix_tree::split(radix_node* child, std::size_t at) {
   n->ns = child->ns;
   n->full_lock_ref = child->full_lock_ref;
   n->mamba_lock_ref = 0;
+  n->hit_count = child->hit_count;
   n->key.assign(child->key.begin(), child->key.begin() + static_cast<std::ptrdiff_t>(at));
-  n->value.assign(child->value.begin(), child->value.begin() + static_cast<std::ptrdiff_t>(at));
+  const bool evicted = child->evicted();
+  if (!evicted)
+    n->value.assign(child->value.begin(), child->value.begin() + static_cast<std::ptrdiff_t>(at));
+  if (child->backed_up()) {  // the host SSM state stays on the child (§5.5)
+    n->host_value.assign(child->host_value.begin(),
+                         child->host_value.begin() + static_cast<std::ptrdiff_t>(at));
+    child->host_value.erase(child->host_value.begin(),
+                            child->host_value.begin() + static_cast<std::ptrdiff_t>(at));
+  }
   if (!child->hashes.empty()) {
     const std::size_t pages = at / cfg_.page_size;
     n->hashes.assign(child->hashes.begin(),
@@ -104,41 +118,55 @@ radix_node* radix_tree::split(radix_node* child, std::size_t at) {
                         child->hashes.begin() + static_cast<std::ptrdiff_t>(pages));
   }
   child->last_access = tick();
-  full_lru_.remove(child);
+  if (child->in_full_lru) full_lru_.remove(child);
   if (child->in_mamba_lru) mamba_lru_.remove(child);
   child->key.erase(child->key.begin(), child->key.begin() + static_cast<std::ptrdiff_t>(at));
-  child->value.erase(child->value.begin(), child->value.begin() + static_cast<std::ptrdiff_t>(at));
+  if (!evicted)
+    child->value.erase(child->value.begin(),
+                       child->value.begin() + static_cast<std::ptrdiff_t>(at));
   // Replace child by n in the parent's table, then hang child below n.
   *std::find(parent->children.begin(), parent->children.end(), child) = n;
   child->parent = n;
   n->children.push_back(child);
   // Parent first so that the child is more recent than its new parent.
-  full_lru_.insert_mru(n);
-  full_lru_.insert_mru(child);
+  if (!evicted) {
+    full_lru_.insert_mru(n);
+    full_lru_.insert_mru(child);
+  } else {
+    ++host_sizes_.evicted_nodes;
+  }
   if (!child->is_tombstone()) mamba_lru_.insert_mru(child);
   ++counters_.tombstones_by_split;
   return n;
 }
 
+namespace {
+/// A node where a request can resume: it holds an SSM state on the device or the host.
+bool holds_state(const radix_node* n) noexcept {
+  return n->mamba != no_slot || n->mamba_host != no_slot;
+}
+}  // namespace
+
 match_result radix_tree::match(namespace_id ns, std::span<const token_id> key) {
   match_result r;
   r.last_node = root();
+  r.best = root();
+  r.last_host_node = root();
   const std::size_t p = cfg_.page_size;
   key = key.first(key.size() / p * p);
   if (key.empty()) return r;
 
-  // Walk, remembering the matched node chunks; best = deepest node holding a slot.
+  // Walk (through evicted nodes too: they are all backed up), remembering the matched node
+  // chunks; best = deepest node holding a state (device or host).
   radix_node* node = root_;
   radix_node* best = root_;
-  std::size_t best_tokens = 0;
   std::size_t total = 0;
   std::size_t chunks = 0, best_chunks = 0;
   while (!key.empty()) {
     radix_node* child = find_child(node, ns, key);
     if (!child) break;
-    if (!node->is_tombstone()) {
+    if (holds_state(node)) {
       best = node;
-      best_tokens = total;
       best_chunks = chunks;
     }
     const std::size_t pl = key_match(child->key, key);
@@ -153,31 +181,48 @@ match_result radix_tree::match(namespace_id ns, std::span<const token_id> key) {
     ++chunks;
     key = key.subspan(pl);
   }
-  if (!node->is_tombstone()) {
+  if (holds_state(node)) {
     best = node;
-    best_tokens = total;
     best_chunks = chunks;
   }
 
   // Refresh recency: best most recent, ancestors progressively less recent.
   full_lru_.reset_node_and_parents_mru(best, root_);
   mamba_lru_.reset_node_and_parents_mru(best, root_);
+  host_mamba_lru_.reset_node_and_parents_mru(best, root_);
   std::uint64_t t = tick();
   for (radix_node* x = best; x != nullptr; x = x->parent)
     x->last_access = t--;
 
-  // Collect the indices of root..best.
-  r.indices.resize(best_tokens);
-  std::size_t end = best_tokens;
-  for (radix_node* x = best; x != root_; x = x->parent) {
+  // The device anchor: best walked up while evicted (§5.3); without a host tier, best.
+  radix_node* device = best;
+  while (device != root_ && device->evicted()) {
+    r.host_hit_length += device->key.size();
+    device = device->parent;
+  }
+  radix_node* host = best;
+  while (host != root_ && !host->backed_up())
+    host = host->parent;
+
+  // Collect the device indices of root..device.
+  std::size_t device_tokens = 0;
+  for (radix_node* x = device; x != root_; x = x->parent)
+    device_tokens += x->value.size();
+  r.indices.resize(device_tokens);
+  std::size_t end = device_tokens;
+  for (radix_node* x = device; x != root_; x = x->parent) {
     end -= x->value.size();
     std::memcpy(r.indices.data() + end, x->value.data(), x->value.size() * sizeof(kv_index));
   }
   assert(end == 0);
-  r.last_node = {best, best->id};
-  r.last_slot = best->mamba;
+  r.last_node = {device, device->id};
+  r.last_slot = device->mamba;
+  r.best = {best, best->id};
+  r.last_host_node = {host, host->id};
+  r.mamba_host_hit = best != root_ && best->mamba == no_slot && best->mamba_host != no_slot;
   r.kv_matched = total;
-  if (chunks > best_chunks) {
+  // Branching lengths are disabled under HiCache (§5.3, Unified).
+  if (chunks > best_chunks && !host_tier_enabled()) {
     const std::size_t c = cfg_.chunk_size == 0 ? 1 : cfg_.chunk_size;
     const std::size_t aligned = total / c * c;
     if (aligned > 0) r.branching = aligned;
@@ -213,17 +258,27 @@ result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_
     if (!child) break;
     node = child;
     node->last_access = tick();
-    full_lru_.reset_mru(node);
+    if (node->in_full_lru) full_lru_.reset_mru(node);
     if (!node->is_tombstone()) mamba_lru_.reset_mru(node);
     const std::size_t pl = key_match(node->key, key);
-    if (prev_prefix_len < total + pl) {
-      const std::size_t start = prev_prefix_len > total ? prev_prefix_len - total : 0;
-      free_kv(value.subspan(start, pl - start));
+    if (node->evicted()) {
+      // A host-only node takes the caller's fresh device ids (HiRadixCache insert).
+      if (pl < node->key.size()) node = split(node, pl);
+      node->value.assign(value.begin(), value.begin() + static_cast<std::ptrdiff_t>(pl));
+      full_lru_.insert_mru(node);
+      sizes_.full_evictable += pl;
+      --host_sizes_.evicted_nodes;
+    } else {
+      if (prev_prefix_len < total + pl) {
+        const std::size_t start = prev_prefix_len > total ? prev_prefix_len - total : 0;
+        free_kv(value.subspan(start, pl - start));
+      }
+      if (pl < node->key.size()) node = split(node, pl);
     }
+    count_insert_hit(node);
     total += pl;
     key = key.subspan(pl);
     value = value.subspan(pl);
-    if (pl < node->key.size()) node = split(node, pl);
   }
   res.prefix_len = total;
   if (!key.empty()) {
@@ -239,6 +294,7 @@ result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_
     sizes_.full_evictable += leaf->value.size();
     sizes_.mamba_evictable += 1;
     record_store(leaf);
+    count_insert_hit(leaf);
   } else if (node->is_tombstone()) {
     node->mamba = slot;
     full_lru_.reset_mru(node);
@@ -269,6 +325,11 @@ status radix_tree::inc_lock(node_ref ref) {
     }
     ++n->mamba_lock_ref;
   }
+  lock_path(n);
+  return {};
+}
+
+void radix_tree::lock_path(radix_node* n) {
   for (; n != root_; n = n->parent) {
     if (n->full_lock_ref == 0) {
       sizes_.full_evictable -= n->value.size();
@@ -276,7 +337,17 @@ status radix_tree::inc_lock(node_ref ref) {
     }
     ++n->full_lock_ref;
   }
-  return {};
+}
+
+void radix_tree::unlock_path(radix_node* n) {
+  for (; n != root_; n = n->parent) {
+    assert(n->full_lock_ref > 0);
+    if (n->full_lock_ref == 1) {
+      sizes_.full_protected -= n->value.size();
+      sizes_.full_evictable += n->value.size();
+    }
+    --n->full_lock_ref;
+  }
 }
 
 status radix_tree::dec_lock(node_ref ref) {
@@ -295,13 +366,7 @@ status radix_tree::dec_lock(node_ref ref) {
     }
     --n->mamba_lock_ref;
   }
-  for (; n != root_; n = n->parent) {
-    if (n->full_lock_ref == 1) {
-      sizes_.full_protected -= n->value.size();
-      sizes_.full_evictable += n->value.size();
-    }
-    --n->full_lock_ref;
-  }
+  unlock_path(n);
   return {};
 }
 
@@ -391,12 +456,16 @@ void radix_tree::reset() {
     radix_node* n = *it;
     free_kv(n->value);
     if (!n->is_tombstone()) free_slot(n->mamba);
-    full_lru_.remove(n);
+    free_host_kv(n->host_value);
+    free_host_slot(n);
+    if (n->in_full_lru) full_lru_.remove(n);
     if (n->in_mamba_lru) mamba_lru_.remove(n);
     release_node(n);
   }
   root_->children.clear();
   sizes_ = {};
+  host_sizes_ = {};
+  backup_candidates_.clear();
   if (cfg_.enable_events) {
     events_.clear();
     kv_event e;
@@ -410,8 +479,11 @@ std::vector<const radix_node*> radix_tree::lru_order(lru_kind kind) const {
   if (kind == lru_kind::full) {
     for (radix_node* x = full_lru_.first(); x; x = full_lru_.after(x))
       out.push_back(x);
-  } else {
+  } else if (kind == lru_kind::mamba) {
     for (radix_node* x = mamba_lru_.first(); x; x = mamba_lru_.after(x))
+      out.push_back(x);
+  } else {
+    for (radix_node* x = host_mamba_lru_.first(); x; x = host_mamba_lru_.after(x))
       out.push_back(x);
   }
   return out;

@@ -14,6 +14,7 @@
 #include <deque>
 #include <optional>
 #include <span>
+#include <unordered_set>
 #include <vector>
 
 #include "actors/common/ids.hpp"
@@ -25,6 +26,33 @@
 #include "actors/radix_cache/slot_allocator.hpp"
 
 namespace hc {
+
+/// HiCache write policies (cache-semantics.md §5.2).
+enum class write_policy : std::uint8_t {
+  write_through,            ///< back up a node on its first insert hit
+  write_through_selective,  ///< back up on the second hit
+  write_back,               ///< back up only when a device leaf is evicted (then demote)
+};
+
+/// Host tier (L2) settings of a tree. Defaults follow SGLang's HiCache.
+struct host_tier_config {
+  write_policy policy = write_policy::write_through;
+  /// Insert hits before a write-through backup; 0 = the policy's own (1 or 2).
+  std::uint32_t write_through_threshold = 0;
+  /// load_back() skips KV loads shorter than this (unless an SSM restore is needed).
+  std::size_t load_back_threshold = 10;
+};
+
+/// One copy between tiers, in ids only; the data plane moves the bytes. `device_kv[i]`
+/// pairs with `host_kv[i]`; a slot pair is copied when both slots are set.
+struct tier_copy {
+  enum class direction : std::uint8_t { device_to_host, host_to_device };
+  direction dir = direction::device_to_host;
+  std::vector<kv_index> device_kv;
+  std::vector<kv_index> host_kv;
+  slot_id device_slot = no_slot;
+  slot_id host_slot = no_slot;
+};
 
 struct tree_config {
   /// Tokens per page (P). Keys are compared and stored in whole pages. Default: 1.
@@ -48,6 +76,37 @@ struct match_result {
   std::optional<std::size_t> branching;
   /// Tokens matched by the KV walk (>= indices.size()).
   std::size_t kv_matched = 0;
+
+  // --- host tier (§5.3); without it best == last_node and the rest is zero ---
+  /// Deepest node on the path holding a device or host SSM state (root if none).
+  node_ref best;
+  /// Evicted (host-only) tokens between last_node and best.
+  std::size_t host_hit_length = 0;
+  /// best walked up while not backed up (root if none): the anchor of a prefetch.
+  node_ref last_host_node;
+  /// True if best's SSM state is on the host only (a load-back must restore it).
+  bool mamba_host_hit = false;
+};
+
+/// What load_back() did.
+struct load_back_result {
+  /// False: skipped (below the threshold or over the quota); nothing changed.
+  bool loaded = false;
+  /// Device KV ids of the loaded tokens, in key order (append them to the prefix).
+  std::vector<kv_index> new_indices;
+  /// The node now anchoring the device prefix; locked until load_done() if loaded.
+  node_ref last_node;
+  /// Its device slot (restored from the host if it was host-only).
+  slot_id slot = no_slot;
+  /// H→D copies to perform before the request's next forward.
+  std::vector<tier_copy> copies;
+};
+
+/// Host-tier sizes: ids held by the tree in the L2 pools.
+struct host_sizes {
+  std::size_t tokens = 0;
+  std::size_t slots = 0;
+  std::size_t evicted_nodes = 0;
 };
 
 struct insert_result {
@@ -74,6 +133,10 @@ struct tree_counters {
   std::uint64_t evicted_slots = 0;           ///< slots freed by evict(), any caller
   std::uint64_t tombstones_by_eviction = 0;  ///< internal nodes whose slot was evicted
   std::uint64_t tombstones_by_split = 0;     ///< split parents (created without a slot)
+  std::uint64_t demoted_tokens = 0;          ///< device KV freed by demotion to the host
+  std::uint64_t backed_up_tokens = 0;        ///< KV tokens written D→H
+  std::uint64_t loaded_back_tokens = 0;      ///< KV tokens copied H→D by load_back
+  std::uint64_t host_evicted_tokens = 0;     ///< host KV freed by host eviction
 };
 
 /// Sizes of the tree (the MambaRadixCache counters).
@@ -114,8 +177,59 @@ class radix_tree {
   status inc_lock(node_ref ref);
   status dec_lock(node_ref ref);
 
-  /// §3.5: evict_full(num_tokens) then evict_mamba(mamba_num). Never fails.
+  /// §3.5: evict_full(num_tokens) then evict_mamba(mamba_num). Never fails. With a host
+  /// tier, backed-up D-leaves are demoted (device ids freed, node kept) and write_back
+  /// backs a leaf up first; the D→H copies this queues are taken with drain_copies().
   evict_result evict(std::size_t num_tokens, std::size_t mamba_num);
+
+  // ---- host tier (cache-semantics.md §5.2-§5.3) ---------------------------------------
+  /// Turns the host tier on. The host allocators must outlive the tree and use the
+  /// tree's page size. REQUIRES: the tree is empty. Branching lengths are off from now.
+  void enable_host_tier(const host_tier_config& cfg, kv_allocator& host_kv,
+                        slot_allocator& host_slots);
+  bool host_tier_enabled() const noexcept { return host_kv_ != nullptr; }
+  const host_tier_config& host_config() const noexcept { return host_cfg_; }
+
+  /// Backs the node up: host KV ids (evicting host leaves if short) and, if the node has a
+  /// device slot, a host slot (evicting host SSM states if short). All or nothing:
+  /// out_of_memory if the host is full of protected data. Under write-through the node must
+  /// hang below root or a backed-up parent (backup contiguity) and stays full-locked until
+  /// backup_done(). Returns the D→H copy to perform.
+  result<tier_copy> write_backup(node_ref ref);
+  /// The D→H write of `ref` finished: unlock it. (The backup lock holds the KV path only;
+  /// the node's SSM slot may still be evicted — the queued copy runs before any reuse.)
+  status backup_done(node_ref ref);
+  /// Nodes whose insert hits reached the write-through threshold and that can be backed up
+  /// now (parent root or backed up), oldest first. Cleared by the call.
+  std::vector<node_ref> take_backup_candidates();
+  /// D→H copies queued by eviction (write_back demotions). Cleared by the call.
+  std::vector<tier_copy> drain_copies();
+
+  /// Frees host leaves (and their host SSM slots), least recent first, cascading up.
+  /// Returns the host KV tokens freed.
+  std::size_t evict_host(std::size_t num_tokens);
+  /// Frees host SSM slots, least recent first: an H-leaf goes whole, other nodes keep their
+  /// KV. Returns the slots freed.
+  std::size_t evict_mamba_host(std::size_t n);
+
+  /// Host protection (prefetch, L3 backup): a protected node is not an H-leaf and its host
+  /// SSM state is not evicted. protect_host guards the KV, protect_host_mamba the state.
+  status protect_host(node_ref ref);
+  status release_host(node_ref ref);
+  status protect_host_mamba(node_ref ref);
+  status release_host_mamba(node_ref ref);
+
+  /// §5.3: loads the evicted part of root..`best` back to the device, and best's SSM state
+  /// if it is host-only. Skipped (loaded = false) when the KV to load is below the
+  /// load-back threshold or above `mem_quota` tokens (less what locking the anchor takes
+  /// from the evictable size), unless an SSM restore is needed. Device KV and slots are
+  /// taken by evicting if short; if still short nothing changes. The loaded end node is
+  /// locked until load_done().
+  result<load_back_result> load_back(node_ref best, std::int64_t mem_quota);
+  /// The H→D copies of a load_back finished: unlock its end node.
+  status load_done(node_ref ref);
+
+  const host_sizes& host_usage() const noexcept { return host_sizes_; }
 
   const tree_sizes& sizes() const noexcept { return sizes_; }
   const tree_counters& counters() const noexcept { return counters_; }
@@ -164,7 +278,29 @@ class radix_tree {
   void record_remove(radix_node* n);
   void free_kv(std::span<const kv_index> ids);
   void free_slot(slot_id s);
+  /// Full (KV) lock on n and its ancestors, without the SSM lock (inc_lock takes both).
+  void lock_path(radix_node* n);
+  void unlock_path(radix_node* n);
 
+  // host tier helpers (radix_tree_host.cpp)
+  void free_host_kv(std::span<const kv_index> ids);
+  void free_host_slot(radix_node* n);
+  /// Frees every id of n (device and host), unlinks it from the lists and deletes it.
+  std::size_t delete_node(radix_node* n);
+  /// Deletes childless ancestors that hold no SSM state anywhere and are neither locked nor
+  /// host-protected, from `parent` up. Returns the device tokens freed; sets *stop to the
+  /// first ancestor kept.
+  std::size_t cascade_delete(radix_node* parent, radix_node** stop);
+  /// Frees the node's device KV and slot, keeping it as a host-only node.
+  void demote(radix_node* n);
+  /// Deletes n (and stateless ancestors) if it is a leaf holding no state and nothing
+  /// holds it any more.
+  void drop_if_stateless_leaf(radix_node* n);
+  bool is_h_leaf(const radix_node* n) const noexcept;
+  void count_insert_hit(radix_node* n);
+  status check_host_fields(const radix_node* n, host_sizes& sums,
+                           std::unordered_set<slot_id>& seen) const;
+  result<tier_copy> backup_node(radix_node* n, bool lock_until_done);
   // eviction helpers (radix_tree_evict.cpp)
   struct leaf_eviction {
     std::size_t tokens = 0;    // leaf + cascaded tombstones
@@ -172,6 +308,7 @@ class radix_tree {
     radix_node* surviving_parent;
   };
   leaf_eviction evict_leaf(radix_node* x);
+  std::size_t evict_device_leaf(radix_node* x, radix_node** surviving, bool* kept);
   std::size_t evict_full(std::size_t n, evict_result& r);
   std::size_t evict_mamba(std::size_t n, evict_result& r);
   void delete_leaf(radix_node* x);
@@ -183,7 +320,14 @@ class radix_tree {
   radix_node* root_;
   lru_list<lru_kind::full> full_lru_;
   lru_list<lru_kind::mamba> mamba_lru_;
+  lru_list<lru_kind::host_mamba> host_mamba_lru_;
   tree_sizes sizes_;
+  host_tier_config host_cfg_;
+  kv_allocator* host_kv_ = nullptr;
+  slot_allocator* host_slots_ = nullptr;
+  host_sizes host_sizes_;
+  std::vector<node_ref> backup_candidates_;
+  std::vector<tier_copy> copies_;
   tree_counters counters_;
   std::uint64_t clock_ = 0;
   std::uint64_t next_id_ = 1;

@@ -17,8 +17,9 @@ status violation(std::string what, const radix_node* n) {
 status radix_tree::check_invariants() const {
   const std::size_t p = cfg_.page_size;
   tree_sizes sums;
-  std::size_t nodes = 0, holding = 0;
-  std::unordered_set<slot_id> seen_slots;
+  host_sizes host_sums;
+  std::size_t nodes = 0, holding = 0, device_nodes = 0, host_holding = 0;
+  std::unordered_set<slot_id> seen_slots, seen_host_slots;
   std::vector<const radix_node*> stack{root_};
   while (!stack.empty()) {
     const radix_node* n = stack.back();
@@ -41,13 +42,23 @@ status radix_tree::check_invariants() const {
     ++nodes;
     if (n->key.empty() || n->key.size() % p != 0)
       return violation("key not a positive page multiple", n);
+    if (status h = check_host_fields(n, host_sums, seen_host_slots); !h) return h;
+    if (n->evicted()) continue;  // host-only: checked above
+    ++device_nodes;
     if (n->key.size() != n->value.size()) return violation("key and value lengths differ", n);
     if (n->mamba_lock_ref < 0 || n->full_lock_ref < n->mamba_lock_ref)
       return violation("full_lock_ref < mamba_lock_ref", n);
     if (n->parent != root_ && n->parent->full_lock_ref < n->full_lock_ref)
       return violation("parent less locked than child", n);
-    if (n->is_tombstone() && n->is_leaf()) return violation("tombstone leaf", n);
-    if (n->is_leaf() && n->full_lock_ref > 0 && n->mamba_lock_ref == 0)
+    // A stateless leaf is deleted at once, except while a backup or a host protection
+    // holds it (it goes when that ends: backup_done / release_host).
+    if (n->is_tombstone() && n->mamba_host == no_slot && n->is_leaf() && !n->backup_in_flight &&
+        !n->host_protected())
+      return violation("tombstone leaf", n);
+    // A leaf's full locks are its own lock targets: requests (full + SSM) and at most one
+    // backup in flight (full only).
+    if (n->is_leaf() && !n->is_tombstone() &&
+        n->full_lock_ref > n->mamba_lock_ref + (n->backup_in_flight ? 1 : 0))
       return violation("full-locked leaf without mamba lock", n);
     if (!n->in_full_lru) return violation("node missing from full LRU", n);
     if (n->in_mamba_lru == n->is_tombstone()) return violation("mamba LRU membership wrong", n);
@@ -66,14 +77,63 @@ status radix_tree::check_invariants() const {
   if (sums.mamba_evictable != sizes_.mamba_evictable ||
       sums.mamba_protected != sizes_.mamba_protected)
     return violation("mamba evictable/protected totals disagree with the nodes", root_);
-  if (full_lru_.size() != nodes) return violation("full LRU size != node count", root_);
+  if (full_lru_.size() != device_nodes)
+    return violation("full LRU size != device node count", root_);
+  if (host_sums.tokens != host_sizes_.tokens || host_sums.slots != host_sizes_.slots ||
+      host_sums.evicted_nodes != host_sizes_.evicted_nodes)
+    return violation("host totals disagree with the nodes", root_);
+  if (host_mamba_lru_.size() != host_sums.slots)
+    return violation("host-mamba LRU size != host-holding nodes", root_);
+  (void)host_holding;
   if (mamba_lru_.size() != holding) return violation("mamba LRU size != holding nodes", root_);
   if (nodes + 1 != live_nodes_) return violation("live node count drifted", root_);
   return {};
 }
 
+status radix_tree::check_host_fields(const radix_node* n, host_sizes& sums,
+                                     std::unordered_set<slot_id>& seen) const {
+  if (n->host_lock_ref < 0 || n->mamba_host_lock_ref < 0)
+    return violation("negative host protection count", n);
+  if (n->backed_up()) {
+    if (!host_kv_) return violation("host ids without a host tier", n);
+    if (n->host_value.size() != n->key.size())
+      return violation("key and host value lengths differ", n);
+    for (kv_index k : n->host_value)
+      if (host_kv_->is_free(k)) return violation("tree holds a free host KV index", n);
+    sums.tokens += n->host_value.size();
+  }
+  if (n->mamba_host != no_slot) {
+    if (!host_slots_ || host_slots_->is_free(n->mamba_host))
+      return violation("tree holds a free host slot", n);
+    if (!seen.insert(n->mamba_host).second) return violation("host slot held by two nodes", n);
+    if (!n->in_host_mamba_lru) return violation("host slot holder missing from its LRU", n);
+    ++sums.slots;
+  } else if (n->in_host_mamba_lru) {
+    return violation("host-mamba LRU holds a node without a host slot", n);
+  }
+  if (n->evicted()) {
+    ++sums.evicted_nodes;
+    if (!n->backed_up()) return violation("evicted node without a backup", n);
+    if (n->mamba != no_slot || n->in_full_lru || n->in_mamba_lru)
+      return violation("evicted node still in a device list or holding a device slot", n);
+    if (n->full_lock_ref != 0 || n->mamba_lock_ref != 0)
+      return violation("evicted node is locked", n);
+    for (const radix_node* c : n->children)
+      if (!c->evicted()) return violation("evicted node with a device child", c);
+  }
+  return {};
+}
+
 status radix_tree::sanity_check() const {
   if (status s = check_invariants(); !s) return s;
+  std::vector<const radix_node*> stack{root_};
+  while (!stack.empty()) {
+    const radix_node* n = stack.back();
+    stack.pop_back();
+    if (n != root_ && (n->host_protected() || n->backup_in_flight))
+      return violation("idle node host-protected or with a backup in flight", n);
+    stack.insert(stack.end(), n->children.begin(), n->children.end());
+  }
   if (sizes_.full_protected != 0 || sizes_.mamba_protected != 0)
     return violation("idle tree has protected entries", root_);
   std::uint64_t prev = UINT64_MAX;

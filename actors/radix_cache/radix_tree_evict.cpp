@@ -1,5 +1,6 @@
-// Eviction (cache-semantics.md §3.5). The walk order reproduces MambaRadixCache exactly,
-// because the traces check which nodes go and in which order ids return to the pools.
+// Device eviction (cache-semantics.md §3.5, and §5.2 with a host tier). The walk order
+// reproduces MambaRadixCache exactly, because the traces check which nodes go and in which
+// order ids return to the pools.
 #include <cassert>
 
 #include "actors/radix_cache/radix_tree.hpp"
@@ -11,35 +12,93 @@ void radix_tree::delete_leaf(radix_node* x) {
   release_node(x);
 }
 
-// Frees a leaf's KV and slot, removes it, then deletes its ancestors that became
-// childless tombstones (stopping at root and at full-locked nodes).
-radix_tree::leaf_eviction radix_tree::evict_leaf(radix_node* x) {
-  assert(x->full_lock_ref == 0 && x->mamba_lock_ref == 0 && !x->is_tombstone());
-  leaf_eviction ev{};
-  record_remove(x);
-  free_kv(x->value);
-  ev.tokens = x->value.size();
-  free_slot(x->mamba);
-  sizes_.full_evictable -= x->value.size();
-  sizes_.mamba_evictable -= 1;
-  full_lru_.remove(x);
-  mamba_lru_.remove(x);
-  radix_node* parent = x->parent;
-  delete_leaf(x);
-  while (parent != root_ && parent->is_tombstone() && parent->is_leaf() &&
-         parent->full_lock_ref == 0) {
+std::size_t radix_tree::delete_node(radix_node* n) {
+  assert(n != root_ && n->is_leaf());
+  const std::size_t tokens = n->value.size();
+  if (!n->evicted()) record_remove(n);
+  free_kv(n->value);
+  if (n->in_full_lru) {
+    (n->full_lock_ref > 0 ? sizes_.full_protected : sizes_.full_evictable) -= tokens;
+    full_lru_.remove(n);
+  } else if (n->evicted()) {
+    --host_sizes_.evicted_nodes;
+  }
+  if (!n->is_tombstone()) {
+    free_slot(n->mamba);
+    (n->mamba_lock_ref > 0 ? sizes_.mamba_protected : sizes_.mamba_evictable) -= 1;
+    mamba_lru_.remove(n);
+  }
+  counters_.host_evicted_tokens += n->host_value.size();
+  free_host_kv(n->host_value);
+  free_host_slot(n);
+  delete_leaf(n);
+  return tokens;
+}
+
+std::size_t radix_tree::cascade_delete(radix_node* parent, radix_node** stop) {
+  std::size_t tokens = 0;
+  while (parent != root_ && parent->is_leaf() && parent->is_tombstone() &&
+         parent->mamba_host == no_slot && parent->full_lock_ref == 0 && !parent->host_protected() &&
+         !parent->backup_in_flight) {
     assert(parent->mamba_lock_ref == 0);
-    record_remove(parent);
-    free_kv(parent->value);
-    ev.tokens += parent->value.size();
-    sizes_.full_evictable -= parent->value.size();
-    full_lru_.remove(parent);
     radix_node* up = parent->parent;
-    delete_leaf(parent);
+    tokens += delete_node(parent);
     parent = up;
   }
-  ev.surviving_parent = parent;
+  *stop = parent;
+  return tokens;
+}
+
+// Frees a leaf's KV and slot (and host copies), removes it, then deletes its ancestors
+// that became childless tombstones (stopping at root, locked and host-held nodes).
+radix_tree::leaf_eviction radix_tree::evict_leaf(radix_node* x) {
+  assert(x->full_lock_ref == 0 && x->mamba_lock_ref == 0 && x->is_leaf());
+  leaf_eviction ev{};
+  radix_node* parent = x->parent;
+  ev.tokens = delete_node(x);
+  ev.tokens += cascade_delete(parent, &ev.surviving_parent);
   return ev;
+}
+
+void radix_tree::demote(radix_node* n) {
+  assert(n->backed_up() && !n->evicted() && n->full_lock_ref == 0);
+  record_remove(n);
+  free_kv(n->value);
+  sizes_.full_evictable -= n->value.size();
+  counters_.demoted_tokens += n->value.size();
+  n->value.clear();
+  full_lru_.remove(n);
+  if (!n->is_tombstone()) {
+    free_slot(n->mamba);
+    n->mamba = no_slot;
+    sizes_.mamba_evictable -= 1;
+    mamba_lru_.remove(n);
+  }
+  ++host_sizes_.evicted_nodes;
+}
+
+// One D-leaf leaves the device (§5.2): demoted if backed up (write_back backs it up
+// first), deleted otherwise. Returns the device tokens freed; 0 and *kept if the node had
+// to stay (write_back backup failed, or evicted children without a backup).
+std::size_t radix_tree::evict_device_leaf(radix_node* x, radix_node** surviving, bool* kept) {
+  *kept = false;
+  if (host_tier_enabled() && !x->backed_up() && host_cfg_.policy == write_policy::write_back) {
+    auto copy = backup_node(x, /*lock_until_done=*/false);
+    if (copy) copies_.push_back(std::move(*copy));  // queued before the ids are reused
+  }
+  if (x->backed_up()) {
+    const std::size_t tokens = x->value.size();
+    demote(x);
+    *surviving = x->parent;
+    return tokens;
+  }
+  if (!x->is_leaf()) {  // evicted children but no backup: cannot go (write_back failure)
+    *kept = true;
+    return 0;
+  }
+  leaf_eviction ev = evict_leaf(x);
+  *surviving = ev.surviving_parent;
+  return ev.tokens;
 }
 
 std::size_t radix_tree::evict_full(std::size_t n, evict_result& r) {
@@ -48,11 +107,16 @@ std::size_t radix_tree::evict_full(std::size_t n, evict_result& r) {
   radix_node* x = full_lru_.lru_unlocked_leaf();
   while (evicted < n && x != nullptr) {
     radix_node* next = full_lru_.prev_unlocked_leaf(x);
-    leaf_eviction ev = evict_leaf(x);
-    evicted += ev.tokens;
-    r.slots_freed_total += 1;
-    // If the surviving ancestor became a leaf it may be the least recent one: restart.
-    if (ev.surviving_parent->is_leaf()) next = full_lru_.lru_unlocked_leaf();
+    radix_node* surviving = nullptr;
+    bool kept = false;
+    const bool had_slot = !x->is_tombstone();
+    evicted += evict_device_leaf(x, &surviving, &kept);
+    if (!kept) {
+      r.slots_freed_total += had_slot ? 1 : 0;
+      // If the surviving ancestor became a D-leaf it may be the least recent one: restart.
+      if (surviving != root_ && !surviving->has_device_child())
+        next = full_lru_.lru_unlocked_leaf();
+    }
     x = next;
   }
   r.tokens_freed_total += evicted;
@@ -66,19 +130,21 @@ std::size_t radix_tree::evict_mamba(std::size_t n, evict_result& r) {
   while (evicted < n && x != nullptr) {
     assert(!x->is_tombstone() && x != root_ && x->mamba_lock_ref == 0);
     radix_node* next = mamba_lru_.prev_unlocked(x);
-    if (!x->is_leaf()) {
-      // Internal node: free only its slot; it becomes a tombstone (no KV event).
+    bool kept = true;
+    if (!x->has_device_child() && x->full_lock_ref == 0) {
+      radix_node* surviving = nullptr;
+      r.tokens_freed_total += evict_device_leaf(x, &surviving, &kept);
+    }
+    if (kept) {
+      // Internal node (or a leaf that must stay): free only its slot; it becomes a
+      // tombstone (no KV event).
       free_slot(x->mamba);
       x->mamba = no_slot;
       sizes_.mamba_evictable -= 1;
       mamba_lru_.remove(x);
       ++counters_.tombstones_by_eviction;
-      evicted += 1;
-    } else {
-      leaf_eviction ev = evict_leaf(x);
-      evicted += 1;
-      r.tokens_freed_total += ev.tokens;
     }
+    evicted += 1;
     x = next;
   }
   r.slots_freed_total += evicted;
