@@ -102,6 +102,14 @@ struct load_back_result {
   std::vector<tier_copy> copies;
 };
 
+/// What insert_host_only() did.
+struct host_insert_result {
+  /// Leading tokens that were already in the tree (their host ids were freed).
+  std::size_t already_present = 0;
+  /// True if a new host-only leaf was created (it took the host slot, if one was given).
+  bool new_leaf = false;
+};
+
 /// Host-tier sizes: ids held by the tree in the L2 pools.
 struct host_sizes {
   std::size_t tokens = 0;
@@ -229,6 +237,15 @@ class radix_tree {
   /// The H→D copies of a load_back finished: unlock its end node.
   status load_done(node_ref ref);
 
+  /// Prefetch result (§5.4): hangs `key` (page multiple, the tokens after `anchor`) below
+  /// `anchor` as host-only nodes holding `host_ids`. The part already in the tree is not
+  /// duplicated: its host ids are freed. `host_slot` (or no_slot) goes to the new leaf;
+  /// if no leaf is created the caller keeps it. REQUIRES: host_ids.size() == key.size().
+  result<host_insert_result> insert_host_only(namespace_id ns, node_ref anchor,
+                                              std::span<const token_id> key,
+                                              std::span<const kv_index> host_ids,
+                                              slot_id host_slot);
+
   const host_sizes& host_usage() const noexcept { return host_sizes_; }
 
   const tree_sizes& sizes() const noexcept { return sizes_; }
@@ -284,6 +301,8 @@ class radix_tree {
 
   // host tier helpers (radix_tree_host.cpp)
   void free_host_kv(std::span<const kv_index> ids);
+  /// Frees host ids the tree never held (a prefetch's duplicates).
+  void free_host_kv_unowned(std::span<const kv_index> ids);
   void free_host_slot(radix_node* n);
   /// Frees every id of n (device and host), unlinks it from the lists and deletes it.
   std::size_t delete_node(radix_node* n);

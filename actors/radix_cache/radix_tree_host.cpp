@@ -310,4 +310,52 @@ status radix_tree::load_done(node_ref ref) {
   return dec_lock(ref);
 }
 
+result<host_insert_result> radix_tree::insert_host_only(namespace_id ns, node_ref anchor,
+                                                        std::span<const token_id> key,
+                                                        std::span<const kv_index> host_ids,
+                                                        slot_id host_slot) {
+  if (!host_tier_enabled()) return error{errc::invalid_config, "insert_host_only: no host tier"};
+  if (!valid(anchor)) return error{errc::not_found, "insert_host_only: stale anchor"};
+  if (key.size() != host_ids.size() || key.size() % cfg_.page_size != 0)
+    return error{errc::invalid_argument,
+                 "insert_host_only: key and ids must be equal page multiples"};
+  host_insert_result r;
+  radix_node* node = anchor.node;
+  if (node != root_) ns = node->ns;
+  while (!key.empty()) {
+    radix_node* child = find_child(node, ns, key);
+    if (!child) break;
+    const std::size_t pl = key_match(child->key, key);
+    if (pl < child->key.size()) child = split(child, pl);
+    free_host_kv_unowned(host_ids.first(pl));
+    r.already_present += pl;
+    key = key.subspan(pl);
+    host_ids = host_ids.subspan(pl);
+    node = child;
+  }
+  if (key.empty()) return r;
+  radix_node* leaf = new_node();
+  leaf->parent = node;
+  leaf->ns = ns;
+  leaf->key.assign(key.begin(), key.end());
+  leaf->host_value.assign(host_ids.begin(), host_ids.end());
+  node->children.push_back(leaf);
+  host_sizes_.tokens += leaf->host_value.size();
+  ++host_sizes_.evicted_nodes;
+  if (host_slot != no_slot) {
+    leaf->mamba_host = host_slot;
+    host_mamba_lru_.insert_mru(leaf);
+    ++host_sizes_.slots;
+  }
+  r.new_leaf = true;
+  return r;
+}
+
+void radix_tree::free_host_kv_unowned(std::span<const kv_index> ids) {
+  if (ids.empty()) return;
+  status s = host_kv_->free(ids);
+  assert(s.ok() && "caller's host ids were not allocated");
+  (void)s;
+}
+
 }  // namespace hc
