@@ -11,7 +11,7 @@ cd "$root" || exit 2
 fail=0
 report() { echo "layering: $1"; fail=1; }
 
-pure_dirs="actors/common actors/radix_cache actors/scheduler actors/forward_stream"
+pure_dirs="actors/common actors/radix_cache actors/scheduler actors/forward_stream actors/host_storage"
 for d in $pure_dirs; do
   [ -d "$d" ] || continue
   for f in $(find "$d" -name '*.hpp' -o -name '*.cpp' | grep -v '_actor\.'); do

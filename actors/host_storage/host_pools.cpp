@@ -1,0 +1,74 @@
+#include "actors/host_storage/host_pools.hpp"
+
+#include <cassert>
+#include <cmath>
+#include <string>
+
+namespace hc {
+
+std::uint64_t host_pool_sizes::bytes() const noexcept {
+  return static_cast<std::uint64_t>(kv_tokens) * kv_bytes_per_token +
+         static_cast<std::uint64_t>(slots) * state_bytes;
+}
+
+result<host_pool_sizes> size_host_pools(const host_pool_request& req) {
+  const std::size_t p = req.page_size == 0 ? 1 : req.page_size;
+  if (req.kv_bytes_per_token == 0 || req.state_bytes == 0)
+    return error{errc::invalid_config,
+                 "host pools: KV bytes per token and SSM state bytes "
+                 "must be positive"};
+  host_pool_sizes s;
+  s.kv_bytes_per_token = req.kv_bytes_per_token;
+  s.state_bytes = req.state_bytes;
+  auto d = [](auto v) { return static_cast<double>(v); };
+  if (req.host_bytes > 0) {
+    // Split the budget in the device pools' proportion.
+    const double dev_kv = d(req.device_kv_tokens) * d(req.kv_bytes_per_token);
+    const double dev_ssm = d(req.device_slots) * d(req.state_bytes);
+    const double share = dev_kv + dev_ssm > 0 ? dev_kv / (dev_kv + dev_ssm) : 0.5;
+    const double kv_budget = d(req.host_bytes) * share;
+    s.kv_tokens = static_cast<std::size_t>(kv_budget / d(req.kv_bytes_per_token)) / p * p;
+    s.slots = static_cast<std::size_t>((d(req.host_bytes) - kv_budget) / d(req.state_bytes));
+  } else {
+    if (!(req.ratio > 1.0))
+      return error{errc::invalid_config, "--hicache-ratio must be greater than 1 (got " +
+                                             std::to_string(req.ratio) + ")"};
+    s.kv_tokens = static_cast<std::size_t>(std::floor(req.ratio * d(req.device_kv_tokens))) / p * p;
+    s.slots = static_cast<std::size_t>(std::floor(req.ratio * d(req.device_slots)));
+  }
+  s.slots += 1;  // the +1 rule of MambaPoolHost
+  if (s.kv_tokens <= req.device_kv_tokens || s.slots <= req.device_slots)
+    return error{errc::invalid_config, "--hicache-size: host pools (" +
+                                           std::to_string(s.kv_tokens) + " tokens, " +
+                                           std::to_string(s.slots) +
+                                           " SSM slots) must be larger than the device pools (" +
+                                           std::to_string(req.device_kv_tokens) + " tokens, " +
+                                           std::to_string(req.device_slots) + " slots)"};
+  if (req.host_ram_available > 0 && s.bytes() > req.host_ram_available)
+    return error{errc::invalid_config, "--hicache-size: host pools need " +
+                                           std::to_string(s.bytes()) + " bytes but only " +
+                                           std::to_string(req.host_ram_available) +
+                                           " bytes of host memory are available"};
+  return s;
+}
+
+host_pools::host_pools(const host_pool_sizes& sizes, std::size_t page_size)
+    : page_size_(page_size == 0 ? 1 : page_size),
+      token_bytes_(sizes.kv_bytes_per_token),
+      state_bytes_(sizes.state_bytes),
+      tokens_(sizes.kv_tokens + page_size_),  // + the unused page 0
+      slots_(sizes.slots),
+      kv_(tokens_ * token_bytes_),
+      states_(slots_ * state_bytes_) {}
+
+std::span<std::byte> host_pools::kv(kv_index first, std::size_t tokens) {
+  assert(first >= 0 && static_cast<std::size_t>(first) + tokens <= tokens_);
+  return {kv_.data() + static_cast<std::size_t>(first) * token_bytes_, tokens * token_bytes_};
+}
+
+std::span<std::byte> host_pools::state(slot_id s) {
+  assert(s >= 1 && static_cast<std::size_t>(s) <= slots_);
+  return {states_.data() + static_cast<std::size_t>(s - 1) * state_bytes_, state_bytes_};
+}
+
+}  // namespace hc

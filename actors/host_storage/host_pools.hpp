@@ -1,0 +1,71 @@
+#pragma once
+// L2 bytes (cache-semantics.md §5.1, architecture.md §4): the host KV pool and the host
+// SSM pool, owned by host_storage. Page-first layout: a token's KV for every
+// full-attention layer is contiguous, and so is a page of tokens, so one page is one L3
+// value and one memcpy. Ids are the radix_cache's host ids (KV: token ids as handed out
+// by a kv_allocator, page 0 unused; SSM: slot ids 1..N, stored at index id-1 — SGLang's
+// host slots start at 0).
+//
+// Sizing follows §5.1: from a byte budget or as a ratio of the device pool (default 2.0),
+// the SSM pool +1, both larger than the device's, refused when host memory is short.
+//
+// Thread safety: none; confined to the host_storage actor.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "actors/common/ids.hpp"
+#include "actors/common/status.hpp"
+
+namespace hc {
+
+struct host_pool_request {
+  std::size_t device_kv_tokens = 0;
+  std::size_t device_slots = 0;
+  std::size_t page_size = 1;
+  std::size_t kv_bytes_per_token = 0;  ///< all full-attention layers, K and V
+  std::size_t state_bytes = 0;         ///< one SSM slot, all SSM layers
+  /// Host bytes for the two pools together; 0 = use `ratio`.
+  std::uint64_t host_bytes = 0;
+  /// Host pool size as a multiple of the device pool when host_bytes is 0. Default 2.0.
+  double ratio = 2.0;
+  /// Host memory that may be used (MemAvailable minus a reserve); 0 = do not check.
+  std::uint64_t host_ram_available = 0;
+};
+
+struct host_pool_sizes {
+  std::size_t kv_tokens = 0;  ///< multiple of page_size
+  std::size_t slots = 0;
+  std::uint64_t bytes() const noexcept;
+  std::size_t kv_bytes_per_token = 0;
+  std::size_t state_bytes = 0;
+};
+
+/// §5.1 sizing. invalid_config (naming the option) when the host pools would not be larger
+/// than the device pools or do not fit in the available host memory.
+result<host_pool_sizes> size_host_pools(const host_pool_request& req);
+
+class host_pools {
+ public:
+  host_pools(const host_pool_sizes& sizes, std::size_t page_size);
+
+  /// Bytes of `tokens` consecutive token ids starting at `first` (a page: first = page*P).
+  std::span<std::byte> kv(kv_index first, std::size_t tokens = 1);
+  std::span<std::byte> state(slot_id s);
+  std::size_t kv_bytes_per_token() const noexcept { return token_bytes_; }
+  std::size_t state_bytes() const noexcept { return state_bytes_; }
+  std::size_t page_size() const noexcept { return page_size_; }
+
+ private:
+  std::size_t page_size_;
+  std::size_t token_bytes_;
+  std::size_t state_bytes_;
+  std::size_t tokens_;
+  std::size_t slots_;
+  std::vector<std::byte> kv_;
+  std::vector<std::byte> states_;
+};
+
+}  // namespace hc

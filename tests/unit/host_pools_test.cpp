@@ -1,0 +1,75 @@
+// L2 host pool sizing (cache-semantics.md §5.1) and the page-first byte layout.
+#include <gtest/gtest.h>
+
+#include "actors/host_storage/host_pools.hpp"
+
+namespace hc::test {
+namespace {
+
+host_pool_request base() {
+  host_pool_request r;
+  r.device_kv_tokens = 4096;
+  r.device_slots = 64;
+  r.page_size = 64;
+  r.kv_bytes_per_token = 4096;
+  r.state_bytes = 49536;
+  return r;
+}
+
+TEST(HostPoolSizing, RatioDoublesTheDevicePoolsAndAddsOneSlot) {
+  auto s = size_host_pools(base());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->kv_tokens, 8192u);
+  EXPECT_EQ(s->slots, 129u) << "+1 rule";
+  EXPECT_EQ(s->bytes(), 8192ull * 4096 + 129ull * 49536);
+}
+
+TEST(HostPoolSizing, AByteBudgetIsSplitLikeTheDevicePools) {
+  host_pool_request r = base();
+  r.host_bytes = 3 * (4096ull * 4096 + 64ull * 49536);
+  auto s = size_host_pools(r);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->kv_tokens % 64, 0u);
+  EXPECT_NEAR(static_cast<double>(s->kv_tokens), 3 * 4096.0, 64.0);
+  EXPECT_NEAR(static_cast<double>(s->slots), 3 * 64.0 + 1, 2.0);
+  EXPECT_LE(s->bytes(), r.host_bytes + r.state_bytes);
+}
+
+TEST(HostPoolSizing, PoolsNotLargerThanTheDeviceAreRefused) {
+  host_pool_request r = base();
+  r.ratio = 1.0;
+  auto s = size_host_pools(r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.err().code, errc::invalid_config);
+  EXPECT_NE(s.err().message.find("--hicache-ratio"), std::string::npos);
+  r = base();
+  r.host_bytes = 1 << 20;
+  s = size_host_pools(r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.err().message.find("larger than the device"), std::string::npos) << s.err().message;
+}
+
+TEST(HostPoolSizing, ShortHostMemoryIsRefused) {
+  host_pool_request r = base();
+  r.host_ram_available = 1ull << 20;
+  auto s = size_host_pools(r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.err().message.find("host memory"), std::string::npos);
+}
+
+TEST(HostPools, APageIsContiguousAndSlotsDoNotOverlap) {
+  host_pool_sizes sz;
+  sz.kv_tokens = 16;
+  sz.slots = 3;
+  sz.kv_bytes_per_token = 8;
+  sz.state_bytes = 24;
+  host_pools h(sz, 4);
+  auto page = h.kv(4, 4);
+  EXPECT_EQ(page.size(), 32u);
+  EXPECT_EQ(h.kv(5).data(), page.data() + 8) << "token 5 follows token 4 in its page";
+  EXPECT_EQ(h.state(2).data(), h.state(1).data() + 24);
+  EXPECT_EQ(h.kv(16, 4).size(), 32u) << "the last page is addressable";
+}
+
+}  // namespace
+}  // namespace hc::test
