@@ -94,6 +94,24 @@ struct hicache : ::testing::TestWithParam<std::size_t> {
   bool is_h_leaf(const radix_node* n) const {
     return n->evicted() && n->backed_up() && n->is_leaf() && !n->host_protected();
   }
+  /// base = seq(1,2) and its child base + seq(100,2), both backed up; the child is then
+  /// demoted to the host (it is the least recent D-leaf).
+  struct chain {
+    std::vector<token_id> full;
+    node_ref parent, child;
+  };
+  chain demoted_chain() {
+    chain c;
+    auto base = seq(1, 2);
+    c.full = cat(base, seq(100, 2));
+    c.parent = insert(base);
+    c.child = insert(c.full);
+    backup(c.parent);
+    backup(c.child);
+    (void)t.evict(2 * P, 0);
+    EXPECT_TRUE(c.child.node->evicted());
+    return c;
+  }
   void mixed_operations(write_policy policy);
   std::vector<const radix_node*> all_nodes() const {
     std::vector<const radix_node*> out,
@@ -157,14 +175,7 @@ TEST_P(hicache, EvictToHostUpdatesTheSsmLruLists) {
 }
 
 TEST_P(hicache, MatchWalksThroughEvictedNodes) {
-  auto base = seq(1, 2);
-  auto full = cat(base, seq(100, 2));
-  node_ref parent = insert(base);
-  node_ref child = insert(full);
-  backup(parent);
-  backup(child);
-  (void)t.evict(2 * P, 0);  // the child (least recent D-leaf) goes to the host
-  ASSERT_TRUE(child.node->evicted());
+  auto [full, parent, child] = demoted_chain();
   auto m = t.match(0, full);
   EXPECT_GE(m.indices.size(), 2 * P);
   EXPECT_EQ(m.indices.size(), 2 * P);
@@ -280,13 +291,7 @@ TEST_P(hicache, BackupContinuityNeedsTheParentFirst) {
 }
 
 TEST_P(hicache, LoadBackAppendsToThePrefixAndTheQuotaCanRefuse) {
-  auto base = seq(1, 2);
-  auto full = cat(base, seq(100, 2));
-  node_ref parent = insert(base);
-  node_ref child = insert(full);
-  backup(parent);
-  backup(child);
-  (void)t.evict(2 * P, 0);
+  auto [full, parent, child] = demoted_chain();
   auto m = t.match(0, full);
   ASSERT_EQ(m.last_node, parent);
 
@@ -313,12 +318,7 @@ TEST_P(hicache, LoadBackAppendsToThePrefixAndTheQuotaCanRefuse) {
 }
 
 TEST_P(hicache, HostEvictionOfStatesKeepsInnerNodes) {
-  auto base = seq(1, 2);
-  node_ref a = insert(base);
-  node_ref b = insert(cat(base, seq(100, 2)));
-  backup(a);
-  backup(b);
-  (void)t.evict(2 * P, 0);  // b demoted: an H-leaf with a host state
+  auto [full, a, b] = demoted_chain();  // b: an H-leaf with a host state
   EXPECT_EQ(t.evict_mamba_host(2), 2u);
   EXPECT_FALSE(t.valid(b)) << "an H-leaf goes whole";
   ASSERT_TRUE(t.valid(a));
