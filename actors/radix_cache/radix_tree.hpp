@@ -315,6 +315,9 @@ class radix_tree {
   /// Deletes n (and stateless ancestors) if it is a leaf holding no state and nothing
   /// holds it any more.
   void drop_if_stateless_leaf(radix_node* n);
+  /// protect/release of one host-protection counter (delta +1 or -1).
+  status adjust_host_hold(node_ref ref, std::int32_t radix_node::*counter, int delta,
+                          const char* what);
   bool is_h_leaf(const radix_node* n) const noexcept;
   void count_insert_hit(radix_node* n);
   status check_host_fields(const radix_node* n, host_sizes& sums,

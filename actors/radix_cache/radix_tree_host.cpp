@@ -192,32 +192,28 @@ std::size_t radix_tree::evict_mamba_host(std::size_t n) {
   return freed;
 }
 
-status radix_tree::protect_host(node_ref ref) {
-  if (!valid(ref)) return {errc::not_found, "protect_host: stale node"};
-  if (ref.node != root_) ++ref.node->host_lock_ref;
+status radix_tree::adjust_host_hold(node_ref ref, std::int32_t radix_node::*counter, int delta,
+                                    const char* what) {
+  if (!valid(ref)) return {errc::not_found, std::string(what) + ": stale node"};
+  if (ref.node == root_) return {};
+  std::int32_t& c = ref.node->*counter;
+  if (delta < 0 && c <= 0) return {errc::invalid_argument, std::string(what) + ": not protected"};
+  c += delta;
+  if (delta < 0) drop_if_stateless_leaf(ref.node);  // nothing holds it any more
   return {};
+}
+
+status radix_tree::protect_host(node_ref ref) {
+  return adjust_host_hold(ref, &radix_node::host_lock_ref, +1, "protect_host");
 }
 status radix_tree::release_host(node_ref ref) {
-  if (!valid(ref)) return {errc::not_found, "release_host: stale node"};
-  if (ref.node == root_) return {};
-  if (ref.node->host_lock_ref <= 0) return {errc::invalid_argument, "release_host: not protected"};
-  --ref.node->host_lock_ref;
-  drop_if_stateless_leaf(ref.node);
-  return {};
+  return adjust_host_hold(ref, &radix_node::host_lock_ref, -1, "release_host");
 }
 status radix_tree::protect_host_mamba(node_ref ref) {
-  if (!valid(ref)) return {errc::not_found, "protect_host_mamba: stale node"};
-  if (ref.node != root_) ++ref.node->mamba_host_lock_ref;
-  return {};
+  return adjust_host_hold(ref, &radix_node::mamba_host_lock_ref, +1, "protect_host_mamba");
 }
 status radix_tree::release_host_mamba(node_ref ref) {
-  if (!valid(ref)) return {errc::not_found, "release_host_mamba: stale node"};
-  if (ref.node == root_) return {};
-  if (ref.node->mamba_host_lock_ref <= 0)
-    return {errc::invalid_argument, "release_host_mamba: not protected"};
-  --ref.node->mamba_host_lock_ref;
-  drop_if_stateless_leaf(ref.node);
-  return {};
+  return adjust_host_hold(ref, &radix_node::mamba_host_lock_ref, -1, "release_host_mamba");
 }
 
 result<load_back_result> radix_tree::load_back(node_ref best, std::int64_t mem_quota) {

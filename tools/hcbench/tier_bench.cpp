@@ -161,8 +161,8 @@ void BM_PrefetchRead(benchmark::State& st) {
                             std::chrono::steady_clock::now() + std::chrono::seconds(60));
     if (r.pages_read != pages || !r.state_read) st.SkipWithError("read_pages");
   }
-  st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() *
-                                                 (pages * page.size() + state_bytes)));
+  st.SetBytesProcessed(
+      static_cast<std::int64_t>(st.iterations() * (pages * page.size() + state_bytes)));
   store.reset();
   std::filesystem::remove_all(dir);
 }
