@@ -75,6 +75,26 @@ struct prometheus_metrics::impl {
           .Register(*reg)
           .Add({}, buckets());
 
+  pm::Family<pm::Counter>& prefetches = pm::BuildCounter()
+                                            .Name("hybridcache_prefetch_total")
+                                            .Help("Storage prefetches by outcome")
+                                            .Register(*reg);
+  pm::Histogram& prefetch_seconds = pm::BuildHistogram()
+                                        .Name("hybridcache_prefetch_seconds")
+                                        .Help("Storage prefetch I/O time (existence and reads)")
+                                        .Register(*reg)
+                                        .Add({}, io_buckets());
+  pm::Family<pm::Histogram>& backup_seconds = pm::BuildHistogram()
+                                                  .Name("hybridcache_backup_seconds")
+                                                  .Help("Time to back one node up to L3")
+                                                  .Register(*reg);
+  pm::Family<pm::Counter>& tier_bytes = pm::BuildCounter()
+                                            .Name("hybridcache_tier_bytes_total")
+                                            .Help("Bytes moved by the L2 and L3 tiers")
+                                            .Register(*reg);
+  static pm::Histogram::BucketBoundaries io_buckets() {
+    return {1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0, 5.0, 30.0};
+  }
   static pm::Histogram::BucketBoundaries buckets() {
     return {5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 5e-3, 2.5e-2, 0.1, 1.0};
   }
@@ -95,6 +115,14 @@ struct prometheus_metrics::impl {
     for (const char* op : {"snapshot", "clear", "cow"})
       ops.Add({{"op", op}});
     inserted.Add({});
+    for (const char* o : {"completed", "truncated", "partial", "skipped_below_threshold",
+                          "rate_limited", "timed_out", "revoked", "aborted"})
+      prefetches.Add({{"outcome", o}});
+    for (const char* r : {"ok", "failed"})
+      backup_seconds.Add({{"result", r}}, io_buckets());
+    for (const char* tier : {"l2", "l3"})
+      for (const char* dir : {"read", "write"})
+        tier_bytes.Add({{"tier", tier}, {"direction", dir}});
   }
 };
 
@@ -190,6 +218,36 @@ void prometheus_metrics::sessions(std::int64_t delta) {
 
 void prometheus_metrics::rpc(std::string_view method, double seconds) {
   impl_->rpc.Add({{"method", std::string(method)}}, impl::buckets()).Observe(seconds);
+}
+
+void prometheus_metrics::l2_hit(std::uint64_t tokens) {
+  const auto n = static_cast<double>(tokens);
+  impl_->match_requests.Add({{"tier", "l2"}}).Increment();
+  impl_->hit_tokens.Add({{"tier", "l2"}, {"component", "kv"}}).Increment(n);
+  impl_->hit_tokens.Add({{"tier", "l2"}, {"component", "ssm"}}).Increment(n);
+}
+
+void prometheus_metrics::prefetch(std::string_view outcome, std::uint64_t tokens,
+                                  std::uint64_t resumable, double seconds) {
+  impl_->prefetches.Add({{"outcome", std::string(outcome)}}).Increment();
+  if (seconds > 0) impl_->prefetch_seconds.Observe(seconds);
+  if (tokens == 0) return;
+  impl_->match_requests.Add({{"tier", "l3"}}).Increment();
+  impl_->hit_tokens.Add({{"tier", "l3"}, {"component", "kv"}})
+      .Increment(static_cast<double>(tokens));
+  impl_->hit_tokens.Add({{"tier", "l3"}, {"component", "ssm"}})
+      .Increment(static_cast<double>(resumable));
+}
+
+void prometheus_metrics::tier_bytes(std::string_view tier, std::string_view direction,
+                                    std::uint64_t bytes) {
+  impl_->tier_bytes.Add({{"tier", std::string(tier)}, {"direction", std::string(direction)}})
+      .Increment(static_cast<double>(bytes));
+}
+
+void prometheus_metrics::backup(double seconds, bool failed) {
+  impl_->backup_seconds.Add({{"result", failed ? "failed" : "ok"}}, impl::io_buckets())
+      .Observe(seconds);
 }
 
 }  // namespace hc

@@ -15,6 +15,13 @@
 //   hybridcache_sessions                                       gauge
 //   hybridcache_rpc_latency_seconds{method}                    histogram
 //   hybridcache_forward_fence_wait_seconds                     histogram
+//   hybridcache_prefetch_total{outcome}                        counter; outcome = completed |
+//       truncated | partial | skipped_below_threshold | rate_limited | timed_out | revoked |
+//       aborted
+//   hybridcache_prefetch_seconds                               histogram (prefetch I/O)
+//   hybridcache_backup_seconds{result="ok"|"failed"}           histogram (one node to L3)
+//   hybridcache_tier_bytes_total{tier="l2"|"l3",direction="read"|"write"} counter
+//   (L2 / L3 hits: hybridcache_match_requests_total and _hit_tokens_total, tier="l2"|"l3")
 
 #include <memory>
 #include <string>
@@ -47,6 +54,11 @@ class prometheus_metrics final : public metrics_sink {
   void pools(std::uint64_t instance, const pool_gauges& g) override;
   void sessions(std::int64_t delta) override;
   void rpc(std::string_view method, double seconds) override;
+  void l2_hit(std::uint64_t tokens) override;
+  void prefetch(std::string_view outcome, std::uint64_t tokens, std::uint64_t resumable,
+                double seconds) override;
+  void tier_bytes(std::string_view tier, std::string_view direction, std::uint64_t bytes) override;
+  void backup(double seconds, bool failed) override;
 
  private:
   struct impl;

@@ -109,6 +109,12 @@ void put_spec(wire::InstanceSpec::Builder b, const instance_spec& s) {
   b.setMaxContextLen(static_cast<std::uint32_t>(s.max_context_len));
   b.setSlotsPerRequest(static_cast<std::uint32_t>(s.slots_per_request));
   b.setNamespace(s.ns);
+  b.setHicacheRatio(s.hicache_ratio);
+  b.setHicacheBytes(s.hicache_bytes);
+  b.setHicacheWritePolicy(static_cast<wire::WritePolicy>(s.hicache_write_policy));
+  b.setPrefetchPolicy(static_cast<wire::PrefetchPolicy>(s.prefetch_policy));
+  b.setPrefetchThreshold(static_cast<std::uint32_t>(s.prefetch_threshold));
+  b.setHicacheStorage(s.hicache_storage);
 }
 
 result<instance_spec> get_spec(wire::InstanceSpec::Reader r) {
@@ -143,6 +149,18 @@ result<instance_spec> get_spec(wire::InstanceSpec::Reader r) {
   s.max_context_len = r.getMaxContextLen();
   s.slots_per_request = r.getSlotsPerRequest();
   s.ns = r.getNamespace().cStr();
+  s.hicache_ratio = r.getHicacheRatio();
+  s.hicache_bytes = r.getHicacheBytes();
+  const auto wp = static_cast<unsigned>(r.getHicacheWritePolicy());
+  const auto pp = static_cast<unsigned>(r.getPrefetchPolicy());
+  if (wp > static_cast<unsigned>(write_policy::write_back))
+    return error{errc::invalid_config, "hicacheWritePolicy " + std::to_string(wp) + " is unknown"};
+  if (pp > static_cast<unsigned>(prefetch_termination::timeout))
+    return error{errc::invalid_config, "prefetchPolicy " + std::to_string(pp) + " is unknown"};
+  s.hicache_write_policy = static_cast<write_policy>(wp);
+  s.prefetch_policy = static_cast<prefetch_termination>(pp);
+  s.prefetch_threshold = r.getPrefetchThreshold();
+  s.hicache_storage = r.getHicacheStorage();
   return s;
 }
 
@@ -229,6 +247,10 @@ void put_result(wire::CommandResult::Builder b, const command_result& r) {
   p.setMambaProtected(r.pools.mamba_protected);
   b.setElapsedNs(r.elapsed_ns);
   b.setKvMatched(r.kv_matched);
+  b.setLoadedTokens(r.loaded_tokens);
+  b.setPrefetchReady(r.prefetch_ready);
+  if (!r.prefetch_outcome.empty()) b.setPrefetchOutcome(r.prefetch_outcome);
+  b.setStorageHitTokens(r.storage_hit_tokens);
 }
 
 command_result get_result(wire::CommandResult::Reader b) {
@@ -266,6 +288,10 @@ command_result get_result(wire::CommandResult::Reader b) {
              p.getMambaProtected()};
   r.elapsed_ns = b.getElapsedNs();
   r.kv_matched = b.getKvMatched();
+  r.loaded_tokens = b.getLoadedTokens();
+  r.prefetch_ready = b.getPrefetchReady();
+  r.prefetch_outcome = b.getPrefetchOutcome().cStr();
+  r.storage_hit_tokens = b.getStorageHitTokens();
   return r;
 }
 

@@ -60,6 +60,25 @@ struct InstanceSpec {
   maxContextLen @14 :UInt32;      # row width; 0 = unlimited
   slotsPerRequest @15 :UInt32;    # pre-eviction factor; 0 = derived from strategy
   namespace @16 :Text;            # LoRA id / cache salt (extra_key); "" = default
+  # Host tier (HiCache, cache-semantics.md §5): on when hicacheRatio or hicacheBytes > 0.
+  hicacheRatio @17 :Float64;      # host pools = ratio x device pools (must be > 1)
+  hicacheBytes @18 :UInt64;       # host bytes for both pools (overrides the ratio)
+  hicacheWritePolicy @19 :WritePolicy;
+  prefetchPolicy @20 :PrefetchPolicy;
+  prefetchThreshold @21 :UInt32 = 256;  # tokens; shorter storage hits are not prefetched
+  hicacheStorage @22 :Bool = true;      # back up to / prefetch from the node's L3 store
+}
+
+enum WritePolicy {
+  writeThrough @0;           # back up a node on its first insert hit
+  writeThroughSelective @1;  # on its second
+  writeBack @2;              # only when a device leaf is evicted
+}
+
+enum PrefetchPolicy {
+  bestEffort @0;    # admit at once; what arrived later still lands in the cache
+  waitComplete @1;  # admit only when the prefetch ended
+  timeout @2;       # wait at most min(30, 2 + 0.1 * tokens / 1024) seconds
 }
 
 enum CommandKind {
@@ -83,6 +102,8 @@ enum CommandKind {
   takeOps @17;         # queue the deferred data ops of extend batch `reqs` for forward `batch`
   lookup @18;          # match `tokens` without a request (no copy-on-write, no lock; only the
                        # LRU moves): prefix length, indices and node slot for routing/policies
+  prefetch @19;        # storage prefetch of req's prompt (host tier + L3): the first call
+                       # starts it, later calls poll; `flag` = the worker admits req now
 }
 
 struct Command {
@@ -137,6 +158,12 @@ struct CommandResult {
   pools @25 :PoolState;
   elapsedNs @26 :UInt64;        # time inside the cache
   kvMatched @27 :UInt64;        # match: KV tokens matched, resumable or not (>= prefixLen)
+  loadedTokens @28 :UInt64;     # match: tokens of the prefix loaded back from the host tier
+  prefetchReady @29 :Bool;      # prefetch: the request may be admitted now (policy)
+  prefetchOutcome @30 :Text;    # prefetch: "" while running, else completed | truncated |
+                                # partial | skipped_below_threshold | rate_limited |
+                                # timed_out | revoked | aborted
+  storageHitTokens @31 :UInt64; # prefetch: tokens it brought from L3 to the host tier
 }
 
 struct PoolInfo {

@@ -33,6 +33,19 @@ class metrics_sink {
   virtual void sessions(std::int64_t delta) = 0;
   /// One RPC served: method name and its server-side latency.
   virtual void rpc(std::string_view method, double seconds) = 0;
+
+  // --- tiers (HiCache) ---
+  /// A match that loaded `tokens` back from the host tier (an L2 hit).
+  virtual void l2_hit(std::uint64_t tokens) = 0;
+  /// A storage prefetch ended with `outcome` (prefetch_outcome's name) after `seconds`,
+  /// bringing `tokens` from L3 to the host, `resumable` of them with their SSM state.
+  virtual void prefetch(std::string_view outcome, std::uint64_t tokens, std::uint64_t resumable,
+                        double seconds) = 0;
+  /// Bytes a tier moved: tier "l2" (host pools) | "l3" (store); direction "read" | "write".
+  virtual void tier_bytes(std::string_view tier, std::string_view direction,
+                          std::uint64_t bytes) = 0;
+  /// One node's L3 backup ended (failed: a batch or the state failed to write).
+  virtual void backup(double seconds, bool failed) = 0;
 };
 
 /// A sink that drops everything (tests, tools).
@@ -49,6 +62,10 @@ class null_metrics final : public metrics_sink {
   void instance_closed(std::uint64_t) override {}
   void sessions(std::int64_t) override {}
   void rpc(std::string_view, double) override {}
+  void l2_hit(std::uint64_t) override {}
+  void prefetch(std::string_view, std::uint64_t, std::uint64_t, double) override {}
+  void tier_bytes(std::string_view, std::string_view, std::uint64_t) override {}
+  void backup(double, bool) override {}
 };
 
 }  // namespace hc

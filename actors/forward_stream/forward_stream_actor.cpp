@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "actors/forward_stream/fence_queue.hpp"
+#include "actors/forward_stream/tier_copier.hpp"
 #include "actors/node/messages.hpp"
 
 namespace hc {
@@ -17,25 +18,111 @@ std::uint64_t now_ns() {
                                         .count());
 }
 
+/// Tier copies waiting for their moment, with the promise of their answer.
+struct pending_tier {
+  msg::tier_copies copies;
+  caf::response_promise answer;
+};
+
 struct session_stream {
   explicit session_stream(slot_pool_view v) : q(v) {}
   fence_queue q;
-  msg::fence_ptr waiting;  ///< a begin_forward that waits for the in-flight end
+  msg::fence_ptr waiting;             ///< a begin_forward that waits for the in-flight end
+  std::vector<pending_tier> backups;  ///< run once q is empty and nothing is in flight
+};
+
+struct tier_counters {
+  std::uint64_t loads = 0, demotions = 0, backups = 0, bad = 0;
+  std::uint64_t bytes_to_host = 0, bytes_to_device = 0;
 };
 
 struct state {
   std::shared_ptr<l1_pools> pools;
+  std::shared_ptr<host_pools> host;
   std::unordered_map<session_id, session_stream> sessions;
+  std::vector<pending_tier> loads;  ///< run before the next begin of any session
   metrics_sink* metrics = nullptr;
   std::uint64_t rejected_ops = 0;
+  tier_counters tier;
 
   slot_pool_view view() const { return {pools->ssm.bytes(), pools->ssm_slot_bytes}; }
+  device_bytes device() const {
+    return {pools->kv.bytes(), pools->kv_bytes_per_token, pools->ssm.bytes(),
+            pools->ssm_slot_bytes};
+  }
 };
 
-void answer_begin(state& st, const msg::fence_ptr& j) {
+/// Runs the copies and answers with them.
+void run_tier(state& st, pending_tier& p) {
+  if (st.host) {
+    std::uint64_t to_host = 0, to_device = 0;
+    for (const tier_copy& c : p.copies) {
+      const bool any = !c.device_kv.empty() || (c.device_slot != no_slot && c.host_slot != no_slot);
+      const std::uint64_t moved = run_tier_copy(st.device(), *st.host, c);
+      if (any && moved == 0 && (st.pools->kv_bytes_per_token || st.pools->ssm_slot_bytes))
+        ++st.tier.bad;
+      (c.dir == tier_copy::direction::device_to_host ? to_host : to_device) += moved;
+    }
+    st.tier.bytes_to_host += to_host;
+    st.tier.bytes_to_device += to_device;
+    if (to_host) st.metrics->tier_bytes("l2", "write", to_host);
+    if (to_device) st.metrics->tier_bytes("l2", "read", to_device);
+  }
+  p.answer.deliver(std::move(p.copies));
+}
+
+void run_loads(state& st) {
+  for (pending_tier& p : st.loads)
+    run_tier(st, p);
+  st.loads.clear();
+}
+
+/// A session's backups run once every op it queued ran and no forward of it is in flight.
+/// `at_begin`: a begin_forward is being answered — its forward has not started yet (the
+/// worker waits for the answer), so the batch marked in flight writes nothing so far.
+void run_backups_if_settled(state& st, session_stream& ss, bool at_begin = false) {
+  if ((ss.q.in_flight() && !at_begin) || ss.q.queued() != 0 || ss.backups.empty()) return;
+  for (pending_tier& p : ss.backups)
+    run_tier(st, p);
+  ss.backups.clear();
+}
+
+void answer_begin(state& st, session_stream& ss, const msg::fence_ptr& j) {
+  run_backups_if_settled(st, ss, /*at_begin=*/true);  // previous forward ended, ops ran
   j->waited_ns = now_ns() - j->started_ns;
   st.metrics->fence_wait(static_cast<double>(j->waited_ns) * 1e-9);
   j->complete();
+}
+
+caf::response_promise tier(caf::event_based_actor* self, state& st, msg::tier_kind kind,
+                           session_id s, msg::tier_copies& copies) {
+  pending_tier p{std::move(copies), self->make_response_promise()};
+  caf::response_promise answer = p.answer;
+  auto it = st.sessions.find(s);
+  switch (kind) {
+    case msg::tier_kind::demotion:
+      ++st.tier.demotions;
+      run_tier(st, p);
+      break;
+    case msg::tier_kind::load:
+      ++st.tier.loads;
+      if (it == st.sessions.end() || !it->second.q.in_flight()) {
+        run_tier(st, p);
+      } else {
+        st.loads.push_back(std::move(p));
+      }
+      break;
+    case msg::tier_kind::backup:
+      ++st.tier.backups;
+      if (it == st.sessions.end()) {
+        run_tier(st, p);  // the session is gone: nothing of it is in flight
+      } else {
+        it->second.backups.push_back(std::move(p));
+        run_backups_if_settled(st, it->second);
+      }
+      break;
+  }
+  return answer;
 }
 
 void fence(state& st, const msg::fence_ptr& j) {
@@ -46,6 +133,7 @@ void fence(state& st, const msg::fence_ptr& j) {
   }
   session_stream& ss = it->second;
   if (j->begin) {
+    run_loads(st);  // a load-back may be read by this forward
     auto r = ss.q.begin(j->batch);
     if (!r) {
       j->err = r.err();
@@ -55,12 +143,16 @@ void fence(state& st, const msg::fence_ptr& j) {
       ss.waiting = j;
       return;
     }
-    return answer_begin(st, j);
+    return answer_begin(st, ss, j);
   }
   auto r = ss.q.end(j->batch);
   if (!r) j->err = r.err();
   j->complete();
-  if (r && *r && ss.waiting) answer_begin(st, std::exchange(ss.waiting, nullptr));
+  if (r && *r && ss.waiting) {
+    run_loads(st);
+    answer_begin(st, ss, std::exchange(ss.waiting, nullptr));
+  }
+  run_backups_if_settled(st, ss);
 }
 
 void bytes(state& st, const msg::bytes_ptr& j) {
@@ -103,10 +195,11 @@ void bytes(state& st, const msg::bytes_ptr& j) {
 
 }  // namespace
 
-caf::behavior forward_stream_actor(caf::event_based_actor*, std::shared_ptr<l1_pools> pools,
-                                   metrics_sink* metrics) {
+caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr<l1_pools> pools,
+                                   std::shared_ptr<host_pools> host, metrics_sink* metrics) {
   auto st = std::make_shared<state>();
   st->pools = std::move(pools);
+  st->host = std::move(host);
   st->metrics = metrics;
   return {
       [st](msg::attach_atom, session_id s) { st->sessions.try_emplace(s, st->view()); },
@@ -116,6 +209,9 @@ caf::behavior forward_stream_actor(caf::event_based_actor*, std::shared_ptr<l1_p
           ++st->rejected_ops;  // a closed session, or ops for a batch that already began
       },
       [st](msg::fence_atom, const msg::fence_ptr& j) { fence(*st, j); },
+      [self, st](msg::tier_atom, msg::tier_kind kind, session_id s, msg::tier_copies& copies) {
+        return tier(self, *st, kind, s, copies);
+      },
       [st](msg::bytes_atom, const msg::bytes_ptr& j) { bytes(*st, j); },
       [st](msg::detach_atom, session_id s) {
         auto it = st->sessions.find(s);
@@ -124,7 +220,11 @@ caf::behavior forward_stream_actor(caf::event_based_actor*, std::shared_ptr<l1_p
           it->second.waiting->err = {errc::not_found, "session closed while begin_forward waited"};
           it->second.waiting->complete();
         }
+        // Its backups read tree data, which no forward writes: they can run now.
+        for (pending_tier& p : it->second.backups)
+          run_tier(*st, p);
         st->sessions.erase(it);
+        run_loads(*st);
       },
       [st](msg::inspect_atom) -> std::string {
         fence_stats total;
@@ -142,7 +242,13 @@ caf::behavior forward_stream_actor(caf::event_based_actor*, std::shared_ptr<l1_p
                ",\"clears_run\":" + std::to_string(total.clears) +
                ",\"cows_run\":" + std::to_string(total.cows) +
                ",\"bad_ops\":" + std::to_string(total.bad_ops) +
-               ",\"rejected_ops\":" + std::to_string(st->rejected_ops) + "}";
+               ",\"rejected_ops\":" + std::to_string(st->rejected_ops) +
+               ",\"tier_loads\":" + std::to_string(st->tier.loads) +
+               ",\"tier_demotions\":" + std::to_string(st->tier.demotions) +
+               ",\"tier_backups\":" + std::to_string(st->tier.backups) +
+               ",\"tier_bad_copies\":" + std::to_string(st->tier.bad) +
+               ",\"bytes_to_host\":" + std::to_string(st->tier.bytes_to_host) +
+               ",\"bytes_to_device\":" + std::to_string(st->tier.bytes_to_device) + "}";
       },
   };
 }

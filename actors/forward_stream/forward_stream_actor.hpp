@@ -5,13 +5,18 @@
 // 2-3). Decides nothing about ownership.
 //
 // Messages: (attach, session), (ops, session, batch, forward_ops), (fence, fence_ptr),
-// (bytes, bytes_ptr), (detach, session), (inspect) -> std::string JSON.
+// (bytes, bytes_ptr), (detach, session), (inspect) -> std::string JSON, and
+// (tier, tier_kind, session, tier_copies) -> tier_copies: the copies, answered once they
+// ran — a demotion at once; a load before the next begin_forward of any session (or at
+// once if its session has no forward in flight); a backup once every op its session had
+// queued ran and no forward of that session is in flight (the bytes are final).
 
 #include <caf/fwd.hpp>
 
 #include <memory>
 
 #include "actors/common/metrics_sink.hpp"
+#include "actors/host_storage/host_pools.hpp"
 #include "gpu/shm_region.hpp"
 
 namespace hc {
@@ -24,7 +29,8 @@ struct l1_pools {
   std::size_t ssm_slot_bytes = 0;
 };
 
+/// `host`: the instance's L2 pools (null without a host tier).
 caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr<l1_pools> pools,
-                                   metrics_sink* metrics);
+                                   std::shared_ptr<host_pools> host, metrics_sink* metrics);
 
 }  // namespace hc

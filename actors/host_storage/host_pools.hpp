@@ -57,6 +57,9 @@ class host_pools {
   std::size_t kv_bytes_per_token() const noexcept { return token_bytes_; }
   std::size_t state_bytes() const noexcept { return state_bytes_; }
   std::size_t page_size() const noexcept { return page_size_; }
+  /// Token ids 0..kv_tokens()-1 (page 0 unused) and slot ids 1..slots() are addressable.
+  std::size_t kv_tokens() const noexcept { return tokens_; }
+  std::size_t slots() const noexcept { return slots_; }
 
  private:
   std::size_t page_size_;

@@ -4,6 +4,7 @@
 // command-line flags override it. deploy/hybridcached.conf.example lists them all.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace hc {
@@ -20,6 +21,8 @@ struct daemon_options {
   std::size_t max_command_tokens = std::size_t{1} << 20;  ///< tokens per command
   std::size_t max_pool_bytes = std::size_t{64} << 30;     ///< bytes per L1 pool
   std::size_t max_idle_instances = 4;                     ///< kept without sessions
+  bool l3 = true;                                         ///< L3 store in <data-dir>/l3
+  std::uint64_t l3_capacity = std::uint64_t{64} << 30;    ///< L3 bytes before LRU eviction
 };
 
 }  // namespace hc

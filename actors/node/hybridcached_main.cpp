@@ -15,6 +15,7 @@
 #include "actors/node/node.hpp"
 #include "monitoring/prometheus_metrics.hpp"
 #include "schema/rpc_server.hpp"
+#include "storage/rocksdb_store.hpp"
 
 namespace {
 
@@ -40,6 +41,25 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     }
   }
 
+  // The L3 store outlives the node (the node's actors use it until shutdown) and is
+  // closed — memtables flushed, the directory unlocked — when run() returns.
+  std::shared_ptr<hc::l3_store> l3;
+  if (o.l3) {
+    hc::rocksdb_store_config sc;
+    sc.path = (fs::path(o.data_dir) / "l3").string();
+    sc.capacity_bytes = o.l3_capacity;
+    auto store = hc::rocksdb_store::open(sc);
+    if (!store) {
+      hc::log::error("cannot open the L3 store in " + sc.path + ": " + store.err().message +
+                     " (another hybridcached on this --data-dir? or --l3 off)");
+      return 2;
+    }
+    const hc::l3_usage u = (*store)->usage();
+    hc::log::info("L3 store " + sc.path + ": " + std::to_string(u.values) + " values, " +
+                  std::to_string(u.bytes) + " of " + std::to_string(u.capacity) + " bytes");
+    l3 = std::move(*store);
+  }
+
   hc::prometheus_metrics metrics;
   if (o.metrics != "off") {
     if (hc::status s = metrics.serve(o.metrics); !s) {
@@ -55,6 +75,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   nc.max_command_tokens = o.max_command_tokens;
   nc.limits.max_pool_bytes = o.max_pool_bytes;
   nc.max_idle_instances = o.max_idle_instances;
+  nc.l3 = l3;
   hc::node node(nc);
   hc::rpc_server server(node, metrics);
   hc::rpc_server_config rc;
@@ -122,6 +143,15 @@ int main(int argc, char** argv) {
                  "Cache instances kept after their last session closed (the longest idle "
                  "beyond this are destroyed)")
       ->capture_default_str();
+  app.add_option("--l3", o.l3,
+                 "Keep an L3 store (RocksDB) in <data-dir>/l3 for instances opened with a host "
+                 "tier (hicacheRatio): their backups survive a restart and prefetches read them")
+      ->capture_default_str();
+  app.add_option("--l3-capacity", o.l3_capacity,
+                 "Bytes the L3 store keeps before it evicts the least recently used values "
+                 "(units accepted: 512MB, 64GB, 1TB — 1024-based)")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false));
   CLI11_PARSE(app, argc, argv);
   hc::log::set_level(*hc::log::parse_level(o.log_level));
   if (o.socket.empty() && o.tcp.empty()) {

@@ -6,7 +6,9 @@
 
 #include <memory>
 
+#include "actors/host_storage/host_storage_actor.hpp"
 #include "actors/node/jobs.hpp"
+#include "actors/radix_cache/radix_tree.hpp"
 #include "actors/scheduler/forward_ops.hpp"
 #include "actors/scheduler/request_manager.hpp"
 
@@ -24,6 +26,18 @@ using ops_atom = caf::atom_constant<caf::atom("ops")>;
 using inspect_atom = caf::atom_constant<caf::atom("inspect")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using detached_atom = caf::atom_constant<caf::atom("detached")>;
+using tier_atom = caf::atom_constant<caf::atom("tier")>;
+using store_atom = caf::atom_constant<caf::atom("store")>;
+using prefetch_atom = caf::atom_constant<caf::atom("prefetch")>;
+
+/// What a batch of tier copies is, which decides when forward_stream runs it:
+enum class tier_kind : std::uint8_t {
+  load,      ///< H→D of a load-back: before the next forward that may read it
+  demotion,  ///< D→H of a write_back eviction: at once, before the device ids are reused
+  backup,    ///< D→H of a write-through backup: once the session's queued ops ran and no
+             ///< forward of it is in flight (the bytes are final)
+};
+using tier_copies = std::vector<tier_copy>;
 
 using open_ptr = std::shared_ptr<open_job>;
 using step_ptr = std::shared_ptr<step_job>;
@@ -43,3 +57,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::close_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::stats_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::forward_ops)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::request_config)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::tier_kind)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::tier_copies)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::l3_write_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::l3_read_ptr)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -17,6 +18,7 @@
 #include "actors/node/messages.hpp"
 #include "actors/radix_cache/radix_cache_actor.hpp"
 #include "actors/scheduler/scheduler_actor.hpp"
+#include "storage/l3_keys.hpp"
 
 namespace hc {
 namespace {
@@ -51,8 +53,52 @@ struct node_state {
   std::uint64_t tick = 0;
 };
 
+/// MemAvailable of /proc/meminfo in bytes (0 if unknown).
+std::uint64_t host_memory_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+/// The L2 pools and L3 access of a new instance (§5.1 sizing); none without a host tier.
+result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_config& cc) {
+  tier_wiring w;
+  if (!spec.host_tier()) return w;
+  host_pool_request req;
+  req.device_kv_tokens = spec.kv_tokens;
+  req.device_slots = spec.ssm_slots;
+  req.page_size = spec.page_size;
+  req.kv_bytes_per_token = spec.kv_bytes_per_token;
+  req.state_bytes = spec.ssm_slot_bytes;
+  req.host_bytes = spec.hicache_bytes;
+  if (spec.hicache_ratio > 0) req.ratio = spec.hicache_ratio;
+  req.host_ram_available =
+      st.cfg.host_memory_limit ? st.cfg.host_memory_limit : host_memory_available();
+  auto sizes = size_host_pools(req);
+  if (!sizes) return sizes.err();
+  cc.host_kv_tokens = sizes->kv_tokens;
+  cc.host_slots = sizes->slots;
+  w.host = std::make_shared<host_pools>(*sizes, spec.page_size);
+  w.prefetch.threshold_tokens = spec.prefetch_threshold;
+  w.prefetch.termination = spec.prefetch_policy;
+  if (spec.hicache_storage && st.cfg.l3) {
+    w.storage = st.host;
+    w.fingerprint =
+        l3::fingerprint({spec.model_id, spec.tp_rank, spec.tp_size,
+                         spec.page_size * spec.kv_bytes_per_token, spec.ssm_slot_bytes});
+  }
+  return w;
+}
+
 result<instance> make_instance(caf::event_based_actor* self, node_state& st,
                                const instance_spec& spec) {
+  cache_config cc = cache_config_of(spec);
+  auto tiers = make_tiers(st, spec, cc);
+  if (!tiers) return tiers.err();
   auto pools = std::make_shared<l1_pools>();
   const std::uint64_t id = ++st.next_instance;
   const std::string base = st.cfg.shm_prefix + "-i" + std::to_string(id);
@@ -72,9 +118,9 @@ result<instance> make_instance(caf::event_based_actor* self, node_state& st,
   }
   instance in;
   in.id = id;
-  in.stream = self->spawn(forward_stream_actor, pools, st.cfg.metrics);
-  in.radix = self->spawn(radix_cache_actor, cache_config_of(spec), id, in.stream,
-                         caf::actor_cast<caf::actor>(self), st.cfg.metrics);
+  in.stream = self->spawn(forward_stream_actor, pools, tiers->host, st.cfg.metrics);
+  in.radix = self->spawn(radix_cache_actor, cc, id, in.stream, caf::actor_cast<caf::actor>(self),
+                         std::move(*tiers), st.cfg.metrics);
   return in;
 }
 
@@ -231,7 +277,8 @@ caf::behavior node_actor(caf::event_based_actor* self, node_config cfg,
   auto st = std::make_shared<node_state>();
   st->cfg = std::move(cfg);
   st->registry = registry;
-  st->host = self->spawn(host_storage_actor, st->cfg.metrics);
+  // Blocking L3 I/O: on its own thread, never on the scheduler's.
+  st->host = self->spawn<caf::detached>(host_storage_actor, st->cfg.l3, st->cfg.metrics);
   return {
       [self, st](msg::open_atom, const msg::open_ptr& job) { open_session(self, *st, job); },
       [self, st](msg::stats_atom, const msg::stats_ptr& job) { gather_stats(self, *st, job); },

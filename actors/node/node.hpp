@@ -12,6 +12,7 @@
 
 #include "actors/common/metrics_sink.hpp"
 #include "actors/node/jobs.hpp"
+#include "storage/l3_store.hpp"
 
 namespace hc {
 
@@ -32,6 +33,11 @@ struct node_config {
   std::size_t max_idle_instances = 4;
   /// Where metrics go (must outlive the node); nullptr = nowhere.
   metrics_sink* metrics = nullptr;
+  /// The L3 store shared by every instance whose spec asks for a host tier with storage
+  /// (hybridcached opens RocksDB in <data-dir>/l3); nullptr = no L3 (prefetch refused).
+  std::shared_ptr<l3_store> l3;
+  /// Host memory the node may give L2 pools, in bytes; 0 = MemAvailable at open time.
+  std::uint64_t host_memory_limit = 0;
 };
 
 class node {

@@ -17,6 +17,7 @@ radix_cache::radix_cache(const cache_config& cfg, const page_hasher* hasher)
 cow_match_result radix_cache::match(namespace_id ns, std::span<const token_id> key, bool cow,
                                     bool has_working_slot) {
   cow_match_result r{tree_.match(ns, key)};
+  if (has_host_tier() && r.match.best != r.match.last_node) r.loaded_tokens = load_back(r.match);
   if (!cow || r.match.last_slot == no_slot) return r;
   if (!has_working_slot) {
     slot_id s = slots_.alloc_one();
@@ -31,6 +32,36 @@ cow_match_result radix_cache::match(namespace_id ns, std::span<const token_id> k
   }
   r.cow_src = r.match.last_slot;
   return r;
+}
+
+std::size_t radix_cache::load_back(match_result& m) {
+  // The quota is everything the device could free: load_back still evicts only what the
+  // load needs, and skips the load when eviction cannot make room.
+  const auto quota = static_cast<std::int64_t>(kv_.available() + tree_.sizes().full_evictable);
+  auto lb = tree_.load_back(m.best, quota);
+  if (!lb || !lb->loaded) return 0;
+  m.indices.insert(m.indices.end(), lb->new_indices.begin(), lb->new_indices.end());
+  m.last_node = lb->last_node;
+  m.last_slot = lb->slot;
+  m.host_hit_length = 0;
+  m.mamba_host_hit = false;
+  for (tier_copy& c : lb->copies) {
+    if (c.host_slot != no_slot) (void)tree_.protect_host_mamba(c.node);
+    loads_.push_back(std::move(c));
+  }
+  return lb->new_indices.size();
+}
+
+std::vector<tier_copy> radix_cache::drain_loads() {
+  std::vector<tier_copy> out;
+  out.swap(loads_);
+  return out;
+}
+
+status radix_cache::load_done(const tier_copy& c) {
+  if (c.host_slot != no_slot)
+    if (status s = tree_.release_host_mamba(c.node); !s) return s;
+  return tree_.load_done(c.node);
 }
 
 slot_id radix_cache::alloc_slot_evicting() {

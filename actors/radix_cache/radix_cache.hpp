@@ -43,6 +43,8 @@ struct cow_match_result {
   slot_id cow_src = no_slot;
   /// Working slot allocated for the COW (no_slot if none was needed or none was free).
   slot_id new_working_slot = no_slot;
+  /// Tokens of match.indices loaded back from the host tier (their H→D copies are queued).
+  std::size_t loaded_tokens = 0;
 };
 
 class radix_cache {
@@ -61,12 +63,22 @@ class radix_cache {
   bool has_host_tier() const noexcept { return host_kv_ != nullptr; }
   kv_allocator& host_kv() noexcept { return *host_kv_; }
   slot_allocator& host_slots() noexcept { return *host_slots_; }
+  const kv_allocator& host_kv() const noexcept { return *host_kv_; }
+  const slot_allocator& host_slots() const noexcept { return *host_slots_; }
 
   /// §3.1 with COW: if `cow` and the best node holds a slot, records it as the COW
   /// source and, when the request has no working slot yet, allocates one (on failure:
-  /// lock best, evict one slot, retry, unlock).
+  /// lock best, evict one slot, retry, unlock). With a host tier, the host part of the
+  /// match is loaded back first (§5.3) and the result covers it; the H→D copies wait in
+  /// drain_loads().
   cow_match_result match(namespace_id ns, std::span<const token_id> key, bool cow,
                          bool has_working_slot);
+
+  /// The H→D copies of the load-backs match() did, for the data plane. Each must be
+  /// completed with load_done() once its bytes moved (its node stays locked, and its host
+  /// SSM state protected, until then).
+  std::vector<tier_copy> drain_loads();
+  status load_done(const tier_copy& c);
 
   /// One slot; on failure evicts one tree slot and retries. no_slot if still short.
   slot_id alloc_slot_evicting();
@@ -80,11 +92,15 @@ class radix_cache {
   status alloc_kv(std::size_t seq_len, kv_index last, std::size_t n, std::vector<kv_index>& out);
 
  private:
+  /// Loads the host part of m back and extends m over it; returns the tokens loaded.
+  std::size_t load_back(match_result& m);
+
   kv_allocator kv_;
   slot_allocator slots_;
   std::unique_ptr<kv_allocator> host_kv_;
   std::unique_ptr<slot_allocator> host_slots_;
   radix_tree tree_;
+  std::vector<tier_copy> loads_;
 };
 
 }  // namespace hc

@@ -8,6 +8,7 @@
 
 #include "actors/node/messages.hpp"
 #include "actors/scheduler/command_executor.hpp"
+#include "storage/sha256_page_hasher.hpp"
 
 namespace hc {
 namespace {
@@ -27,7 +28,9 @@ struct served_counters {
 
 struct state {
   served_counters served;
+  sha256_page_hasher hasher;  ///< page hashes (L3 keys); before the cache, which points to it
   std::unique_ptr<radix_cache> cache;
+  std::unique_ptr<tier_pipeline> tiers;
   std::unordered_map<session_id, session_state> sessions;
   /// Namespace names (InstanceSpec.namespace: LoRA adapter / cache salt) -> tree ids;
   /// "" is the default namespace 0. Sessions naming the same namespace share prefixes.
@@ -59,7 +62,8 @@ void report(state& st, const tree_counters& before, std::span<const command> cmd
         ++sv.matches;
         sv.matched_kv_tokens += r.kv_matched;
         sv.matched_resumable_tokens += r.prefix_len;
-        m.l1_match(r.kv_matched, r.prefix_len);
+        m.l1_match(r.kv_matched - r.loaded_tokens, r.prefix_len - r.loaded_tokens);
+        if (r.loaded_tokens) m.l2_hit(r.loaded_tokens);
         break;
       case cmd_kind::lookup:
         ++sv.lookups;
@@ -108,6 +112,16 @@ void report(state& st, const tree_counters& before, std::span<const command> cmd
   m.pools(st.instance, g);
 }
 
+/// Hands the tier work of a step of session `s` to the pipeline; a slot that any session
+/// still has to snapshot into is not backed up yet.
+void pump_tiers(state& st, session_id s) {
+  st.tiers->pump(s, [&st](slot_id slot) {
+    for (const auto& [id, ss] : st.sessions)
+      if (ss.requests->snapshot_pending_into(slot)) return true;
+    return false;
+  });
+}
+
 std::string inspect(const state& st) {
   const radix_cache& c = *st.cache;
   const tree_sizes& s = c.tree().sizes();
@@ -145,7 +159,8 @@ std::string inspect(const state& st) {
                         {"mamba_protected", s.mamba_protected},
                         {"sessions", st.sessions.size()},
                         {"live_requests", reqs},
-                        {"served", std::move(served)}}
+                        {"served", std::move(served)},
+                        {"host", nlohmann::json::parse(st.tiers->inspect())}}
       .dump();
 }
 
@@ -153,9 +168,11 @@ std::string inspect(const state& st) {
 
 caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
                                 std::uint64_t instance_id, caf::actor forward_stream,
-                                caf::actor owner, metrics_sink* metrics) {
+                                caf::actor owner, tier_wiring tiers, metrics_sink* metrics) {
   auto st = std::make_shared<state>();
-  st->cache = std::make_unique<radix_cache>(cfg);
+  st->cache = std::make_unique<radix_cache>(cfg, &st->hasher);
+  st->tiers =
+      std::make_unique<tier_pipeline>(self, *st->cache, forward_stream, std::move(tiers), metrics);
   st->instance = instance_id;
   st->stream = std::move(forward_stream);
   st->owner = std::move(owner);
@@ -164,7 +181,7 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
       [st](msg::attach_atom, session_id s, const request_config& rc, const std::string& ns) {
         auto [it, fresh] =
             st->namespaces.try_emplace(ns, static_cast<namespace_id>(st->namespaces.size()));
-        (void)fresh;
+        if (fresh) st->tiers->name_namespace(it->second, ns);
         st->sessions[s] = {std::make_unique<request_manager>(rc, *st->cache), it->second};
       },
       [st, self](msg::step_atom, const msg::step_ptr& job) {
@@ -178,13 +195,22 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         const tree_counters before = st->cache->tree().counters();
         for (command& c : job->cmds)
           c.ns = it->second.ns;
-        execute_batch(*it->second.requests, *st->cache, job->cmds, job->results,
-                      [&](const command& c, forward_ops&& ops) {
-                        // Enqueued before the step's reply: the worker's begin_forward for
-                        // this batch cannot overtake these ops (causal mailbox order).
-                        self->send(st->stream, msg::ops_atom::value, sid, c.batch, std::move(ops));
-                      });
+        request_manager& requests = *it->second.requests;
+        execute_batch(
+            requests, *st->cache, job->cmds, job->results,
+            [&](const command& c, forward_ops&& ops) {
+              // Enqueued before the step's reply: the worker's begin_forward for
+              // this batch cannot overtake these ops (causal mailbox order).
+              self->send(st->stream, msg::ops_atom::value, sid, c.batch, std::move(ops));
+            },
+            [&](const command& c, command_result& out) {
+              return st->tiers->on_command(sid, requests, c, out);
+            });
         report(*st, before, job->cmds, job->results);
+        // Tier copies are queued before the reply too: a load-back runs before the
+        // forward that reads it.
+        pump_tiers(*st, sid);
+        st->tiers->sweep(sid, &requests);
         job->complete();
       },
       [st, self](msg::detach_atom, const msg::close_ptr& job) {
@@ -194,7 +220,9 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
           for (request_handle h : m.live_handles())
             (void)m.abort(h);  // releases locks, KV and slots without insert
           st->sessions.erase(it);
+          pump_tiers(*st, job->session);
         }
+        st->tiers->sweep(job->session, nullptr);
         job->complete();
         self->send(st->owner, msg::detached_atom::value, st->instance);
       },

@@ -6,6 +6,7 @@
 // Messages: (attach, session, request_config, namespace), (step, step_ptr), (detach,
 // close_ptr) with the session in the job, (inspect) -> std::string JSON. After a detach it
 // tells `owner` (detached, instance_id): the session's state is gone from this instance.
+// With a host tier, every step ends by handing its tier work to tier_pipeline.
 
 #include <caf/fwd.hpp>
 
@@ -13,11 +14,13 @@
 
 #include "actors/common/metrics_sink.hpp"
 #include "actors/radix_cache/radix_cache.hpp"
+#include "actors/radix_cache/tier_pipeline_actor.hpp"
 
 namespace hc {
 
+/// `tiers`: the instance's L2 bytes and L3 access (cfg.host_kv_tokens 0: none).
 caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
                                 std::uint64_t instance_id, caf::actor forward_stream,
-                                caf::actor owner, metrics_sink* metrics);
+                                caf::actor owner, tier_wiring tiers, metrics_sink* metrics);
 
 }  // namespace hc

@@ -398,6 +398,14 @@ void radix_tree::ensure_hashes(radix_node* n) {
   }
 }
 
+std::size_t radix_tree::prefix_length(node_ref ref) const {
+  if (!valid(ref)) return 0;
+  std::size_t n = 0;
+  for (const radix_node* x = ref.node; x != root_; x = x->parent)
+    n += x->key.size();
+  return n;
+}
+
 std::span<const page_digest> radix_tree::node_hashes(node_ref ref) {
   if (!valid(ref) || !hasher_) return {};
   ensure_hashes(ref.node);

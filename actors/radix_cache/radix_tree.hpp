@@ -52,6 +52,8 @@ struct tier_copy {
   std::vector<kv_index> host_kv;
   slot_id device_slot = no_slot;
   slot_id host_slot = no_slot;
+  /// The node whose bytes move (backup_done / load_done / demotion_done take it).
+  node_ref node;
 };
 
 struct tree_config {
@@ -212,6 +214,9 @@ class radix_tree {
   std::vector<node_ref> take_backup_candidates();
   /// D→H copies queued by eviction (write_back demotions). Cleared by the call.
   std::vector<tier_copy> drain_copies();
+  /// A drained write_back copy finished: its node, host-protected since the demotion so
+  /// that its host ids cannot be evicted and reused before the bytes arrived, is released.
+  status demotion_done(const tier_copy& c);
 
   /// Frees host leaves (and their host SSM slots), least recent first, cascading up.
   /// Returns the host KV tokens freed.
@@ -267,6 +272,10 @@ class radix_tree {
 
   /// Chained page digests of the path root..node (computed on demand).
   std::span<const page_digest> node_hashes(node_ref ref);
+  /// Tokens from the root to the end of `ref`'s key (0 for the root or a stale ref).
+  std::size_t prefix_length(node_ref ref) const;
+  /// The page hasher (nullptr if the tree has none).
+  const page_hasher* hasher() const noexcept { return hasher_; }
 
   /// Slot held by the node (no_slot for a tombstone or root).
   slot_id slot_of(node_ref ref) const noexcept { return valid(ref) ? ref.node->mamba : no_slot; }

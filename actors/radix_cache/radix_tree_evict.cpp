@@ -84,7 +84,11 @@ std::size_t radix_tree::evict_device_leaf(radix_node* x, radix_node** surviving,
   *kept = false;
   if (host_tier_enabled() && !x->backed_up() && host_cfg_.policy == write_policy::write_back) {
     auto copy = backup_node(x, /*lock_until_done=*/false);
-    if (copy) copies_.push_back(std::move(*copy));  // queued before the ids are reused
+    if (copy) {  // queued before the ids are reused; host-held until demotion_done()
+      ++x->host_lock_ref;
+      if (copy->host_slot != no_slot) ++x->mamba_host_lock_ref;
+      copies_.push_back(std::move(*copy));
+    }
   }
   if (x->backed_up()) {
     const std::size_t tokens = x->value.size();

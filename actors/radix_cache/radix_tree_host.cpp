@@ -65,6 +65,12 @@ std::vector<tier_copy> radix_tree::drain_copies() {
   return out;
 }
 
+status radix_tree::demotion_done(const tier_copy& c) {
+  if (c.host_slot != no_slot)
+    if (status s = release_host_mamba(c.node); !s) return s;
+  return release_host(c.node);
+}
+
 result<tier_copy> radix_tree::backup_node(radix_node* n, bool lock_until_done) {
   const std::size_t len = n->key.size();
   std::vector<kv_index> host_ids;
@@ -91,6 +97,7 @@ result<tier_copy> radix_tree::backup_node(radix_node* n, bool lock_until_done) {
   }
   tier_copy c;
   c.dir = tier_copy::direction::device_to_host;
+  c.node = {n, n->id};
   c.device_kv = n->value;
   c.host_kv = host_ids;
   n->host_value = std::move(host_ids);
@@ -272,6 +279,7 @@ result<load_back_result> radix_tree::load_back(node_ref best, std::int64_t mem_q
   // Nothing can be evicted from here on: hand the ids to the path, top-down.
   tier_copy c;
   c.dir = tier_copy::direction::host_to_device;
+  c.node = best;
   std::size_t off = 0;
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
     radix_node* n = *it;

@@ -39,8 +39,10 @@ enum class cmd_kind : std::uint8_t {
   take_ops,          ///< deferred data ops for extend batch `reqs` (handed to the stream)
   lookup,            ///< match `tokens` without a request: no COW, no lock; only the LRU
                      ///< moves (SGLang's match_prefix for scheduling policies / routing)
+  prefetch,          ///< storage prefetch of req's prompt (§5.4): the first call starts it,
+                     ///< later calls poll; `flag` = the worker admits the request now
 };
-inline constexpr std::size_t cmd_kind_count = 19;
+inline constexpr std::size_t cmd_kind_count = 20;
 
 /// Stable lowercase name ("cache_unfinished"); "?" for an out-of-range value.
 const char* to_string(cmd_kind k) noexcept;
@@ -89,7 +91,13 @@ struct command_result {
   std::string sanity_detail;
   std::uint64_t ops_snapshots = 0, ops_clears = 0, ops_cows = 0;  ///< take_ops
   pool_state pools;
-  std::uint64_t elapsed_ns = 0;  ///< time inside the cache call
+  std::uint64_t elapsed_ns = 0;     ///< time inside the cache call
+  std::uint64_t loaded_tokens = 0;  ///< match: tokens loaded back from the host tier
+  /// prefetch: the request may be admitted now (termination policy), the outcome once the
+  /// prefetch ended ("" while it runs; see prefetch_outcome), tokens it brought to the host.
+  bool prefetch_ready = false;
+  std::string prefetch_outcome;
+  std::uint64_t storage_hit_tokens = 0;
   bool ok() const noexcept { return code == errc::ok; }
 };
 

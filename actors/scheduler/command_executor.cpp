@@ -44,8 +44,12 @@ void run(request_manager& m, radix_cache& cache, const command& c, command_resul
       out.node_slot = r->node_slot;
       if (r->branching) out.branching = *r->branching;
       out.working = r->working;
+      out.loaded_tokens = r->loaded_tokens;
       return;
     }
+    case cmd_kind::prefetch:
+      return fail(out, {errc::invalid_argument,
+                        "prefetch needs a node whose instance has a host tier (hicacheRatio)"});
     case cmd_kind::lock:
       if (status s = m.lock(h); !s) fail(out, s.err());
       return;
@@ -171,7 +175,7 @@ const char* to_string(cmd_kind k) noexcept {
       "unlock",         "alloc_req",      "alloc_kv",       "track",
       "prepare_extend", "prepare_decode", "process_decode", "cache_unfinished",
       "finish",         "abort",          "not_admitted",   "evict",
-      "check",          "take_ops",       "lookup"};
+      "check",          "take_ops",       "lookup",         "prefetch"};
   const auto i = static_cast<std::size_t>(k);
   return i < cmd_kind_count ? names[i] : "?";
 }
@@ -186,7 +190,8 @@ void execute_command(request_manager& m, radix_cache& cache, const command& c, c
 }
 
 void execute_batch(request_manager& m, radix_cache& cache, std::span<const command> cmds,
-                   std::vector<command_result>& results, const ops_sink& on_ops) {
+                   std::vector<command_result>& results, const ops_sink& on_ops,
+                   const command_hook& hook) {
   results.assign(cmds.size(), {});
   std::vector<request_handle> failed;
   for (std::size_t i = 0; i < cmds.size(); ++i) {
@@ -201,7 +206,11 @@ void execute_batch(request_manager& m, radix_cache& cache, std::span<const comma
       continue;
     }
     forward_ops ops;
-    execute_command(m, cache, c, results[i], ops);
+    if (hook && hook(c, results[i])) {
+      fill_pools(m, cache, results[i].pools);
+    } else {
+      execute_command(m, cache, c, results[i], ops);
+    }
     if (!results[i].ok() && per_request) failed.push_back(c.req);
     if (!ops.empty() && on_ops) on_ops(c, std::move(ops));
   }

@@ -24,8 +24,12 @@ void execute_command(request_manager& m, radix_cache& cache, const command& c, c
 /// other requests' commands are unaffected.
 /// The ops of each successful take_ops command go to `on_ops` (with the command).
 using ops_sink = std::function<void(const command&, forward_ops&&)>;
+/// A command the caller runs itself (the node's prefetch): returns true if it filled the
+/// result, false to let the executor run the command.
+using command_hook = std::function<bool(const command&, command_result&)>;
 void execute_batch(request_manager& m, radix_cache& cache, std::span<const command> cmds,
-                   std::vector<command_result>& results, const ops_sink& on_ops);
+                   std::vector<command_result>& results, const ops_sink& on_ops,
+                   const command_hook& hook = {});
 
 /// Validates the limits of a command that came from outside (sizes, kinds); the error
 /// names the field. Does not look at the session's state.

@@ -25,6 +25,11 @@ status validate(const instance_spec& s, const spec_limits& lim) {
     return bad("chunkSize (" + std::to_string(s.chunk_size) +
                ") must be a multiple of pageSize and >= it");
   if (s.track_interval == 0) return bad("trackInterval must be > 0");
+  if (!(s.hicache_ratio >= 0) || s.hicache_ratio > 1e6)
+    return bad("hicacheRatio must be 0 (off) or a multiple of the device pools > 1");
+  if (s.host_tier() && s.hicache_bytes == 0 && s.hicache_ratio <= 1)
+    return bad("hicacheRatio (" + std::to_string(s.hicache_ratio) +
+               ") must be > 1: the host pools must be larger than the device pools");
   // Overflow-safe pool size checks.
   const std::size_t kv_rows = s.kv_tokens + s.page_size;
   if (s.kv_bytes_per_token != 0 && kv_rows > lim.max_pool_bytes / s.kv_bytes_per_token)
@@ -52,7 +57,14 @@ std::string instance_fingerprint(const instance_spec& s) {
          std::to_string(s.page_size) + "|kv" + std::to_string(s.kv_tokens) + "x" +
          std::to_string(s.kv_bytes_per_token) + "|ssm" + std::to_string(s.ssm_slots) + "x" +
          std::to_string(s.ssm_slot_bytes) + "|C" + std::to_string(s.chunk_size) + "|" +
-         std::string(to_string(s.strat));
+         std::string(to_string(s.strat)) +
+         (s.host_tier()
+              ? "|host" + std::to_string(s.hicache_ratio) + "/" + std::to_string(s.hicache_bytes) +
+                    "/w" + std::to_string(static_cast<int>(s.hicache_write_policy)) + "/p" +
+                    std::to_string(static_cast<int>(s.prefetch_policy)) + "/t" +
+                    std::to_string(s.prefetch_threshold) + "/l3" +
+                    std::to_string(s.hicache_storage ? 1 : 0)
+              : std::string());
 }
 
 cache_config cache_config_of(const instance_spec& s) {
@@ -61,6 +73,7 @@ cache_config cache_config_of(const instance_spec& s) {
   c.page_size = s.page_size;
   c.slots = s.ssm_slots;
   c.chunk_size = s.chunk_size;
+  c.host_tier.policy = s.hicache_write_policy;  // host sizes: the node sizes the pools
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/common/status.hpp"
+#include "actors/radix_cache/prefetch_planner.hpp"
 #include "actors/radix_cache/radix_cache.hpp"
 #include "actors/scheduler/request_manager.hpp"
 
@@ -30,6 +31,15 @@ struct instance_spec {
   std::size_t max_context_len = 0;    ///< row width; 0 = unlimited
   std::size_t slots_per_request = 0;  ///< pre-eviction factor; 0 = from strategy
   std::string ns;                     ///< namespace (LoRA / cache salt); "" = default
+
+  // --- host tier (HiCache, cache-semantics.md §5); on when hicache_ratio or hicache_bytes > 0
+  double hicache_ratio = 0;         ///< host pools as a multiple of the device pools (> 1)
+  std::uint64_t hicache_bytes = 0;  ///< host bytes for both pools; overrides the ratio
+  write_policy hicache_write_policy = write_policy::write_through;
+  prefetch_termination prefetch_policy = prefetch_termination::best_effort;
+  std::size_t prefetch_threshold = 256;  ///< tokens; fewer are not prefetched. Default: 256
+  bool hicache_storage = true;           ///< back up to / prefetch from the node's L3 store
+  bool host_tier() const noexcept { return hicache_ratio > 0 || hicache_bytes > 0; }
 };
 
 /// Limits the node enforces on specs from outside.

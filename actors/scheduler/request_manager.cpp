@@ -91,7 +91,8 @@ result<match_info> request_manager::match(request_handle h) {
   info.node_slot = m.match.last_slot;
   info.branching = r.branching;
   info.working = r.working;
-  info.kv_matched = m.match.kv_matched;
+  info.kv_matched = std::max(m.match.kv_matched, info.prefix_len);
+  info.loaded_tokens = m.loaded_tokens;
   return info;
 }
 
@@ -442,6 +443,11 @@ status request_manager::not_admitted(request_handle h) {
   if (r.row != no_row)
     return {errc::invalid_argument, req_name(h) + " was admitted; use finish or abort"};
   return abort(h);
+}
+
+bool request_manager::snapshot_pending_into(slot_id slot) const {
+  return std::any_of(pending_snapshots_.begin(), pending_snapshots_.end(),
+                     [slot](const slot_copy& c) { return c.dst == slot; });
 }
 
 forward_ops request_manager::take_forward_ops(std::span<const request_handle> extend_batch) {

@@ -50,8 +50,9 @@ struct match_info {
   std::span<const kv_index> indices;  ///< valid until the request's next call
   slot_id node_slot = no_slot;        ///< slot of the matched node (-1 for root)
   std::optional<std::size_t> branching;
-  slot_id working = no_slot;   ///< working slot after COW (-1 if none)
-  std::size_t kv_matched = 0;  ///< KV tokens matched, resumable or not (>= prefix_len)
+  slot_id working = no_slot;      ///< working slot after COW (-1 if none)
+  std::size_t kv_matched = 0;     ///< KV tokens matched, resumable or not (>= prefix_len)
+  std::size_t loaded_tokens = 0;  ///< of prefix_len, tokens loaded back from the host tier
 };
 
 struct admit_info {
@@ -134,6 +135,8 @@ class request_manager {
   /// Deferred data ops for an extend batch: every pending snapshot copy, then the clears
   /// and COW pairs of the listed requests (each taken once).
   forward_ops take_forward_ops(std::span<const request_handle> extend_batch);
+  /// True if a snapshot copy into `slot` waits to be taken (the slot's bytes are not final).
+  bool snapshot_pending_into(slot_id slot) const;
 
   const request_record* find(request_handle h) const;
   /// Handles of every live request (any order).

@@ -375,6 +375,7 @@ TEST_P(hicache, WriteBackBacksUpTheLeafOnEviction) {
   auto copies = wb.tree().drain_copies();
   ASSERT_EQ(copies.size(), 1u);
   EXPECT_EQ(copies[0].device_kv, tail);
+  HC_ASSERT_OK(wb.tree().demotion_done(copies[0]));
   auto m = wb.tree().match(0, full);
   EXPECT_EQ(m.host_hit_length, 2 * P) << "leaf demoted and backed up";
   EXPECT_FALSE(m.last_node.node->backed_up()) << "parent not backed up";
@@ -467,7 +468,8 @@ void hicache::mixed_operations(write_policy policy) {
       in_flight.clear();
     } else if (op == 4) {
       (void)tr.evict(1 + rng() % (8 * P), rng() % 3);
-      (void)tr.drain_copies();  // write_back demotions: the data plane would copy them
+      for (const tier_copy& c : tr.drain_copies())  // write_back demotions: the data plane
+        ASSERT_TRUE(tr.demotion_done(c).ok());      // copies them, then releases the node
     } else if (op == 5) {
       (void)tr.evict_host(1 + rng() % (8 * P));
       if (rng() % 2) (void)tr.evict_mamba_host(1);

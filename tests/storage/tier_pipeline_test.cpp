@@ -18,6 +18,7 @@
 #include "storage/tier_io.hpp"
 #include "storage/value_codec.hpp"
 #include "tests/support/faulty_store.hpp"
+#include "tests/support/toy_bytes.hpp"
 #include "tests/support/tree_fixture.hpp"
 
 namespace hc::test {
@@ -25,19 +26,8 @@ namespace {
 
 constexpr std::size_t P = 4, token_bytes = 32, state_bytes = 64;
 
-// Toy model: KV of (position, token); the state after a prefix is a fold of its tokens.
-void fill_kv(std::span<std::byte> out, std::size_t pos, token_id tok) {
-  for (std::size_t b = 0; b < out.size(); ++b)
-    out[b] = static_cast<std::byte>((pos * 131 + static_cast<std::size_t>(tok) * 7 + b) & 0xff);
-}
 std::vector<std::byte> state_after(std::span<const token_id> prefix) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (token_id t : prefix)
-    h = (h ^ static_cast<std::uint64_t>(t)) * 1099511628211ull;
-  std::vector<std::byte> out(state_bytes);
-  for (std::size_t i = 0; i < state_bytes; ++i)
-    out[i] = static_cast<std::byte>((h >> (8 * (i % 8))) & 0xff);
-  return out;
+  return test::state_after(prefix, state_bytes);
 }
 
 struct pipeline : ::testing::Test {

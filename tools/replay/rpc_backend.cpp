@@ -10,7 +10,8 @@ namespace {
 instance_spec fresh_spec_of(const trace_config& c) {
   instance_spec s = spec_of(c);
   s.ns = "replay";
-  s.model_id += "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  s.model_id.push_back('-');  // (two appends: GCC 12 warns spuriously on "-" + string)
+  s.model_id += std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   return s;
 }
 

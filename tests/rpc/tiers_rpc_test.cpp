@@ -1,0 +1,269 @@
+// The tiers through the node, over RPC, the way a worker uses them: a request's prefix is
+// written into the L1 pools by the "forward", inserted, backed up to the host (write-
+// through) and to L3 by the actors; then either evicted from the device and loaded back
+// (L2 hit), or the node restarts on the same store and a storage prefetch brings it back
+// (L3 hit). Every restored KV byte and the restored SSM state are compared with the toy
+// model. Faults injected into the store (failed and corrupt reads, failed writes) may only
+// shorten what is restored: nothing corrupt is served, nothing leaks, and the request
+// still runs. /metrics must count what happened.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "monitoring/prometheus_metrics.hpp"
+#include "storage/memory_store.hpp"
+#include "tests/support/faulty_store.hpp"
+#include "tests/support/node_fixture.hpp"
+#include "tests/support/toy_worker.hpp"
+
+namespace hc::test {
+namespace {
+
+constexpr std::size_t prompt_len = toy_worker::prompt_len;
+
+struct TiersRpc : ::testing::Test {
+  prometheus_metrics metrics;
+  memory_store mem{std::uint64_t{1} << 24};
+  faulty_store faults{mem};
+  std::shared_ptr<l3_store> store{std::shared_ptr<l3_store>(), &faults};  // not owned
+  std::unique_ptr<node> n;
+  std::unique_ptr<rpc_server> server;
+  std::string socket;
+  std::unique_ptr<client> c;
+
+  void SetUp() override { start(); }
+  void TearDown() override { stop(); }
+
+  void start() {
+    node_config cfg;
+    cfg.metrics = &metrics;
+    cfg.l3 = store;
+    cfg.max_idle_instances = 0;
+    n = std::make_unique<node>(cfg);
+    server = std::make_unique<rpc_server>(*n, metrics);
+    socket = unique_socket_path();
+    rpc_server_config rc;
+    rc.unix_path = socket;
+    ASSERT_TRUE(server->start(rc).ok());
+    auto cl = client::connect("unix:" + socket);
+    ASSERT_TRUE(cl.ok()) << cl.err().message;
+    c = std::move(*cl);
+  }
+  void stop() {
+    w.reset();
+    session.reset();
+    c.reset();
+    if (server) server->stop();
+    if (n) n->shutdown();
+    server.reset();
+    n.reset();
+  }
+  /// A restart: the node (tree, L1 and L2) is gone; the L3 store stays.
+  void restart() {
+    stop();
+    start();
+  }
+
+  std::unique_ptr<client_session> session;
+  std::unique_ptr<toy_worker> w;
+
+  /// Opens a session with `sp` and a worker on it.
+  toy_worker& open(const instance_spec& sp = toy_worker::spec()) {
+    w.reset();
+    session.reset();
+    auto s = c->open(sp);
+    EXPECT_TRUE(s.ok()) << s.err().message;
+    if (s.ok()) session = std::move(*s);
+    w = std::make_unique<toy_worker>(toy_worker{*session});
+    return *w;
+  }
+  /// Waits until the prompt's pages and state are in L3.
+  bool stored_in_l3() {
+    return eventually([&] { return mem.usage().values >= prompt_len + 1; });
+  }
+  nlohmann::json host_of_instance() {
+    auto j = c->inspect();
+    EXPECT_TRUE(j.ok());
+    auto doc = nlohmann::json::parse(j.ok() ? *j : "{}");
+    return doc["instances"].empty() ? nlohmann::json() : doc["instances"][0]["tree"]["host"];
+  }
+  double metric(const std::string& series) {
+    const std::string text = metrics.text();
+    const auto at = text.find("\n" + series + " ");
+    return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+  }
+};
+
+TEST_F(TiersRpc, WarmRestartServesThePrefixFromL3ByteForByte) {
+  open().serve(1);
+  ASSERT_TRUE(stored_in_l3()) << "the write-through backup never reached L3";
+  restart();
+  toy_worker& w2 = open();
+  const command_result p = w2.prefetch(2);
+  EXPECT_EQ(p.prefetch_outcome, "completed");
+  EXPECT_EQ(p.storage_hit_tokens, prompt_len);
+  const command_result m = w2.admit_and_check(2);
+  EXPECT_EQ(m.prefix_len, prompt_len) << "the L3 hit must cover the whole prompt";
+  EXPECT_EQ(m.loaded_tokens, prompt_len);
+  w2.abort_and_check_idle(2);
+  EXPECT_EQ(metric(R"(hybridcache_prefetch_total{outcome="completed"})"), 1);
+  EXPECT_EQ(metric(R"(hybridcache_hit_tokens_total{component="kv",tier="l3"})"), prompt_len);
+  EXPECT_EQ(metric(R"(hybridcache_hit_tokens_total{component="kv",tier="l2"})"), prompt_len);
+  EXPECT_GT(metric(R"(hybridcache_tier_bytes_total{direction="read",tier="l3"})"), 0);
+  EXPECT_GT(metric(R"(hybridcache_tier_bytes_total{direction="write",tier="l3"})"), 0);
+  EXPECT_GT(metric(R"(hybridcache_backup_seconds_count{result="ok"})"), 0);
+}
+
+TEST_F(TiersRpc, AnEvictedPrefixIsLoadedBackFromTheHostByteForByte) {
+  toy_worker& wk = open();
+  wk.serve(1);
+  ASSERT_TRUE(eventually([&] {
+    const auto h = host_of_instance();
+    return h.value("backed_up_tokens", 0u) >= prompt_len &&
+           h.value("kv_available", 0u) + prompt_len == h.value("kv_capacity", 0u);
+  })) << host_of_instance().dump();
+  const command_result ev = wk.step({evict(256, 16)})[0];
+  expect_ok(ev);
+  EXPECT_EQ(ev.tokens_freed_total, prompt_len) << "the backed-up prefix is demoted";
+  std::vector<token_id> prompt = wk.K;
+  prompt.push_back(9999);
+  expect_ok(wk.step({create(2, prompt)})[0]);
+  const command_result m = wk.admit_and_check(2);
+  EXPECT_EQ(m.prefix_len, prompt_len);
+  EXPECT_EQ(m.loaded_tokens, prompt_len);
+  wk.abort_and_check_idle(2);
+  EXPECT_EQ(metric(R"(hybridcache_match_requests_total{tier="l2"})"), 1);
+}
+
+TEST_F(TiersRpc, AFailedReadShortensThePrefetchAndTheRequestRecomputes) {
+  open().serve(1);
+  ASSERT_TRUE(stored_in_l3());
+  restart();
+  toy_worker& wk = open();
+  faults.fail_reads.insert(wk.page_keys()[20]);
+  const command_result p = wk.prefetch(2);
+  EXPECT_EQ(p.prefetch_outcome, "partial");
+  EXPECT_EQ(p.storage_hit_tokens, 20u) << "the pages before the failed one are kept";
+  EXPECT_EQ(faults.state_reads, 0u) << "no state is read unless every page arrived";
+  const command_result m = wk.admit_and_check(2);
+  EXPECT_EQ(m.prefix_len, 0u) << "pages without a state are not resumable: recompute";
+  wk.abort_and_check_idle(2);
+  EXPECT_EQ(metric(R"(hybridcache_prefetch_total{outcome="partial"})"), 1);
+}
+
+TEST_F(TiersRpc, ACorruptValueIsNeverServed) {
+  open().serve(1);
+  ASSERT_TRUE(stored_in_l3());
+  restart();
+  toy_worker& wk = open();
+  const std::string bad = wk.page_keys()[30];
+  std::vector<std::byte> stored;
+  ASSERT_TRUE(mem.get(l3_pool::kv_page, bad, stored).ok());
+  std::vector<std::byte> garbage(stored.size() + 16, std::byte{0x5a});  // not a valid value
+  ASSERT_TRUE(mem.overwrite_stored(l3_pool::kv_page, bad, garbage).ok());
+  const command_result p = wk.prefetch(2);
+  EXPECT_EQ(p.prefetch_outcome, "partial");
+  EXPECT_EQ(p.storage_hit_tokens, 30u);
+  EXPECT_FALSE(mem.exists(l3_pool::kv_page, bad)) << "a corrupt value is deleted";
+  const command_result m = wk.admit_and_check(2);
+  EXPECT_EQ(m.prefix_len, 0u);
+  wk.abort_and_check_idle(2);
+}
+
+TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
+  faults.fail_writes_after = 0;  // every write fails
+  toy_worker& wk = open();
+  wk.serve(1);
+  ASSERT_TRUE(eventually([&] { return host_of_instance().value("l3_write_failures", 0u) >= 1; }))
+      << host_of_instance().dump();
+  faults.fail_writes_after = SIZE_MAX;  // the store recovers: the next backup lands
+  wk.K = iota_tokens(5000, prompt_len);
+  wk.serve(3);
+  EXPECT_TRUE(eventually([&] { return mem.usage().values >= prompt_len + 1; }))
+      << "a failed backup stopped the later ones";
+  EXPECT_GT(metric(R"(hybridcache_backup_seconds_count{result="failed"})"), 0);
+  restart();
+  const command_result p = open().prefetch(2);
+  EXPECT_EQ(p.prefetch_outcome, "revoked") << "nothing of the first prompt reached L3";
+  w->abort_and_check_idle(2);
+}
+
+TEST_F(TiersRpc, SlowReadsPastTheTimeoutEndTheWaitAndKeepWhatArrived) {
+  open().serve(1);
+  ASSERT_TRUE(stored_in_l3());
+  restart();
+  instance_spec sp = toy_worker::spec();
+  sp.prefetch_policy = prefetch_termination::timeout;  // min(30, 2 + 0.1 * 64 / 1024) s
+  toy_worker& wk = open(sp);
+  faults.read_delay = std::chrono::milliseconds(50);  // 64 pages: 3.2 s > 2 s
+  std::vector<token_id> prompt = wk.K;
+  prompt.push_back(9999);
+  auto r = wk.step({create(2, prompt), cmd(cmd_kind::prefetch, 2)});
+  expect_ok(r[1]);
+  EXPECT_FALSE(r[1].prefetch_ready) << "the timeout policy waits first";
+  command_result last;
+  ASSERT_TRUE(eventually([&] {
+    last = wk.step({cmd(cmd_kind::prefetch, 2)})[0];
+    return !last.prefetch_outcome.empty();
+  }));
+  faults.read_delay = std::chrono::milliseconds(0);
+  EXPECT_EQ(last.prefetch_outcome, "timed_out");
+  // The deadline is checked between read batches (128 pages): the pages that arrived are
+  // kept, but the state — read only after them, and after the deadline — is not.
+  EXPECT_GT(last.storage_hit_tokens, 0u) << "pages read before the deadline are kept";
+  EXPECT_EQ(faults.state_reads, 0u);
+  const command_result m = wk.admit_and_check(2);
+  EXPECT_EQ(m.prefix_len, 0u);
+  wk.abort_and_check_idle(2);
+  EXPECT_EQ(metric(R"(hybridcache_prefetch_total{outcome="timed_out"})"), 1);
+}
+
+TEST_F(TiersRpc, BestEffortAdmitsAtOnceAndAnAbortedRequestReleasesItsPrefetch) {
+  open().serve(1);
+  ASSERT_TRUE(stored_in_l3());
+  restart();
+  instance_spec sp = toy_worker::spec();
+  sp.prefetch_policy = prefetch_termination::best_effort;
+  toy_worker& wk = open(sp);
+  faults.read_delay = std::chrono::milliseconds(5);
+  std::vector<token_id> prompt = wk.K;
+  prompt.push_back(9999);
+  auto r = wk.step({create(2, prompt), cmd(cmd_kind::prefetch, 2), cmd(cmd_kind::abort, 2)});
+  expect_ok(r[1]);
+  EXPECT_TRUE(r[1].prefetch_ready) << "best_effort never waits";
+  expect_ok(r[2]);
+  ASSERT_TRUE(eventually([&] {
+    return host_of_instance()["prefetch"].value("aborted", 0u) == 1 &&
+           host_of_instance().value("prefetches_in_flight", 1u) == 0;
+  })) << host_of_instance().dump();
+  faults.read_delay = std::chrono::milliseconds(0);
+  command check = cmd(cmd_kind::check);
+  check.flag = true;
+  const command_result idle = wk.step({check})[0];
+  EXPECT_TRUE(idle.sanity) << idle.sanity_detail;
+  const auto h = host_of_instance();
+  EXPECT_EQ(h.value("kv_available", 0u) + h.value("tree_tokens", 0u), h.value("kv_capacity", 1u))
+      << "every host id of the aborted prefetch came back";
+  EXPECT_EQ(metric(R"(hybridcache_prefetch_total{outcome="aborted"})"), 1);
+}
+
+TEST_F(TiersRpc, PrefetchIsRefusedWithoutAHostTier) {
+  instance_spec sp = toy_worker::spec();
+  sp.hicache_ratio = 0;
+  toy_worker& wk = open(sp);
+  auto r = wk.step({create(1, wk.K), cmd(cmd_kind::prefetch, 1)});
+  EXPECT_EQ(r[1].code, errc::invalid_argument);
+  EXPECT_NE(r[1].error.find("hicacheRatio"), std::string::npos) << r[1].error;
+}
+
+TEST_F(TiersRpc, AHostTierThatIsNotLargerThanTheDeviceIsRefusedNamingTheOption) {
+  instance_spec sp = toy_worker::spec();
+  sp.hicache_ratio = 0.5;
+  auto s = c->open(sp);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.err().code, errc::invalid_config);
+  EXPECT_NE(s.err().message.find("hicacheRatio"), std::string::npos) << s.err().message;
+}
+
+}  // namespace
+}  // namespace hc::test

@@ -1,0 +1,158 @@
+#pragma once
+// A worker driving a node over RPC with the toy model's bytes (tests/support/toy_bytes):
+// it serves a request (its forward writes every KV token and the final state), prefetches
+// from storage, and admits a request whose restored prefix it checks byte for byte. Used by
+// the tier tests in-process and against a real hybridcached process.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "schema/client.hpp"
+#include "storage/l3_keys.hpp"
+#include "storage/sha256_page_hasher.hpp"
+#include "tests/support/commands.hpp"
+#include "tests/support/toy_bytes.hpp"
+#include "tests/support/tree_fixture.hpp"
+
+namespace hc::test {
+
+/// Waits (up to 20 s) for an asynchronous effect of the actors; false if it never came.
+template <class Pred>
+bool eventually(Pred p) {
+  for (int i = 0; i < 2000; ++i) {
+    if (p()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return p();
+}
+
+inline void expect_ok(const command_result& r) {
+  EXPECT_EQ(r.code, errc::ok) << r.error;
+}
+
+struct toy_worker {
+  static constexpr std::size_t token_bytes = 8, state_bytes = 64, prompt_len = 64;
+
+  /// P = 1, no_buffer without overlap, a host tier twice the device, storage prefetch
+  /// from 16 tokens, admission once the prefetch ended.
+  static instance_spec spec() {
+    instance_spec s;
+    s.model_id = "toy-hybrid";
+    s.page_size = 1;
+    s.kv_tokens = 256;
+    s.kv_bytes_per_token = token_bytes;
+    s.ssm_slots = 16;
+    s.ssm_slot_bytes = state_bytes;
+    s.request_rows = 8;
+    s.strat = strategy::no_buffer;
+    s.overlap = false;
+    s.hicache_ratio = 2.0;
+    s.prefetch_threshold = 16;
+    s.prefetch_policy = prefetch_termination::wait_complete;
+    return s;
+  }
+
+  client_session& s;
+  std::vector<token_id> K = iota_tokens(100, prompt_len);  ///< the prompt it serves
+  std::uint64_t batch = 0;
+
+  std::vector<command_result> step(std::vector<command> cmds) {
+    auto r = s.step(cmds);
+    EXPECT_TRUE(r.ok()) << r.err().message;
+    return r.ok() ? std::move(*r) : std::vector<command_result>(cmds.size());
+  }
+  command take_ops(request_handle h) {
+    command o = cmd(cmd_kind::take_ops);
+    o.reqs = {h};
+    o.batch = ++batch;
+    return o;
+  }
+  /// One request as a worker runs it: admitted with no hit, its forward writes the KV of
+  /// every token and the state after the prompt, then it finishes (inserted).
+  void serve(request_handle h) {
+    auto r = step({create(h, K), cmd(cmd_kind::match, h), cmd(cmd_kind::lock, h),
+                   cmd(cmd_kind::alloc_req, h), with_n(cmd_kind::alloc_kv, h, 0, K.size()),
+                   take_ops(h)});
+    for (const auto& one : r)
+      expect_ok(one);
+    ASSERT_EQ(r[4].indices.size(), K.size());
+    ASSERT_TRUE(s.begin_forward(batch).ok());
+    for (std::size_t i = 0; i < K.size(); ++i)
+      ASSERT_TRUE(s.write_kv_page(static_cast<std::uint64_t>(r[4].indices[i]),
+                                  kv_bytes(token_bytes, i, K[i]))
+                      .ok());
+    ASSERT_TRUE(s.write_slot(r[3].working, state_after(K, state_bytes)).ok());
+    ASSERT_TRUE(s.end_forward(batch).ok());
+    expect_ok(step({cmd(cmd_kind::finish, h)})[0]);
+  }
+  /// The L3 keys of the prompt's pages (the state is under the last one).
+  std::vector<std::string> page_keys() const {
+    sha256_page_hasher hasher;
+    const instance_spec sp = spec();
+    const std::string fp = l3::fingerprint(
+        {sp.model_id, sp.tp_rank, sp.tp_size, sp.page_size * token_bytes, state_bytes});
+    std::vector<std::string> keys;
+    page_digest prior;
+    for (std::size_t i = 0; i < K.size(); ++i) {
+      prior = hasher.hash_page(i ? &prior : nullptr, std::span<const token_id>(K).subspan(i, 1));
+      keys.push_back(l3::page_key(fp, sp.ns, prior));
+    }
+    return keys;
+  }
+  /// Creates request h (prompt K + one token), starts its prefetch and polls it to its end.
+  command_result prefetch(request_handle h) {
+    std::vector<token_id> prompt = K;
+    prompt.push_back(9999);
+    auto r = step({create(h, prompt), cmd(cmd_kind::prefetch, h)});
+    expect_ok(r[0]);
+    expect_ok(r[1]);
+    command_result last = r[1];
+    EXPECT_TRUE(eventually([&] {
+      last = step({cmd(cmd_kind::prefetch, h)})[0];
+      return !last.prefetch_outcome.empty();
+    })) << "the prefetch never ended";
+    EXPECT_TRUE(last.prefetch_ready);
+    return last;
+  }
+  /// Admits request h: match, lock, alloc_req and its ops for one forward. Checks every
+  /// byte of the matched prefix and of the working slot (the COW of the matched state).
+  command_result admit_and_check(request_handle h) {
+    auto r = step({cmd(cmd_kind::match, h), cmd(cmd_kind::lock, h), cmd(cmd_kind::alloc_req, h),
+                   take_ops(h)});
+    for (const auto& one : r)
+      expect_ok(one);
+    EXPECT_TRUE(s.begin_forward(batch).ok());
+    const command_result& m = r[0];
+    for (std::size_t i = 0; i < m.indices.size(); ++i) {
+      auto got = s.read_kv_page(static_cast<std::uint64_t>(m.indices[i]));
+      EXPECT_TRUE(got.ok());
+      if (got.ok()) {
+        EXPECT_EQ(*got, kv_bytes(token_bytes, i, K[i])) << "KV byte mismatch at " << i;
+      }
+    }
+    if (m.prefix_len > 0) {
+      auto w = s.read_slot(r[2].working);
+      EXPECT_TRUE(w.ok());
+      if (w.ok()) {
+        EXPECT_EQ(*w, state_after(std::span<const token_id>(K).first(m.prefix_len), state_bytes))
+            << "state restored from the wrong position";
+      }
+    }
+    EXPECT_TRUE(s.end_forward(batch).ok());
+    return m;
+  }
+  /// Aborts h, then the idle invariants must hold (full sanity check of the instance).
+  void abort_and_check_idle(request_handle h) {
+    expect_ok(step({cmd(cmd_kind::abort, h)})[0]);
+    command check = cmd(cmd_kind::check);
+    check.flag = true;
+    const command_result r = step({check})[0];
+    EXPECT_TRUE(r.sanity) << r.sanity_detail;
+  }
+};
+
+}  // namespace hc::test
