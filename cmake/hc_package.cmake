@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 include(GNUInstallDirs)
 
 set(HC_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/hybridcache)
-set(HC_CLIENT_EXPORTED hc_client hc_wire hc_scheduler hc_radix_cache hc_common hc_warnings)
+set(HC_CLIENT_EXPORTED hc_client hc_wire hc_shm hc_scheduler hc_radix_cache hc_common hc_warnings)
 
 install(TARGETS ${HC_CLIENT_EXPORTED} EXPORT hybridcacheTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

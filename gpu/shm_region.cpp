@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,10 +38,33 @@ result<shm_region> shm_region::create(const std::string& name, std::size_t bytes
   return r;
 }
 
+result<shm_region> shm_region::map(const std::string& name, std::size_t bytes) {
+  if (bytes == 0) return error{errc::invalid_argument, "shm region '" + name + "' has 0 bytes"};
+  int fd = ::shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0) return error{errc::io_error, "shm_open(" + name + "): " + std::strerror(errno)};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < bytes) {
+    ::close(fd);
+    return error{errc::invalid_argument,
+                 "shm region '" + name + "' is smaller than " + std::to_string(bytes) + " bytes"};
+  }
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int e = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) return error{errc::io_error, "mmap(" + name + "): " + std::strerror(e)};
+  shm_region r;
+  r.name_ = name;
+  r.data_ = static_cast<std::byte*>(p);
+  r.size_ = bytes;
+  r.owner_ = false;
+  return r;
+}
+
 shm_region::shm_region(shm_region&& o) noexcept
     : name_(std::move(o.name_)),
       data_(std::exchange(o.data_, nullptr)),
-      size_(std::exchange(o.size_, 0)) {}
+      size_(std::exchange(o.size_, 0)),
+      owner_(o.owner_) {}
 
 shm_region& shm_region::operator=(shm_region&& o) noexcept {
   if (this != &o) {
@@ -48,6 +72,7 @@ shm_region& shm_region::operator=(shm_region&& o) noexcept {
     name_ = std::move(o.name_);
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
+    owner_ = o.owner_;
   }
   return *this;
 }
@@ -59,7 +84,7 @@ shm_region::~shm_region() {
 void shm_region::release() noexcept {
   if (data_ == nullptr) return;
   ::munmap(data_, size_);
-  ::shm_unlink(name_.c_str());
+  if (owner_) ::shm_unlink(name_.c_str());
   data_ = nullptr;
   size_ = 0;
 }

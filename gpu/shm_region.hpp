@@ -17,6 +17,9 @@ class shm_region {
  public:
   /// Creates `name` (must start with '/', no other '/') of `bytes` bytes (> 0).
   static result<shm_region> create(const std::string& name, std::size_t bytes);
+  /// Maps an existing region read-write (a client of the node's memory); it is unmapped,
+  /// not unlinked, on destruction. `bytes` must not exceed the region's size.
+  static result<shm_region> map(const std::string& name, std::size_t bytes);
   shm_region() = default;
   shm_region(shm_region&& o) noexcept;
   shm_region& operator=(shm_region&& o) noexcept;
@@ -32,6 +35,7 @@ class shm_region {
   std::string name_;
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
+  bool owner_ = true;  ///< unlinks the name on destruction
 };
 
 }  // namespace hc

@@ -1,5 +1,6 @@
 #include "schema/client.hpp"
 
+#include "gpu/shm_region.hpp"
 #include "schema/node_connection.hpp"
 
 namespace hc {
@@ -182,6 +183,114 @@ status client_session::close() {
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     return {};
+  });
+}
+
+struct client_store::impl {
+  std::shared_ptr<capnp::EzRpcClient> ez;
+  wire::Store::Client cap = nullptr;
+  shm_region arena;
+  kj::WaitScope& ws() { return ez->getWaitScope(); }
+};
+
+client_store::client_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+client_store::~client_store() = default;
+
+std::span<std::byte> client_store::arena() const noexcept {
+  return impl_->arena.bytes();
+}
+
+result<std::unique_ptr<client_store>> client::open_store(const std::string& identity) {
+  return guarded([&]() -> result<std::unique_ptr<client_store>> {
+    auto req = impl_->node.storeRequest();
+    req.setIdentity(identity);
+    auto r = req.send().wait(impl_->ws());
+    if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
+    auto s = std::make_unique<client_store::impl>();
+    s->ez = impl_->ez;
+    s->cap = r.getStore();
+    auto a = s->cap.arenaRequest().send().wait(impl_->ws());
+    if (a.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(a.getError());
+    auto m = shm_region::map(a.getShm().cStr(), a.getBytes());
+    if (!m) return m.err();
+    s->arena = std::move(*m);
+    return std::unique_ptr<client_store>(new client_store(std::move(s)));
+  });
+}
+
+namespace {
+
+wire::StorePool pool_to_wire(store_pool p) {
+  return p == store_pool::kv_page ? wire::StorePool::KV_PAGE : wire::StorePool::SSM_STATE;
+}
+
+template <class Req>
+void put_entries(Req& req, std::span<const store_entry> entries) {
+  auto l = req.initEntries(static_cast<unsigned>(entries.size()));
+  for (unsigned i = 0; i < l.size(); ++i) {
+    l[i].setKey(entries[i].key);
+    auto segs = l[i].initSegments(static_cast<unsigned>(entries[i].segments.size()));
+    for (unsigned k = 0; k < segs.size(); ++k) {
+      segs[k].setOffset(entries[i].segments[k].offset);
+      segs[k].setLength(entries[i].segments[k].length);
+    }
+  }
+}
+
+template <class Resp>
+result<std::vector<bool>> ok_list(Resp& r) {
+  error e = wc::get_error(r.getError());
+  if (e.code != errc::ok) return e;
+  std::vector<bool> out;
+  for (bool b : r.getOk())
+    out.push_back(b);
+  return out;
+}
+
+}  // namespace
+
+result<store_exists_reply> client_store::exists(std::span<const std::string> kv_keys,
+                                                std::span<const store_sidecar> sidecars) {
+  return guarded([&]() -> result<store_exists_reply> {
+    auto req = impl_->cap.existsRequest();
+    auto k = req.initKvKeys(static_cast<unsigned>(kv_keys.size()));
+    for (unsigned i = 0; i < k.size(); ++i)
+      k.set(i, kv_keys[i]);
+    auto q = req.initSidecars(static_cast<unsigned>(sidecars.size()));
+    for (unsigned i = 0; i < q.size(); ++i) {
+      q[i].setPool(pool_to_wire(sidecars[i].which));
+      q[i].setPolicy(sidecars[i].trailing ? wire::HitPolicy::TRAILING_PAGES
+                                          : wire::HitPolicy::ALL_PAGES);
+      q[i].setTrailing(sidecars[i].n);
+    }
+    auto r = req.send().wait(impl_->ws());
+    error e = wc::get_error(r.getError());
+    if (e.code != errc::ok) return e;
+    store_exists_reply out;
+    out.kv_hit_pages = r.getKvHitPages();
+    for (std::uint32_t p : r.getRestorablePrefixPages())
+      out.restorable_pages.push_back(p);
+    return out;
+  });
+}
+
+result<std::vector<bool>> client_store::get(store_pool pool, std::span<const store_entry> entries) {
+  return guarded([&]() -> result<std::vector<bool>> {
+    auto req = impl_->cap.getRequest();
+    req.setPool(pool_to_wire(pool));
+    put_entries(req, entries);
+    auto r = req.send().wait(impl_->ws());
+    return ok_list(r);
+  });
+}
+
+result<std::vector<bool>> client_store::set(store_pool pool, std::span<const store_entry> entries) {
+  return guarded([&]() -> result<std::vector<bool>> {
+    auto req = impl_->cap.setRequest();
+    req.setPool(pool_to_wire(pool));
+    put_entries(req, entries);
+    auto r = req.send().wait(impl_->ws());
+    return ok_list(r);
   });
 }
 

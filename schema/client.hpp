@@ -52,6 +52,49 @@ class client_session {
   pool_info info_;
 };
 
+/// One value of an external client: its key and where its bytes are in the arena (the
+/// value is the concatenation of the segments).
+struct store_entry {
+  std::string key;
+  std::vector<store_job::segment> segments;
+};
+using store_pool = store_job::pool;
+using store_sidecar = store_job::sidecar;
+
+struct store_exists_reply {
+  std::uint32_t kv_hit_pages = 0;               ///< leading run of present KV pages
+  std::vector<std::uint32_t> restorable_pages;  ///< every restorable prefix length, ascending
+};
+
+/// The node's L3 store for an external client (CacheNode.store; SGLang's HiCache storage
+/// backend surface, integration.md §1.3-§1.5). Its keys live in the client's namespace.
+/// Bytes move through arena(), node-owned shared memory this object maps: write a value's
+/// bytes there and `set` it, or `get` values into it — each byte crosses once.
+class client_store {
+ public:
+  ~client_store();
+  client_store(const client_store&) = delete;
+  client_store& operator=(const client_store&) = delete;
+
+  /// The mapped arena (its offsets are what segments address).
+  std::span<std::byte> arena() const noexcept;
+  /// batch_exists_v2 over KV page keys with sidecar pools (e.g. the SSM state,
+  /// TRAILING_PAGES(1)).
+  result<store_exists_reply> exists(std::span<const std::string> kv_keys,
+                                    std::span<const store_sidecar> sidecars = {});
+  /// Reads each entry's value into its segments; one bool per entry (false: missing, corrupt
+  /// or of another length). Bad segments fail the call (invalid_argument).
+  result<std::vector<bool>> get(store_pool pool, std::span<const store_entry> entries);
+  /// Writes each entry's segments as its value (idempotent); one bool per entry.
+  result<std::vector<bool>> set(store_pool pool, std::span<const store_entry> entries);
+
+ private:
+  friend class client;
+  struct impl;
+  explicit client_store(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
 class client {
  public:
   /// address: "unix:/path/to.sock" or "host:port" (TCP; then `token` is required).
@@ -66,6 +109,9 @@ class client {
   result<std::vector<std::pair<std::string, double>>> stats();
   /// Instances, trees and pools as one JSON document.
   result<std::string> inspect();
+  /// The node's L3 store under `identity` (1..256 printable characters naming the model,
+  /// rank coordinate and layout of the caller); maps its arena.
+  result<std::unique_ptr<client_store>> open_store(const std::string& identity);
 
  private:
   struct impl;

@@ -198,10 +198,58 @@ interface Session {
   close @8 () -> (error :Error);
 }
 
+# L3 for external clients (SGLang's HiCache storage backend, integration.md §1.3-§1.5):
+# values under the client's keys, namespaced by the identity given to CacheNode.store, in
+# the node's L3 store next to (never mixed with) the node's own keys. Bytes move through
+# a node-owned shared-memory arena the client maps (`arena`): a value is the concatenation
+# of its segments (offset, length) in the arena, so a scattered Mamba state is one value.
+enum StorePool {
+  kvPage @0;
+  ssmState @1;
+}
+
+struct Segment {
+  offset @0 :UInt64;
+  length @1 :UInt64;
+}
+
+struct StoreEntry {
+  key @0 :Text;
+  segments @1 :List(Segment);
+}
+
+enum HitPolicy {
+  allPages @0;       # every page in [0, p) must be present in the pool
+  trailingPages @1;  # the last `trailing` pages before p must be present (Mamba: 1)
+}
+
+struct SidecarQuery {
+  pool @0 :StorePool;
+  policy @1 :HitPolicy;
+  trailing @2 :UInt32 = 1;
+}
+
+interface Store {
+  arena @0 () -> (error :Error, shm :Text, bytes :UInt64);
+  # v2 existence over the KV page keys (batch_exists_v2): the leading run of present KV
+  # pages, and every restorable prefix length in pages given the sidecar pools (sparse
+  # for trailing pools; ranks intersect these sets).
+  exists @1 (kvKeys :List(Text), sidecars :List(SidecarQuery))
+         -> (error :Error, kvHitPages :UInt32, restorablePrefixPages :List(UInt32));
+  # Reads each value into its segments; ok[i] is false for a missing or corrupt value or
+  # a value whose length differs from its segments' total (positional, like batch_get_v2).
+  get @2 (pool :StorePool, entries :List(StoreEntry)) -> (error :Error, ok :List(Bool));
+  # Writes each value from its segments (idempotent); ok[i] per entry.
+  set @3 (pool :StorePool, entries :List(StoreEntry)) -> (error :Error, ok :List(Bool));
+}
+
 interface CacheNode {
   ping @0 () -> (protocolVersion :UInt32, nodeVersion :Text);
   open @1 (spec :InstanceSpec) -> (error :Error, session :Session, info :PoolInfo);
   stats @2 () -> (stats :List(Stat));
   inspect @3 () -> (json :Text);  # instances, trees and pools as one JSON document
   login @4 (token :Text) -> (error :Error, node :CacheNode);
+  # The L3 store for an external client; `identity` (model, rank coordinate, layout —
+  # anything that must keep two clients' values apart) namespaces its keys.
+  store @5 (identity :Text) -> (error :Error, store :Store);
 }

@@ -11,6 +11,7 @@
 #include <future>
 #include <thread>
 
+#include "gpu/shm_region.hpp"
 #include "schema/convert.hpp"
 
 namespace hc {
@@ -24,6 +25,9 @@ struct server_ctx {
   metrics_sink& metrics;
   std::string token;
   std::string version;
+  std::size_t store_arena_bytes = 0;
+  std::size_t max_store_keys = 0;
+  std::uint64_t next_arena = 0;
 };
 
 /// Submits a job and returns a promise that resolves (on this kj thread) once an actor
@@ -168,6 +172,103 @@ class session_impl final : public wire::Session::Server {
   bool closed_ = false;
 };
 
+/// An external client's view of the node's L3 store, with its own arena.
+class store_impl final : public wire::Store::Server {
+ public:
+  store_impl(server_ctx& ctx, std::string identity, std::shared_ptr<shm_region> arena)
+      : ctx_(ctx), identity_(std::move(identity)), arena_(std::move(arena)) {}
+
+  kj::Promise<void> arena(ArenaContext c) override {
+    wc::put_error(c.getResults().initError(), {});
+    c.getResults().setShm(arena_->name());
+    c.getResults().setBytes(arena_->bytes().size());
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> exists(ExistsContext c) override {
+    timed t(ctx_.metrics, "store_exists");
+    auto job = make_job(store_job::what::exists);
+    auto keys = c.getParams().getKvKeys();
+    if (keys.size() > ctx_.max_store_keys) return too_many(c, keys.size());
+    for (auto k : keys)
+      job->keys.emplace_back(k.cStr());
+    for (auto q : c.getParams().getSidecars())
+      job->sidecars.push_back({q.getPool() == wire::StorePool::KV_PAGE ? store_job::pool::kv_page
+                                                                       : store_job::pool::ssm_state,
+                               q.getPolicy() == wire::HitPolicy::TRAILING_PAGES, q.getTrailing()});
+    return submit(ctx_.n, job).then([c, job, t]() mutable {
+      auto res = c.getResults();
+      wc::put_error(res.initError(), job->err);
+      res.setKvHitPages(job->kv_hit_pages);
+      auto l = res.initRestorablePrefixPages(static_cast<unsigned>(job->restorable.size()));
+      for (unsigned i = 0; i < l.size(); ++i)
+        l.set(i, job->restorable[i]);
+      t.done();
+    });
+  }
+  kj::Promise<void> get(GetContext c) override {
+    return transfer(c, store_job::what::get, "store_get");
+  }
+  kj::Promise<void> set(SetContext c) override {
+    return transfer(c, store_job::what::set, "store_set");
+  }
+
+ private:
+  std::shared_ptr<store_job> make_job(store_job::what op) {
+    auto job = std::make_shared<store_job>();
+    job->op = op;
+    job->identity = identity_;
+    job->arena_owner = arena_;
+    job->arena = arena_->bytes();
+    return job;
+  }
+  template <class Ctx>
+  kj::Promise<void> too_many(Ctx c, std::size_t n) {
+    wc::put_error(c.getResults().initError(),
+                  {errc::invalid_argument, std::to_string(n) + " keys in one call; the limit is " +
+                                               std::to_string(ctx_.max_store_keys)});
+    return kj::READY_NOW;
+  }
+  template <class Ctx>
+  kj::Promise<void> transfer(Ctx c, store_job::what op, const char* method) {
+    timed t(ctx_.metrics, method);
+    auto job = make_job(op);
+    auto p = c.getParams();
+    job->which = p.getPool() == wire::StorePool::KV_PAGE ? store_job::pool::kv_page
+                                                         : store_job::pool::ssm_state;
+    auto entries = p.getEntries();
+    if (entries.size() > ctx_.max_store_keys) return too_many(c, entries.size());
+    for (auto e : entries) {
+      job->keys.emplace_back(e.getKey().cStr());
+      auto& segs = job->segments.emplace_back();
+      for (auto s : e.getSegments())
+        segs.push_back({s.getOffset(), s.getLength()});
+    }
+    return submit(ctx_.n, job).then([c, job, t]() mutable {
+      auto res = c.getResults();
+      wc::put_error(res.initError(), job->err);
+      auto l = res.initOk(static_cast<unsigned>(job->ok.size()));
+      for (unsigned i = 0; i < l.size(); ++i)
+        l.set(i, job->ok[i]);
+      t.done();
+    });
+  }
+
+  server_ctx& ctx_;
+  std::string identity_;
+  std::shared_ptr<shm_region> arena_;
+};
+
+/// A Store identity: 1..256 printable characters.
+status check_identity(const std::string& id) {
+  if (id.empty() || id.size() > 256)
+    return {errc::invalid_argument, "store identity must have 1..256 characters"};
+  for (char ch : id)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      return {errc::invalid_argument, "store identity must be printable text"};
+  return {};
+}
+
 bool same_secret(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
   unsigned char diff = 0;  // constant time in the length
@@ -239,6 +340,32 @@ class node_impl final : public wire::CacheNode::Server {
     return kj::READY_NOW;
   }
 
+  kj::Promise<void> store(StoreContext c) override {
+    auto res = c.getResults();
+    if (locked_) {
+      auto e = res.initError();
+      e.setCode(wire::ErrorCode::UNAUTHENTICATED);
+      e.setMessage("call login with the node's token first");
+      return kj::READY_NOW;
+    }
+    const std::string identity = c.getParams().getIdentity().cStr();
+    if (status s = check_identity(identity); !s) {
+      wc::put_error(res.initError(), s.err());
+      return kj::READY_NOW;
+    }
+    const std::string name =
+        ctx_.n.config().shm_prefix + "-store-" + std::to_string(++ctx_.next_arena);
+    auto arena = shm_region::create(name, ctx_.store_arena_bytes);
+    if (!arena) {
+      wc::put_error(res.initError(), arena.err());
+      return kj::READY_NOW;
+    }
+    wc::put_error(res.initError(), {});
+    res.setStore(
+        kj::heap<store_impl>(ctx_, identity, std::make_shared<shm_region>(std::move(*arena))));
+    return kj::READY_NOW;
+  }
+
  private:
   void require_login() const {
     if (locked_) KJ_FAIL_REQUIRE("unauthenticated: call login with the node's token first");
@@ -304,7 +431,7 @@ class connection_set final : private kj::TaskSet::ErrorHandler {
 }  // namespace
 
 struct rpc_server::impl {
-  impl(node& n, metrics_sink& m) : ctx{n, m, {}, {}} {}
+  impl(node& n, metrics_sink& m) : ctx{n, m, {}, {}, 0, 0, 0} {}
   server_ctx ctx;
   rpc_server_config cfg;
   std::thread thread;
@@ -379,6 +506,8 @@ status rpc_server::start(const rpc_server_config& cfg) {
   impl_->cfg = cfg;
   impl_->ctx.token = cfg.token;
   impl_->ctx.version = cfg.node_version;
+  impl_->ctx.store_arena_bytes = cfg.store_arena_bytes;
+  impl_->ctx.max_store_keys = cfg.max_store_keys;
   std::promise<status> started;
   auto fut = started.get_future();
   impl_->thread = std::thread([this, &started] { impl_->main(started); });

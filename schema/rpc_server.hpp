@@ -27,6 +27,11 @@ struct rpc_server_config {
   /// stops reading that connection until some are answered, so one flooding client
   /// cannot grow the node's queues without bound. Default: 8 Mi words (64 MiB).
   std::size_t flow_limit_words = std::size_t{8} << 20;
+  /// Bytes of the shared-memory arena each Store capability gets (CacheNode.store).
+  /// Default: 64 MiB.
+  std::size_t store_arena_bytes = std::size_t{64} << 20;
+  /// Most keys in one Store call. Default: 65536.
+  std::size_t max_store_keys = 65536;
 };
 
 class rpc_server {

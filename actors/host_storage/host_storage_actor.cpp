@@ -5,6 +5,7 @@
 #include <string>
 
 #include "actors/node/messages.hpp"
+#include "storage/external_io.hpp"
 
 namespace hc {
 namespace {
@@ -19,7 +20,71 @@ struct state {
   std::shared_ptr<l3_store> store;
   metrics_sink* metrics = nullptr;
   std::uint64_t writes = 0, write_failures = 0, reads = 0, pages_written = 0, pages_read = 0;
+  std::uint64_t ext_calls = 0, ext_gets = 0, ext_hits = 0, ext_sets = 0;
+  std::vector<std::byte> scratch;
 };
+
+/// Most bytes of one external value (a page or a state). 1 GiB.
+constexpr std::size_t max_external_value = std::size_t{1} << 30;
+
+/// An external client's batch (the Store capability). Bad input fails the whole batch
+/// with invalid_argument before anything is read or written.
+void external(state& st, store_job& j) {
+  ++st.ext_calls;
+  if (!st.store) {
+    j.err = {errc::io_error, "this node has no L3 store (hybridcached --l3 false)"};
+    return;
+  }
+  std::vector<std::string> keys;
+  keys.reserve(j.keys.size());
+  for (const std::string& k : j.keys) {
+    auto ek = l3::external_key(j.identity, k);
+    if (!ek) {
+      j.err = ek.err();
+      return;
+    }
+    keys.push_back(std::move(*ek));
+  }
+  const auto pool_of = [](store_job::pool p) {
+    return p == store_job::pool::kv_page ? l3_pool::kv_page : l3_pool::ssm_state;
+  };
+  if (j.op == store_job::what::exists) {
+    std::vector<l3::sidecar_query> q;
+    for (const store_job::sidecar& s : j.sidecars)
+      q.push_back(
+          {pool_of(s.which), s.trailing ? hit_policy::trailing_pages : hit_policy::all_pages, s.n});
+    const l3::exists_answer a = l3::exists_v2(*st.store, keys, q);
+    j.kv_hit_pages = static_cast<std::uint32_t>(a.kv_hit_pages);
+    for (std::size_t p : a.restorable)
+      j.restorable.push_back(static_cast<std::uint32_t>(p));
+    return;
+  }
+  if (j.segments.size() != keys.size()) {
+    j.err = {errc::invalid_argument, "every key needs its segment list"};
+    return;
+  }
+  std::vector<std::vector<l3::segment>> segs(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    for (const store_job::segment& s : j.segments[i])
+      segs[i].push_back({s.offset, s.length});
+    if (status s = l3::check_segments(segs[i], j.arena.size(), max_external_value); !s) {
+      j.err = {s.err().code, "entry " + std::to_string(i) + ": " + s.err().message};
+      return;
+    }
+  }
+  const l3_pool pool = pool_of(j.which);
+  j.ok.assign(keys.size(), false);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (j.op == store_job::what::get) {
+      ++st.ext_gets;
+      j.ok[i] = l3::get_into(*st.store, pool, keys[i], segs[i], j.arena, st.scratch);
+      if (j.ok[i]) ++st.ext_hits;
+    } else {
+      ++st.ext_sets;
+      j.ok[i] = l3::set_from(*st.store, pool, keys[i], segs[i], j.arena, st.scratch).ok();
+    }
+  }
+}
 
 void write(state& st, l3_write_job& j) {
   const auto t0 = clk::now();
@@ -96,6 +161,10 @@ caf::behavior host_storage_actor(caf::event_based_actor*, std::shared_ptr<l3_sto
         read(*st, *j);
         return j;
       },
+      [st](msg::ext_store_atom, const msg::store_ptr& j) {
+        external(*st, *j);
+        j->complete();
+      },
       [st](msg::inspect_atom) -> std::string {
         nlohmann::json l3 = nullptr;
         if (st->store) {
@@ -109,7 +178,11 @@ caf::behavior host_storage_actor(caf::event_based_actor*, std::shared_ptr<l3_sto
                 {"backup_failures", st->write_failures},
                 {"pages_written", st->pages_written},
                 {"prefetch_reads", st->reads},
-                {"pages_read", st->pages_read}};
+                {"pages_read", st->pages_read},
+                {"external_calls", st->ext_calls},
+                {"external_gets", st->ext_gets},
+                {"external_hits", st->ext_hits},
+                {"external_sets", st->ext_sets}};
         }
         return nlohmann::json{{"l3", std::move(l3)}}.dump();
       },

@@ -5,6 +5,7 @@
 // the radix_cache that sent a job reserved and protected every id in it until the reply.
 //
 // Messages: (store, l3_write_ptr) -> l3_write_ptr, (prefetch, l3_read_ptr) -> l3_read_ptr,
+// (extstore, store_ptr): an external client's batch, completed on this thread,
 // (inspect) -> std::string JSON.
 
 #include <caf/fwd.hpp>

@@ -82,6 +82,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   rc.unix_path = o.socket;
   rc.tcp_address = o.tcp;
   rc.token = token;
+  rc.store_arena_bytes = o.store_arena_bytes;
   if (hc::status s = server.start(rc); !s) {
     hc::log::error(s.err().message);
     node.shutdown();
@@ -152,6 +153,12 @@ int main(int argc, char** argv) {
                  "(units accepted: 512MB, 64GB, 1TB — 1024-based)")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));
+  app.add_option("--store-arena-bytes", o.store_arena_bytes,
+                 "Shared-memory arena of each external Store client (CacheNode.store), through "
+                 "which its values move (units accepted: 64MB)")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 40));
   CLI11_PARSE(app, argc, argv);
   hc::log::set_level(*hc::log::parse_level(o.log_level));
   if (o.socket.empty() && o.tcp.empty()) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +69,34 @@ struct bytes_job : job_base<bytes_job> {
 
 struct close_job : job_base<close_job> {
   session_id session = 0;
+};
+
+/// A batch of an external client's L3 operations (the Store capability). Values live in
+/// the arena as segment lists. No storage types here: this header is part of the client
+/// package.
+struct store_job : job_base<store_job> {
+  enum class what { exists, get, set };
+  enum class pool : std::uint8_t { kv_page = 0, ssm_state = 1 };
+  struct segment {
+    std::uint64_t offset = 0, length = 0;
+  };
+  struct sidecar {
+    pool which = pool::ssm_state;
+    bool trailing = true;  ///< TRAILING_PAGES(n) if true, else ALL_PAGES
+    std::uint32_t n = 1;
+  };
+  what op = what::exists;
+  std::string identity;  ///< the client's namespace
+  pool which = pool::kv_page;
+  std::vector<std::string> keys;
+  std::vector<std::vector<segment>> segments;  ///< get / set: one list per key
+  std::vector<sidecar> sidecars;               ///< exists
+  std::shared_ptr<void> arena_owner;           ///< keeps the arena mapped while in flight
+  std::span<std::byte> arena;
+  // out
+  std::vector<bool> ok;  ///< get / set
+  std::uint32_t kv_hit_pages = 0;
+  std::vector<std::uint32_t> restorable;  ///< exists
 };
 
 struct stats_job : job_base<stats_job> {

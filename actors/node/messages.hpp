@@ -29,6 +29,7 @@ using detached_atom = caf::atom_constant<caf::atom("detached")>;
 using tier_atom = caf::atom_constant<caf::atom("tier")>;
 using store_atom = caf::atom_constant<caf::atom("store")>;
 using prefetch_atom = caf::atom_constant<caf::atom("prefetch")>;
+using ext_store_atom = caf::atom_constant<caf::atom("extstore")>;
 
 /// What a batch of tier copies is, which decides when forward_stream runs it:
 enum class tier_kind : std::uint8_t {
@@ -45,6 +46,7 @@ using fence_ptr = std::shared_ptr<fence_job>;
 using bytes_ptr = std::shared_ptr<bytes_job>;
 using close_ptr = std::shared_ptr<close_job>;
 using stats_ptr = std::shared_ptr<stats_job>;
+using store_ptr = std::shared_ptr<store_job>;
 
 }  // namespace hc::msg
 
@@ -55,6 +57,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::fence_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::bytes_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::close_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::stats_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::store_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::forward_ops)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::request_config)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::tier_kind)

@@ -282,6 +282,9 @@ caf::behavior node_actor(caf::event_based_actor* self, node_config cfg,
   return {
       [self, st](msg::open_atom, const msg::open_ptr& job) { open_session(self, *st, job); },
       [self, st](msg::stats_atom, const msg::stats_ptr& job) { gather_stats(self, *st, job); },
+      [self, st](msg::ext_store_atom, const msg::store_ptr& job) {
+        self->send(st->host, msg::ext_store_atom::value, job);  // its I/O thread completes it
+      },
       [self, st](msg::detached_atom, std::uint64_t instance_id) {
         session_detached(self, *st, instance_id);
       },
@@ -398,6 +401,11 @@ void node::submit(std::shared_ptr<close_job> j) {
 void node::submit(std::shared_ptr<stats_job> j) {
   if (impl_->refuse_if_down(j)) return;
   caf::anon_send(impl_->root, msg::stats_atom::value, std::move(j));
+}
+
+void node::submit(std::shared_ptr<store_job> j) {
+  if (impl_->refuse_if_down(j)) return;
+  caf::anon_send(impl_->root, msg::ext_store_atom::value, std::move(j));
 }
 
 void node::shutdown() {

@@ -1,0 +1,92 @@
+#include "storage/external_io.hpp"
+
+#include <cstring>
+
+namespace hc::l3 {
+
+result<std::string> external_key(std::string_view identity, std::string_view key) {
+  auto bad_char = [](std::string_view s) {
+    for (char ch : s)
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return true;
+    return false;
+  };
+  if (identity.empty() || bad_char(identity))
+    return error{errc::invalid_argument, "store identity must be non-empty printable text"};
+  if (key.empty() || bad_char(key))
+    return error{errc::invalid_argument, "store keys must be non-empty printable text"};
+  std::string k;
+  k.reserve(5 + identity.size() + key.size());
+  k.append("ext/").append(identity).append("/").append(key);
+  return k;
+}
+
+status check_segments(std::span<const segment> segs, std::size_t arena_bytes,
+                      std::size_t max_value_bytes) {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < segs.size(); ++i) {
+    const segment& s = segs[i];
+    if (s.offset > arena_bytes || s.length > arena_bytes - s.offset)
+      return {errc::invalid_argument, "segment " + std::to_string(i) + " [" +
+                                          std::to_string(s.offset) + ", +" +
+                                          std::to_string(s.length) + ") is outside the " +
+                                          std::to_string(arena_bytes) + "-byte arena"};
+    total += s.length;
+  }
+  if (segs.empty() || total == 0)
+    return {errc::invalid_argument, "a value needs at least one non-empty segment"};
+  if (total > max_value_bytes)
+    return {errc::invalid_argument, "a value of " + std::to_string(total) +
+                                        " bytes exceeds the limit of " +
+                                        std::to_string(max_value_bytes)};
+  return {};
+}
+
+bool get_into(l3_store& store, l3_pool pool, std::string_view key, std::span<const segment> segs,
+              std::span<std::byte> arena, std::vector<std::byte>& scratch) {
+  if (!store.get(pool, key, scratch).ok()) return false;
+  std::uint64_t total = 0;
+  for (const segment& s : segs)
+    total += s.length;
+  if (scratch.size() != total) return false;
+  std::size_t at = 0;
+  for (const segment& s : segs) {
+    std::memcpy(arena.data() + s.offset, scratch.data() + at, s.length);
+    at += s.length;
+  }
+  return true;
+}
+
+status set_from(l3_store& store, l3_pool pool, std::string_view key, std::span<const segment> segs,
+                std::span<const std::byte> arena, std::vector<std::byte>& scratch) {
+  if (segs.size() == 1)  // one contiguous value: no staging copy
+    return store.set(pool, key, arena.subspan(segs[0].offset, segs[0].length));
+  scratch.clear();
+  for (const segment& s : segs)
+    scratch.insert(scratch.end(), arena.begin() + static_cast<std::ptrdiff_t>(s.offset),
+                   arena.begin() + static_cast<std::ptrdiff_t>(s.offset + s.length));
+  return store.set(pool, key, scratch);
+}
+
+exists_answer exists_v2(l3_store& store, std::span<const std::string> kv_keys,
+                        std::span<const sidecar_query> sidecars) {
+  std::vector<bool> kv;
+  for (const std::string& k : kv_keys) {
+    if (!store.exists(l3_pool::kv_page, k)) break;  // only the leading run matters
+    kv.push_back(true);
+  }
+  exists_answer a;
+  a.kv_hit_pages = kv.size();
+  std::vector<pool_presence> pools;
+  for (const sidecar_query& q : sidecars) {
+    pool_presence p;
+    p.policy = q.policy;
+    p.trailing_n = q.trailing_n == 0 ? 1 : q.trailing_n;
+    for (std::size_t i = 0; i < kv.size(); ++i)
+      p.present.push_back(store.exists(q.pool, kv_keys[i]));
+    pools.push_back(std::move(p));
+  }
+  a.restorable = restorable_prefix_pages(kv, pools);
+  return a;
+}
+
+}  // namespace hc::l3

@@ -1,0 +1,168 @@
+// The Store capability (external clients such as SGLang's HiCache storage backend): values
+// move through the node-owned arena as segment lists, existence follows the v2 hit
+// policies, keys are namespaced by the client's identity, bad input is a typed error, and
+// corrupt values are misses.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "storage/memory_store.hpp"
+#include "tests/support/node_fixture.hpp"
+
+namespace hc::test {
+namespace {
+
+struct StoreRpc : ::testing::Test {
+  null_metrics metrics;
+  std::shared_ptr<memory_store> mem = std::make_shared<memory_store>(std::uint64_t{1} << 24);
+  std::unique_ptr<node> n;
+  std::unique_ptr<rpc_server> server;
+  std::string socket = unique_socket_path();
+  std::unique_ptr<client> c;
+
+  void SetUp() override {
+    node_config cfg;
+    cfg.metrics = &metrics;
+    cfg.l3 = mem;
+    n = std::make_unique<node>(cfg);
+    server = std::make_unique<rpc_server>(*n, metrics);
+    rpc_server_config rc;
+    rc.unix_path = socket;
+    rc.store_arena_bytes = 1 << 20;
+    ASSERT_TRUE(server->start(rc).ok());
+    auto cl = client::connect("unix:" + socket);
+    ASSERT_TRUE(cl.ok()) << cl.err().message;
+    c = std::move(*cl);
+  }
+  void TearDown() override {
+    c.reset();
+    server->stop();
+    n->shutdown();
+  }
+  std::unique_ptr<client_store> open(const std::string& identity) {
+    auto s = c->open_store(identity);
+    EXPECT_TRUE(s.ok()) << s.err().message;
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  static void fill(std::span<std::byte> at, std::uint8_t seed) {
+    for (std::size_t i = 0; i < at.size(); ++i)
+      at[i] = static_cast<std::byte>((seed * 31 + i) & 0xff);
+  }
+};
+
+constexpr std::size_t page = 4096;
+
+TEST_F(StoreRpc, PagesAndAScatteredStateRoundTripThroughTheArena) {
+  auto s = open("qwen3-next/tp0of2");
+  ASSERT_TRUE(s);
+  auto arena = s->arena();
+  ASSERT_EQ(arena.size(), 1u << 20);
+  std::vector<store_entry> pages;
+  for (std::uint8_t i = 0; i < 3; ++i) {
+    fill(arena.subspan(i * page, page), i);
+    pages.push_back({"h" + std::to_string(i), {{i * page, page}}});
+  }
+  auto w = s->set(store_pool::kv_page, pages);
+  ASSERT_TRUE(w.ok()) << w.err().message;
+  EXPECT_EQ(*w, (std::vector<bool>{true, true, true}));
+  // A Mamba state as two segments (temporal + conv), stored under the last page's key.
+  fill(arena.subspan(100000, 1000), 7);
+  fill(arena.subspan(200000, 24), 8);
+  const store_entry state{"h2", {{100000, 1000}, {200000, 24}}};
+  ASSERT_TRUE(s->set(store_pool::ssm_state, std::span(&state, 1)).ok());
+
+  std::vector<std::byte> want_pages(arena.begin(), arena.begin() + 3 * page);
+  std::vector<std::byte> want_state(arena.begin() + 100000, arena.begin() + 101000);
+  std::vector<std::byte> want_conv(arena.begin() + 200000, arena.begin() + 200024);
+  std::memset(arena.data(), 0, arena.size());
+  std::vector<store_entry> back;
+  for (std::size_t i = 0; i < 3; ++i)
+    back.push_back({"h" + std::to_string(i), {{500000 + i * page, page}}});
+  back.push_back({"missing", {{600000, page}}});
+  auto r = s->get(store_pool::kv_page, back);
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  EXPECT_EQ(*r, (std::vector<bool>{true, true, true, false}));
+  EXPECT_TRUE(std::equal(want_pages.begin(), want_pages.end(), arena.begin() + 500000));
+  const store_entry state_back{"h2", {{700000, 1000}, {800000, 24}}};
+  auto rs = s->get(store_pool::ssm_state, std::span(&state_back, 1));
+  ASSERT_TRUE(rs.ok());
+  EXPECT_EQ(*rs, std::vector<bool>{true});
+  EXPECT_TRUE(std::equal(want_state.begin(), want_state.end(), arena.begin() + 700000));
+  EXPECT_TRUE(std::equal(want_conv.begin(), want_conv.end(), arena.begin() + 800000));
+  const store_entry wrong_len{"h2", {{700000, 999}}};
+  EXPECT_EQ(*s->get(store_pool::ssm_state, std::span(&wrong_len, 1)), std::vector<bool>{false})
+      << "a value whose length differs from its segments is not served";
+}
+
+TEST_F(StoreRpc, ExistenceFollowsTheTrailingPagesRule) {
+  auto s = open("m/tp0");
+  ASSERT_TRUE(s);
+  fill(s->arena().first(page), 1);
+  std::vector<store_entry> pages;
+  for (const char* k : {"a", "b", "c", "d", "f"})
+    pages.push_back({k, {{0, page}}});
+  ASSERT_TRUE(s->set(store_pool::kv_page, pages).ok());
+  for (const char* k : {"b", "d"}) {  // states at 2 and 4 pages
+    const store_entry st{k, {{0, 64}}};
+    ASSERT_TRUE(s->set(store_pool::ssm_state, std::span(&st, 1)).ok());
+  }
+  const std::vector<std::string> keys = {"a", "b", "c", "d", "e", "f"};
+  const store_sidecar mamba{store_pool::ssm_state, true, 1};
+  auto r = s->exists(keys, std::span(&mamba, 1));
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  EXPECT_EQ(r->kv_hit_pages, 4u) << "e is missing: f does not count";
+  EXPECT_EQ(r->restorable_pages, (std::vector<std::uint32_t>{2, 4}));
+  const store_sidecar all{store_pool::ssm_state, false, 1};
+  auto r2 = s->exists(keys, std::span(&all, 1));
+  ASSERT_TRUE(r2.ok());
+  EXPECT_TRUE(r2->restorable_pages.empty()) << "ALL_PAGES: page a has no state";
+}
+
+TEST_F(StoreRpc, IdentitiesAndTheNodesOwnKeysNeverMeet) {
+  auto a = open("model-a/tp0");
+  auto b = open("model-b/tp0");
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->arena().data(), b->arena().data()) << "each store has its own arena";
+  fill(a->arena().first(page), 3);
+  const store_entry e{"shared-key", {{0, page}}};
+  ASSERT_TRUE(a->set(store_pool::kv_page, std::span(&e, 1)).ok());
+  EXPECT_EQ(*b->get(store_pool::kv_page, std::span(&e, 1)), std::vector<bool>{false});
+  EXPECT_EQ(a->exists(std::vector<std::string>{"shared-key"})->kv_hit_pages, 1u);
+  EXPECT_EQ(b->exists(std::vector<std::string>{"shared-key"})->kv_hit_pages, 0u);
+  EXPECT_FALSE(mem->exists(l3_pool::kv_page, "shared-key")) << "stored under its namespace";
+  EXPECT_TRUE(mem->exists(l3_pool::kv_page, "ext/model-a/tp0/shared-key"));
+}
+
+TEST_F(StoreRpc, ACorruptValueIsAMissAndIsDeleted) {
+  auto s = open("m");
+  ASSERT_TRUE(s);
+  fill(s->arena().first(page), 5);
+  const store_entry e{"k", {{0, page}}};
+  ASSERT_TRUE(s->set(store_pool::kv_page, std::span(&e, 1)).ok());
+  ASSERT_TRUE(mem->overwrite_stored(l3_pool::kv_page, "ext/m/k",
+                                    std::vector<std::byte>(page + 32, std::byte{1}))
+                  .ok());
+  EXPECT_EQ(*s->get(store_pool::kv_page, std::span(&e, 1)), std::vector<bool>{false});
+  EXPECT_FALSE(mem->exists(l3_pool::kv_page, "ext/m/k"));
+}
+
+TEST_F(StoreRpc, BadInputIsATypedErrorNamingTheProblem) {
+  auto bad = c->open_store("");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.err().code, errc::invalid_argument);
+  auto s = open("m");
+  ASSERT_TRUE(s);
+  const store_entry outside{"k", {{(1u << 20) - 10, 64}}};
+  auto r = s->set(store_pool::kv_page, std::span(&outside, 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.err().code, errc::invalid_argument);
+  EXPECT_NE(r.err().message.find("outside"), std::string::npos) << r.err().message;
+  const store_entry empty{"k", {}};
+  EXPECT_FALSE(s->set(store_pool::kv_page, std::span(&empty, 1)).ok());
+  const store_entry no_key{"", {{0, 8}}};
+  EXPECT_FALSE(s->get(store_pool::kv_page, std::span(&no_key, 1)).ok());
+  EXPECT_EQ(mem->usage().values, 0u) << "a failed batch writes nothing";
+}
+
+}  // namespace
+}  // namespace hc::test
