@@ -92,6 +92,11 @@ struct prometheus_metrics::impl {
                                             .Name("hybridcache_tier_bytes_total")
                                             .Help("Bytes moved by the L2 and L3 tiers")
                                             .Register(*reg);
+  pm::Family<pm::Gauge>& tier_bandwidth =
+      pm::BuildGauge()
+          .Name("hybridcache_tier_bandwidth_bytes_per_second")
+          .Help("Bytes per second of the last timed transfer of each tier and direction")
+          .Register(*reg);
   static pm::Histogram::BucketBoundaries io_buckets() {
     return {1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0, 5.0, 30.0};
   }
@@ -121,8 +126,10 @@ struct prometheus_metrics::impl {
     for (const char* r : {"ok", "failed"})
       backup_seconds.Add({{"result", r}}, io_buckets());
     for (const char* tier : {"l2", "l3"})
-      for (const char* dir : {"read", "write"})
+      for (const char* dir : {"read", "write"}) {
         tier_bytes.Add({{"tier", tier}, {"direction", dir}});
+        tier_bandwidth.Add({{"tier", tier}, {"direction", dir}});
+      }
   }
 };
 
@@ -240,9 +247,11 @@ void prometheus_metrics::prefetch(std::string_view outcome, std::uint64_t tokens
 }
 
 void prometheus_metrics::tier_bytes(std::string_view tier, std::string_view direction,
-                                    std::uint64_t bytes) {
-  impl_->tier_bytes.Add({{"tier", std::string(tier)}, {"direction", std::string(direction)}})
-      .Increment(static_cast<double>(bytes));
+                                    std::uint64_t bytes, double seconds) {
+  const pm::Labels labels{{"tier", std::string(tier)}, {"direction", std::string(direction)}};
+  impl_->tier_bytes.Add(labels).Increment(static_cast<double>(bytes));
+  if (seconds > 0 && bytes > 0)
+    impl_->tier_bandwidth.Add(labels).Set(static_cast<double>(bytes) / seconds);
 }
 
 void prometheus_metrics::backup(double seconds, bool failed) {

@@ -21,6 +21,7 @@
 //   hybridcache_prefetch_seconds                               histogram (prefetch I/O)
 //   hybridcache_backup_seconds{result="ok"|"failed"}           histogram (one node to L3)
 //   hybridcache_tier_bytes_total{tier="l2"|"l3",direction="read"|"write"} counter
+//   hybridcache_tier_bandwidth_bytes_per_second{tier,direction} gauge (last timed transfer)
 //   (L2 / L3 hits: hybridcache_match_requests_total and _hit_tokens_total, tier="l2"|"l3")
 
 #include <memory>
@@ -57,7 +58,8 @@ class prometheus_metrics final : public metrics_sink {
   void l2_hit(std::uint64_t tokens) override;
   void prefetch(std::string_view outcome, std::uint64_t tokens, std::uint64_t resumable,
                 double seconds) override;
-  void tier_bytes(std::string_view tier, std::string_view direction, std::uint64_t bytes) override;
+  void tier_bytes(std::string_view tier, std::string_view direction, std::uint64_t bytes,
+                  double seconds) override;
   void backup(double seconds, bool failed) override;
 
  private:

@@ -41,9 +41,10 @@ class metrics_sink {
   /// bringing `tokens` from L3 to the host, `resumable` of them with their SSM state.
   virtual void prefetch(std::string_view outcome, std::uint64_t tokens, std::uint64_t resumable,
                         double seconds) = 0;
-  /// Bytes a tier moved: tier "l2" (host pools) | "l3" (store); direction "read" | "write".
-  virtual void tier_bytes(std::string_view tier, std::string_view direction,
-                          std::uint64_t bytes) = 0;
+  /// Bytes a tier moved in one transfer of `seconds` (0: not timed): tier "l2" (host
+  /// pools) | "l3" (store); direction "read" | "write".
+  virtual void tier_bytes(std::string_view tier, std::string_view direction, std::uint64_t bytes,
+                          double seconds) = 0;
   /// One node's L3 backup ended (failed: a batch or the state failed to write).
   virtual void backup(double seconds, bool failed) = 0;
 };
@@ -64,7 +65,7 @@ class null_metrics final : public metrics_sink {
   void rpc(std::string_view, double) override {}
   void l2_hit(std::uint64_t) override {}
   void prefetch(std::string_view, std::uint64_t, std::uint64_t, double) override {}
-  void tier_bytes(std::string_view, std::string_view, std::uint64_t) override {}
+  void tier_bytes(std::string_view, std::string_view, std::uint64_t, double) override {}
   void backup(double, bool) override {}
 };
 

@@ -55,6 +55,7 @@ struct state {
 /// Runs the copies and answers with them.
 void run_tier(state& st, pending_tier& p) {
   if (st.host) {
+    const std::uint64_t t0 = now_ns();
     std::uint64_t to_host = 0, to_device = 0;
     for (const tier_copy& c : p.copies) {
       const bool any = !c.device_kv.empty() || (c.device_slot != no_slot && c.host_slot != no_slot);
@@ -65,8 +66,9 @@ void run_tier(state& st, pending_tier& p) {
     }
     st.tier.bytes_to_host += to_host;
     st.tier.bytes_to_device += to_device;
-    if (to_host) st.metrics->tier_bytes("l2", "write", to_host);
-    if (to_device) st.metrics->tier_bytes("l2", "read", to_device);
+    const double seconds = static_cast<double>(now_ns() - t0) * 1e-9;
+    if (to_host) st.metrics->tier_bytes("l2", "write", to_host, seconds);
+    if (to_device) st.metrics->tier_bytes("l2", "read", to_device, seconds);
   }
   p.answer.deliver(std::move(p.copies));
 }

@@ -115,7 +115,7 @@ void write(state& st, l3_write_job& j) {
   if (j.report.failed) ++st.write_failures;
   st.pages_written += j.report.pages_written;
   j.seconds = since(t0);
-  st.metrics->tier_bytes("l3", "write", j.bytes);
+  st.metrics->tier_bytes("l3", "write", j.bytes, j.seconds);
   st.metrics->backup(j.seconds, j.report.failed);
 }
 
@@ -142,7 +142,7 @@ void read(state& st, l3_read_job& j) {
             (j.report.state_read ? h.state_bytes() : 0);
   st.pages_read += j.report.pages_read;
   j.seconds = since(t0);
-  st.metrics->tier_bytes("l3", "read", j.bytes);
+  st.metrics->tier_bytes("l3", "read", j.bytes, j.seconds);
 }
 
 }  // namespace

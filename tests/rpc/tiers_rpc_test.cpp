@@ -111,6 +111,10 @@ TEST_F(TiersRpc, WarmRestartServesThePrefixFromL3ByteForByte) {
   EXPECT_EQ(metric(R"(hybridcache_hit_tokens_total{component="kv",tier="l2"})"), prompt_len);
   EXPECT_GT(metric(R"(hybridcache_tier_bytes_total{direction="read",tier="l3"})"), 0);
   EXPECT_GT(metric(R"(hybridcache_tier_bytes_total{direction="write",tier="l3"})"), 0);
+  EXPECT_GT(metric(R"(hybridcache_tier_bandwidth_bytes_per_second{direction="read",tier="l3"})"),
+            0);
+  EXPECT_GT(metric(R"(hybridcache_tier_bandwidth_bytes_per_second{direction="read",tier="l2"})"),
+            0);
   EXPECT_GT(metric(R"(hybridcache_backup_seconds_count{result="ok"})"), 0);
 }
 
