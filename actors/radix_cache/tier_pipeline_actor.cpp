@@ -54,6 +54,7 @@ void tier_pipeline::send_copies(msg::tier_kind kind, session_id s, std::vector<t
                   break;
                 case msg::tier_kind::backup:
                   (void)t.backup_done(c.node);
+                  if (c.device_slot != no_slot) (void)t.dec_lock(c.node);
                   store_to_l3(c.node);
                   break;
               }
@@ -65,12 +66,14 @@ void tier_pipeline::send_copies(msg::tier_kind kind, session_id s, std::vector<t
 void tier_pipeline::pump(session_id s, const std::function<bool(slot_id)>& pending_snapshot) {
   if (!enabled()) return;
   radix_tree& t = cache_.tree();
-  std::vector<tier_copy> loads = cache_.drain_loads();
-  n_.loads += loads.size();
-  send_copies(msg::tier_kind::load, s, std::move(loads));
+  // Demotions first: they read device ids this step freed, which a load of this step may
+  // have been given (forward_stream runs both at once when nothing is in flight).
   std::vector<tier_copy> demoted = t.drain_copies();
   n_.demotions += demoted.size();
   send_copies(msg::tier_kind::demotion, s, std::move(demoted));
+  std::vector<tier_copy> loads = cache_.drain_loads();
+  n_.loads += loads.size();
+  send_copies(msg::tier_kind::load, s, std::move(loads));
 
   std::vector<node_ref> candidates = std::exchange(deferred_, {});
   for (node_ref n : t.take_backup_candidates())
@@ -87,6 +90,9 @@ void tier_pipeline::pump(session_id s, const std::function<bool(slot_id)>& pendi
       ++n_.backups_refused;  // host full of protected data, or a parent without backup
       continue;
     }
+    // The backup lock holds the KV path; the state's slot must not be evicted (and
+    // reused) before the copy reads it either.
+    if (c->device_slot != no_slot) (void)t.inc_lock(n);
     backups.push_back(std::move(*c));
   }
   n_.backups_sent += backups.size();

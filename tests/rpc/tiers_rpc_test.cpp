@@ -139,6 +139,26 @@ TEST_F(TiersRpc, AnEvictedPrefixIsLoadedBackFromTheHostByteForByte) {
   EXPECT_EQ(metric(R"(hybridcache_match_requests_total{tier="l2"})"), 1);
 }
 
+TEST_F(TiersRpc, WriteBackCopiesOnEvictionThenLoadsBackAndReachesL3) {
+  instance_spec sp = toy_worker::spec();
+  sp.hicache_write_policy = write_policy::write_back;
+  toy_worker& wk = open(sp);
+  wk.serve(1);
+  EXPECT_EQ(host_of_instance().value("backed_up_tokens", 1u), 0u)
+      << "write_back does not back up on insert";
+  const command_result ev = wk.step({evict(256, 16)})[0];
+  expect_ok(ev);
+  EXPECT_EQ(ev.tokens_freed_total, prompt_len) << "the evicted leaf is backed up and demoted";
+  ASSERT_TRUE(stored_in_l3()) << "a demoted node is written to L3 once its bytes are on the host";
+  std::vector<token_id> prompt = wk.K;
+  prompt.push_back(9999);
+  expect_ok(wk.step({create(2, prompt)})[0]);
+  const command_result m = wk.admit_and_check(2);
+  EXPECT_EQ(m.prefix_len, prompt_len);
+  EXPECT_EQ(m.loaded_tokens, prompt_len);
+  wk.abort_and_check_idle(2);
+}
+
 TEST_F(TiersRpc, AFailedReadShortensThePrefetchAndTheRequestRecomputes) {
   open().serve(1);
   ASSERT_TRUE(stored_in_l3());
