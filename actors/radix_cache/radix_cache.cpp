@@ -17,7 +17,11 @@ radix_cache::radix_cache(const cache_config& cfg, const page_hasher* hasher)
 cow_match_result radix_cache::match(namespace_id ns, std::span<const token_id> key, bool cow,
                                     bool has_working_slot) {
   cow_match_result r{tree_.match(ns, key)};
-  if (has_host_tier() && r.match.best != r.match.last_node) r.loaded_tokens = load_back(r.match);
+  if (has_host_tier()) {
+    if (r.match.best != r.match.last_node || r.match.mamba_host_hit)
+      r.loaded_tokens = load_back(r.match);
+    resumable_prefix(r.match);
+  }
   if (!cow || r.match.last_slot == no_slot) return r;
   if (!has_working_slot) {
     slot_id s = slots_.alloc_one();
@@ -50,6 +54,21 @@ std::size_t radix_cache::load_back(match_result& m) {
     loads_.push_back(std::move(c));
   }
   return lb->new_indices.size();
+}
+
+void radix_cache::resumable_prefix(match_result& m) {
+  // With a host tier the device anchor may hold KV but no device state (its state is on
+  // the host and was not loaded back): a request can only resume where a state is.
+  radix_node* x = m.last_node.node;
+  std::size_t len = m.indices.size();
+  while (x != nullptr && x->parent != nullptr && x->mamba == no_slot) {
+    len -= x->value.size();
+    x = x->parent;
+  }
+  if (x == nullptr || x == m.last_node.node) return;
+  m.indices.resize(len);
+  m.last_node = {x, x->id};
+  m.last_slot = x->mamba;
 }
 
 std::vector<tier_copy> radix_cache::drain_loads() {

@@ -94,6 +94,8 @@ class radix_cache {
  private:
   /// Loads the host part of m back and extends m over it; returns the tokens loaded.
   std::size_t load_back(match_result& m);
+  /// Cuts m back to the deepest node with a device state (the prefix a request can resume).
+  void resumable_prefix(match_result& m);
 
   kv_allocator kv_;
   slot_allocator slots_;

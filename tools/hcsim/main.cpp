@@ -1,0 +1,154 @@
+// hcsim: drives a running hybridcached as SGLang schedulers would, with the toy hybrid
+// model's bytes, and verifies every prefix hit against recomputation (see sim.hpp).
+//
+//   hcsim --socket PATH --strategy {no_buffer,extra_buffer,extra_buffer_lazy} --ops N
+//         --workers W --seed S [--json] [workload and instance options, --help]
+//
+// Prints a summary (text, or one JSON object with --json); exit status 0 only when
+// mismatches, leaks and errors are all 0.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/hcsim/sim.hpp"
+
+namespace {
+
+using namespace hc;
+using namespace hc::sim;
+
+/// Runs the workers as processes (each its own connection and session) and collects
+/// their reports through pipes.
+sim_report run_all(const sim_config& cfg) {
+  struct child {
+    pid_t pid;
+    int fd;
+  };
+  std::vector<child> kids;
+  sim_report total;
+  for (unsigned w = 0; w < cfg.workers; ++w) {
+    int fds[2];
+    if (::pipe(fds) != 0) {
+      ++total.errors;
+      continue;
+    }
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      const std::string out = run_worker(cfg, w).json();
+      std::size_t at = 0;
+      while (at < out.size()) {
+        const ssize_t n = ::write(fds[1], out.data() + at, out.size() - at);
+        if (n <= 0) break;
+        at += static_cast<std::size_t>(n);
+      }
+      ::close(fds[1]);
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    if (pid < 0) {
+      ::close(fds[0]);
+      ++total.errors;
+      continue;
+    }
+    kids.push_back({pid, fds[0]});
+  }
+  for (const child& k : kids) {
+    std::string s;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(k.fd, buf, sizeof buf)) > 0)
+      s.append(buf, static_cast<std::size_t>(n));
+    ::close(k.fd);
+    int status = 0;
+    ::waitpid(k.pid, &status, 0);
+    sim_report r;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !sim_report::from_json(s, r)) {
+      ++total.errors;
+      if (total.first_error.empty()) total.first_error = "a worker process died";
+      continue;
+    }
+    total.merge(r);
+  }
+  return total;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sim_config cfg;
+  std::string strat = "extra_buffer";
+  CLI::App app{"hcsim: drive a hybridcached like SGLang schedulers, verify every prefix hit"};
+  app.add_option("--socket", cfg.socket, "The node's Unix socket")->capture_default_str();
+  app.add_option("--strategy", strat, "Mamba scheduling strategy")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"no_buffer", "extra_buffer", "extra_buffer_lazy"}));
+  app.add_option("--ops", cfg.ops, "Commands to send over all workers")->capture_default_str();
+  app.add_option("--workers", cfg.workers, "Worker processes (one session each)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
+  app.add_option("--seed", cfg.seed, "Workload seed")->capture_default_str();
+  app.add_flag("--json", cfg.json, "Print one JSON object instead of the text summary");
+  app.add_option("--conversations", cfg.conversations, "Conversations per worker")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100000u));
+  app.add_option("--system-prompts", cfg.system_prompts, "Distinct shared system prompts")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1000u));
+  app.add_option("--system-prompt-len", cfg.system_prompt_len, "Tokens of a system prompt")
+      ->capture_default_str();
+  app.add_option("--turn-len", cfg.turn_len, "Mean new tokens per turn")->capture_default_str();
+  app.add_option("--output-len", cfg.output_len, "Mean decode steps per request")
+      ->capture_default_str();
+  app.add_option("--batch", cfg.batch, "Requests in flight per worker")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 256u));
+  app.add_option("--chunked-prefill", cfg.chunked_prefill, "Tokens per prefill chunk")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--abort-rate", cfg.abort_rate, "Probability of an abort per scheduling step")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--max-context", cfg.max_context, "A conversation restarts beyond this length")
+      ->capture_default_str();
+  app.add_option("--page-size", cfg.page_size, "Tokens per KV page")->capture_default_str();
+  app.add_option("--kv-tokens", cfg.kv_tokens, "L1 KV tokens of the instance (small: eviction)")
+      ->capture_default_str();
+  app.add_option("--slots", cfg.slots, "L1 SSM slots of the instance")->capture_default_str();
+  app.add_option("--chunk", cfg.chunk, "Model chunk size (FLA 64, Mamba2 128/256)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({64, 128, 256}));
+  app.add_flag("--mamba2", cfg.mamba2, "Mamba2 chunk-state convention (default FLA/GDN)");
+  app.add_option("--track-interval", cfg.track_interval, "Decode track interval")
+      ->capture_default_str();
+  app.add_option("--overlap", cfg.overlap, "Instance with ping-pong track slots (overlap)")
+      ->capture_default_str();
+  app.add_option("--host-ratio", cfg.host_ratio, "Host tier as a multiple of L1 (> 1; 0 = off)")
+      ->capture_default_str();
+  app.add_flag("--prefetch", cfg.prefetch,
+               "Storage prefetch before each admission (needs --host-ratio and the node's L3)");
+  app.add_option("--model", cfg.model, "Model id of the instance")->capture_default_str();
+  app.add_option("--progress", cfg.progress, "A progress line every 2 s on stderr")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  cfg.strat = strat == "no_buffer"      ? strategy::no_buffer
+              : strat == "extra_buffer" ? strategy::extra_buffer
+                                        : strategy::extra_buffer_lazy;
+  if (cfg.prefetch && cfg.host_ratio <= 1) {
+    std::fprintf(stderr, "hcsim: --prefetch needs --host-ratio > 1\n");
+    return 2;
+  }
+  sim_report r = run_all(cfg);
+  check_idle(cfg, r);
+  r.mismatches = r.kv_mismatches + r.state_mismatches;
+  if (cfg.json) {
+    std::printf("%s\n", r.json().c_str());
+  } else {
+    std::printf("%s", r.text().c_str());
+  }
+  return r.mismatches == 0 && r.leaks == 0 && r.errors == 0 ? 0 : 1;
+}

@@ -1,0 +1,82 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/hcsim/sim.hpp"
+
+namespace hc::sim {
+namespace {
+
+// Every counter with its JSON name, so merge / json / from_json cannot drift apart.
+template <class Report, class F>
+void each_counter(Report& r, F&& f) {
+  f("ops", r.ops);
+  f("steps", r.steps);
+  f("forwards", r.forwards);
+  f("requests", r.requests);
+  f("finished", r.finished);
+  f("aborted", r.aborted);
+  f("rejected", r.rejected);
+  f("mismatches", r.mismatches);
+  f("kv_mismatches", r.kv_mismatches);
+  f("state_mismatches", r.state_mismatches);
+  f("leaks", r.leaks);
+  f("errors", r.errors);
+  f("prompt_tokens", r.prompt_tokens);
+  f("reused_tokens", r.reused_tokens);
+  f("computed_tokens", r.computed_tokens);
+  f("l1_hit_tokens", r.l1_hit_tokens);
+  f("l2_hit_tokens", r.l2_hit_tokens);
+  f("l3_hit_tokens", r.l3_hit_tokens);
+}
+
+}  // namespace
+
+void sim_report::merge(const sim_report& o) {
+  auto theirs = o;
+  std::vector<std::uint64_t> add;
+  each_counter(theirs, [&](const char*, std::uint64_t& v) { add.push_back(v); });
+  std::size_t i = 0;
+  each_counter(*this, [&](const char*, std::uint64_t& v) { v += add[i++]; });
+  seconds = std::max(seconds, o.seconds);  // workers run side by side
+  if (first_error.empty()) first_error = o.first_error;
+}
+
+std::string sim_report::json() const {
+  nlohmann::json j;
+  auto self = *this;
+  each_counter(self, [&](const char* k, std::uint64_t& v) { j[k] = v; });
+  j["seconds"] = seconds;
+  j["ops_per_second"] = seconds > 0 ? static_cast<double>(ops) / seconds : 0.0;
+  j["hit_tokens"] = {{"l1", l1_hit_tokens}, {"l2", l2_hit_tokens}, {"l3", l3_hit_tokens}};
+  j["first_error"] = first_error;
+  return j.dump();
+}
+
+bool sim_report::from_json(const std::string& s, sim_report& out) {
+  auto j = nlohmann::json::parse(s, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return false;
+  each_counter(out, [&](const char* k, std::uint64_t& v) { v = j.value(k, std::uint64_t{0}); });
+  out.seconds = j.value("seconds", 0.0);
+  out.first_error = j.value("first_error", std::string());
+  return true;
+}
+
+std::string sim_report::text() const {
+  const double reuse = prompt_tokens ? 100.0 * static_cast<double>(reused_tokens) /
+                                           static_cast<double>(prompt_tokens)
+                                     : 0.0;
+  std::string t = fmt::format(
+      "ops {} in {:.1f} s ({:.0f} ops/s), {} steps, {} forwards\n"
+      "requests {}: {} finished, {} aborted, {} not admitted\n"
+      "prompt tokens {}: {} reused ({:.1f} %; L1 {}, L2 {}, L3 {}), {} computed\n"
+      "mismatches {} (KV {}, state {}), leaks {}, errors {}\n",
+      ops, seconds, seconds > 0 ? static_cast<double>(ops) / seconds : 0.0, steps, forwards,
+      requests, finished, aborted, rejected, prompt_tokens, reused_tokens, reuse, l1_hit_tokens,
+      l2_hit_tokens, l3_hit_tokens, computed_tokens, mismatches, kv_mismatches, state_mismatches,
+      leaks, errors);
+  if (!first_error.empty()) t += "first problem: " + first_error + "\n";
+  return t;
+}
+
+}  // namespace hc::sim

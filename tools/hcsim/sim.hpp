@@ -1,0 +1,74 @@
+#pragma once
+// hcsim: a worker simulator that drives a running hybridcached over RPC exactly as an
+// SGLang scheduler would, with the toy hybrid model's bytes, and verifies every prefix
+// hit (device, host and storage) against recomputation.
+//
+// One worker = one process = one session on the node (several workers with the same
+// spec share one cache instance, like DP workers). A worker keeps up to `batch` requests
+// in flight: multi-turn conversations over shared system prompts, chunked prefill,
+// decode steps with track boundaries, requests that finish on a boundary, random aborts;
+// every forward is bracketed by beginForward / endForward and the worker writes the
+// forward's bytes into the mapped L1 pools.
+
+#include <cstdint>
+#include <string>
+
+#include "actors/common/strategy.hpp"
+
+namespace hc::sim {
+
+struct sim_config {
+  std::string socket = "/tmp/hybridcache.sock";
+  strategy strat = strategy::extra_buffer;
+  std::uint64_t ops = 20000;  ///< commands to send, over all workers
+  unsigned workers = 1;
+  std::uint64_t seed = 1;
+  // workload
+  unsigned conversations = 16;
+  unsigned system_prompts = 2;       ///< conversations share one of these prefixes
+  unsigned system_prompt_len = 300;  ///< tokens
+  unsigned turn_len = 120;           ///< mean new user tokens per turn
+  unsigned output_len = 40;          ///< mean decode steps per request
+  unsigned batch = 4;                ///< requests in flight per worker
+  unsigned chunked_prefill = 256;    ///< tokens per prefill chunk
+  double abort_rate = 0.03;          ///< probability a request is aborted at a step
+  unsigned max_context = 3000;       ///< a conversation restarts beyond this length
+  // instance (small pools force eviction)
+  std::size_t page_size = 1;
+  std::size_t kv_tokens = 8192;
+  std::size_t slots = 48;
+  std::size_t chunk = 64;
+  bool mamba2 = false;  ///< Mamba2 chunk-state convention (else FLA)
+  std::size_t track_interval = 64;
+  bool overlap = true;    ///< the instance's ping-pong size (2 when true)
+  double host_ratio = 0;  ///< > 1: a host tier (HiCache) of this ratio
+  bool prefetch = false;  ///< storage prefetch before each admission (needs L3)
+  std::string model = "hcsim-toy";
+  bool json = false;
+  bool progress = true;
+};
+
+struct sim_report {
+  std::uint64_t ops = 0, steps = 0, forwards = 0, requests = 0, finished = 0, aborted = 0;
+  std::uint64_t rejected = 0;  ///< not admitted: out of memory at admission (recomputed later)
+  std::uint64_t mismatches = 0, kv_mismatches = 0, state_mismatches = 0;
+  std::uint64_t leaks = 0, errors = 0;
+  std::uint64_t prompt_tokens = 0, reused_tokens = 0, computed_tokens = 0;
+  std::uint64_t l1_hit_tokens = 0, l2_hit_tokens = 0, l3_hit_tokens = 0;
+  double seconds = 0;
+  std::string first_error;
+
+  void merge(const sim_report& o);
+  std::string json() const;
+  std::string text() const;
+  static bool from_json(const std::string& s, sim_report& out);
+};
+
+/// Runs worker `index` of `cfg` against the node (blocking). Returns its counts.
+sim_report run_worker(const sim_config& cfg, unsigned index);
+
+/// After every worker closed: the instance's full sanity check (nothing locked, every
+/// id accounted for). Adds leaks / errors to `r`.
+void check_idle(const sim_config& cfg, sim_report& r);
+
+}  // namespace hc::sim

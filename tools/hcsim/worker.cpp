@@ -1,0 +1,552 @@
+// One hcsim worker: a session on the node, a scheduler loop over up to `batch` requests,
+// and the toy model's forwards written into the mapped L1 pools (see sim.hpp).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <unordered_map>
+
+#include "gpu/shm_region.hpp"
+#include "schema/client.hpp"
+#include "tools/hcsim/sim.hpp"
+#include "tools/hcsim/toy_model.hpp"
+
+namespace hc::sim {
+namespace {
+
+using clk = std::chrono::steady_clock;
+
+toy_model_config model_config(const sim_config& c) {
+  toy_model_config m;
+  m.chunk = std::max(c.chunk, c.page_size);
+  m.convention = c.mamba2 ? chunk_convention::mamba2 : chunk_convention::fla;
+  return m;
+}
+
+instance_spec spec_of(const sim_config& c, const toy_model_config& m) {
+  instance_spec s;
+  s.model_id = c.model;
+  s.page_size = c.page_size;
+  s.kv_tokens = c.kv_tokens;
+  s.kv_bytes_per_token = m.token_bytes();
+  s.ssm_slots = c.slots;
+  s.ssm_slot_bytes = m.slot_bytes();
+  s.chunk_size = m.chunk;
+  s.strat = c.strat;
+  s.track_interval = c.track_interval;
+  s.overlap = c.overlap;
+  s.request_rows = c.batch + 2;
+  s.hicache_ratio = c.host_ratio;
+  s.prefetch_threshold = 2 * m.chunk;
+  s.prefetch_policy = prefetch_termination::wait_complete;
+  return s;
+}
+
+struct request {
+  request_handle h = 0;
+  unsigned conv = 0;
+  std::vector<token_id> tokens;  ///< the prompt
+  std::vector<token_id> outputs;
+  std::size_t input_len = 0, prefix = 0, pos = 0, len = 0;
+  std::vector<kv_index> prefix_kv;  ///< matched prefix, checked at the first forward
+  slot_id working = no_slot;
+  std::size_t decode_total = 0;
+  bool first_forward = true;
+  bool decoding = false;
+  bool gone = false;  ///< finished or aborted: removed at the end of the batch
+  std::size_t loaded = 0;
+  slot_id node_slot = no_slot;
+};
+
+class worker {
+ public:
+  worker(const sim_config& cfg, unsigned index)
+      : cfg_(cfg), index_(index), model_(model_config(cfg)), rng_(cfg.seed * 1000003ull + index) {}
+
+  sim_report run() {
+    const auto t0 = clk::now();
+    if (connect()) loop();
+    if (session_) {
+      drain();
+      (void)session_->close();
+    }
+    rep_.seconds = std::chrono::duration<double>(clk::now() - t0).count();
+    rep_.mismatches = rep_.kv_mismatches + rep_.state_mismatches;
+    return rep_;
+  }
+
+ private:
+  // ---- plumbing -----------------------------------------------------------------------
+  void error(const std::string& what) {
+    ++rep_.errors;
+    if (rep_.first_error.empty())
+      rep_.first_error = "worker " + std::to_string(index_) + ": " + what;
+  }
+  bool connect() {
+    auto c = client::connect("unix:" + cfg_.socket);
+    if (!c) {
+      error("connect: " + c.err().message);
+      return false;
+    }
+    client_ = std::move(*c);
+    auto s = client_->open(spec_of(cfg_, model_.config()));
+    if (!s) {
+      error("open: " + s.err().message);
+      return false;
+    }
+    session_ = std::move(*s);
+    const pool_info& p = session_->pools();
+    auto kv = shm_region::map(p.kv_shm, p.kv_bytes);
+    auto ssm = shm_region::map(p.ssm_shm, p.ssm_bytes);
+    if (!kv || !ssm) {
+      error("cannot map the L1 pools (is the node on this host?)");
+      session_.reset();
+      return false;
+    }
+    kv_ = std::move(*kv);
+    ssm_ = std::move(*ssm);
+    return true;
+  }
+  std::span<std::byte> kv_at(kv_index i) {
+    const std::size_t tb = model_.config().token_bytes();
+    return kv_.bytes().subspan(static_cast<std::size_t>(i) * tb, tb);
+  }
+  std::span<std::byte> slot(slot_id s) {
+    const std::size_t sb = model_.config().slot_bytes();
+    return ssm_.bytes().subspan(static_cast<std::size_t>(s) * sb, sb);
+  }
+  /// One step; nullopt on a transport / step-level error (counted).
+  std::optional<std::vector<command_result>> step(const std::vector<command>& cmds) {
+    rep_.ops += cmds.size();
+    ++rep_.steps;
+    auto r = session_->step(cmds);
+    if (!r) {
+      error("step: " + r.err().message);
+      return std::nullopt;
+    }
+    return std::move(*r);
+  }
+  static command cmd(cmd_kind k, request_handle h = 0) {
+    command c;
+    c.kind = k;
+    c.req = h;
+    return c;
+  }
+  static command with_n(cmd_kind k, request_handle h, std::uint64_t start, std::uint64_t n) {
+    command c = cmd(k, h);
+    c.start = start;
+    c.n = n;
+    return c;
+  }
+  bool fence(std::uint64_t b, bool begin) {
+    ++rep_.forwards;
+    if (begin) {
+      auto r = session_->begin_forward(b);
+      if (!r) error("begin_forward: " + r.err().message);
+      return r.ok();
+    }
+    status s = session_->end_forward(b);
+    if (!s) error("end_forward: " + s.err().message);
+    return s.ok();
+  }
+  std::size_t around(std::size_t mean) { return mean == 0 ? 0 : 1 + rng_() % (2 * mean); }
+  token_id token() { return static_cast<token_id>(1 + rng_() % 60000); }
+
+  // ---- workload -----------------------------------------------------------------------
+  void ensure_conversations() {
+    if (!history_.empty()) return;
+    std::mt19937_64 shared(cfg_.seed);  // system prompts are the same in every worker
+    std::vector<std::vector<token_id>> sys(std::max(1u, cfg_.system_prompts));
+    for (auto& s : sys)
+      for (unsigned i = 0; i < cfg_.system_prompt_len; ++i)
+        s.push_back(static_cast<token_id>(1 + shared() % 60000));
+    system_ = sys;
+    history_.resize(std::max(1u, cfg_.conversations));
+    busy_.assign(history_.size(), false);
+    for (std::size_t c = 0; c < history_.size(); ++c)
+      history_[c] = system_[c % system_.size()];
+  }
+
+  /// Admits one request of a free conversation: create, (prefetch,) match, lock,
+  /// alloc_req. False if nothing could be admitted now.
+  bool admit() {
+    ensure_conversations();
+    unsigned c = static_cast<unsigned>(rng_() % history_.size());
+    for (unsigned tries = 0; busy_[c] && tries < history_.size(); ++tries)
+      c = (c + 1) % static_cast<unsigned>(history_.size());
+    if (busy_[c]) return false;
+    if (history_[c].size() > cfg_.max_context) history_[c] = system_[c % system_.size()];
+    request r;
+    r.h = ++next_handle_;
+    r.conv = c;
+    r.tokens = history_[c];
+    for (std::size_t i = around(cfg_.turn_len); i > 0; --i)
+      r.tokens.push_back(token());
+    r.input_len = r.tokens.size();
+    command create = cmd(cmd_kind::create, r.h);
+    create.tokens = r.tokens;
+    if (cfg_.prefetch) {
+      auto p = step({create, cmd(cmd_kind::prefetch, r.h)});
+      if (!p) return false;
+      if (!(*p)[1].ok()) {
+        error("prefetch: " + (*p)[1].error);
+      } else {
+        command_result last = (*p)[1];
+        while (last.ok() && !last.prefetch_ready) {
+          auto q = step({cmd(cmd_kind::prefetch, r.h)});
+          if (!q) return false;
+          last = (*q)[0];
+        }
+        rep_.l3_hit_tokens += last.storage_hit_tokens;
+        command done = cmd(cmd_kind::prefetch, r.h);
+        done.flag = true;  // admitted now
+        (void)step({done});
+      }
+    }
+    std::vector<command> cmds;
+    if (!cfg_.prefetch) cmds.push_back(create);
+    const std::size_t first = cmds.size();
+    cmds.push_back(cmd(cmd_kind::match, r.h));
+    cmds.push_back(cmd(cmd_kind::lock, r.h));
+    cmds.push_back(cmd(cmd_kind::alloc_req, r.h));
+    auto res = step(cmds);
+    if (!res) return false;
+    ++rep_.requests;
+    rep_.prompt_tokens += r.input_len;
+    for (std::size_t i = 0; i < cmds.size(); ++i) {
+      const command_result& x = (*res)[i];
+      if (x.ok()) continue;
+      if (x.code == errc::out_of_memory) {
+        ++rep_.rejected;  // not admitted now: released, the conversation retries later
+      } else {
+        error(std::string(to_string(cmds[i].kind)) + ": " + x.error);
+      }
+      (void)step({cmd(cmd_kind::abort, r.h)});
+      return true;
+    }
+    const command_result& m = (*res)[first];
+    r.prefix = m.prefix_len;
+    r.prefix_kv = m.indices;
+    r.pos = r.prefix;
+    r.len = r.prefix;
+    r.working = (*res)[first + 2].working;
+    r.loaded = m.loaded_tokens;
+    r.node_slot = m.node_slot;
+    rep_.reused_tokens += r.prefix;
+    rep_.l2_hit_tokens += m.loaded_tokens;
+    rep_.l1_hit_tokens += r.prefix - m.loaded_tokens;
+    busy_[c] = true;
+    active_.push_back(std::move(r));
+    return true;
+  }
+
+  /// Removes the requests marked gone (their conversations are free again).
+  void sweep() {
+    for (const request& r : active_)
+      if (r.gone) busy_[r.conv] = false;
+    std::erase_if(active_, [](const request& r) { return r.gone; });
+  }
+  /// Aborts requests on the node and marks them gone.
+  void abort_all(const std::vector<std::size_t>& idx) {
+    std::vector<command> cmds;
+    for (std::size_t i : idx) {
+      cmds.push_back(cmd(cmd_kind::abort, active_[i].h));
+      active_[i].gone = true;
+      ++rep_.aborted;
+    }
+    if (cmds.empty()) return;
+    auto r = step(cmds);
+    if (r)
+      for (std::size_t k = 0; k < cmds.size(); ++k)
+        if (!(*r)[k].ok()) error("abort: " + (*r)[k].error);
+  }
+
+  /// Aborts a random active request with probability abort_rate.
+  void maybe_abort() {
+    if (active_.empty() || std::uniform_real_distribution<double>(0, 1)(rng_) >= cfg_.abort_rate)
+      return;
+    abort_all({static_cast<std::size_t>(rng_() % active_.size())});
+    sweep();
+  }
+
+  /// The first forward of a request reads its restored prefix: every KV token and the
+  /// working slot (cleared, or the copy-on-write of the matched state) must equal the
+  /// recomputation.
+  void verify_prefix(request& r) {
+    if (!r.first_forward) return;
+    r.first_forward = false;
+    for (std::size_t i = 0; i < r.prefix_kv.size(); ++i) {
+      const std::vector<std::byte> want = model_.kv(i, r.tokens[i]);
+      auto got = kv_at(r.prefix_kv[i]);
+      if (!std::equal(got.begin(), got.end(), want.begin())) {
+        ++rep_.kv_mismatches;
+        note_mismatch("KV of token " + std::to_string(i) + " of a " + std::to_string(r.prefix) +
+                      "-token hit");
+        break;  // one per request
+      }
+    }
+    const std::vector<std::byte> want =
+        model_.state_after(std::span<const token_id>(r.tokens).first(r.prefix));
+    auto got = slot(r.working);
+    if (!std::equal(got.begin(), got.end(), want.begin())) {
+      ++rep_.state_mismatches;
+      note_mismatch("state of a " + std::to_string(r.prefix) + "-token hit (" +
+                    std::to_string(r.loaded) + " loaded from the host, node slot " +
+                    std::to_string(r.node_slot) + ", working slot " + std::to_string(r.working) +
+                    ")");
+    }
+    r.prefix_kv.clear();
+  }
+  void note_mismatch(const std::string& what) {
+    if (rep_.first_error.empty())
+      rep_.first_error = "worker " + std::to_string(index_) + ": mismatch: " + what;
+  }
+
+  /// One extend forward over every request still in prefill (one chunk each).
+  void extend_batch() {
+    std::vector<std::size_t> who;
+    std::vector<command> cmds;
+    for (std::size_t i = 0; i < active_.size(); ++i) {
+      request& r = active_[i];
+      if (r.decoding) continue;
+      const std::size_t n = std::min<std::size_t>(cfg_.chunked_prefill, r.input_len - r.pos);
+      who.push_back(i);
+      cmds.push_back(with_n(cmd_kind::alloc_kv, r.h, r.pos, n));
+      cmds.push_back(with_n(cmd_kind::prepare_extend, r.h, r.pos, n));
+    }
+    command ops = cmd(cmd_kind::take_ops);
+    ops.batch = ++batch_;
+    for (std::size_t i : who)
+      ops.reqs.push_back(active_[i].h);
+    cmds.push_back(ops);
+    auto res = step(cmds);
+    if (!res) return;
+    std::vector<std::size_t> ran, failed;
+    std::vector<extend_item> items;
+    std::vector<std::size_t> ends;
+    for (std::size_t k = 0; k < who.size(); ++k) {
+      const command_result& a = (*res)[2 * k];
+      const command_result& p = (*res)[2 * k + 1];
+      request& r = active_[who[k]];
+      if (!a.ok() || !p.ok()) {
+        if (a.code != errc::out_of_memory && p.code != errc::out_of_memory)
+          error("extend: " + (a.ok() ? p.error : a.error));
+        failed.push_back(who[k]);  // out of KV under small pools: aborted, retried later
+        continue;
+      }
+      extend_item it;
+      it.working = slot(r.working);
+      it.prefix_len = r.pos;
+      const std::size_t n = a.indices.size();
+      it.tokens = std::span<const token_id>(r.tokens).subspan(r.pos, n);
+      for (kv_index x : a.indices)
+        it.kv.push_back(kv_at(x));
+      it.mask = p.mask;
+      it.kernel_seqlen = p.kernel_seqlen;
+      if (p.mask && p.slot != no_slot) it.track = slot(p.slot);
+      items.push_back(std::move(it));
+      ran.push_back(who[k]);
+      ends.push_back(r.pos + n);
+    }
+    if (!fence(batch_, true)) return;
+    for (std::size_t i : ran)
+      verify_prefix(active_[i]);
+    model_.extend(items);
+    for (const extend_item& it : items)
+      rep_.computed_tokens += it.tokens.size();
+    if (!fence(batch_, false)) return;
+    // Results: chunked requests cache what they have; finished prefills start decoding.
+    std::vector<command> after;
+    for (std::size_t k = 0; k < ran.size(); ++k) {
+      request& r = active_[ran[k]];
+      r.pos = r.len = ends[k];
+      if (r.pos < r.input_len) {
+        after.push_back(with_n(cmd_kind::cache_unfinished, r.h, 0, r.pos));
+      } else {
+        r.decoding = true;
+        r.decode_total = around(cfg_.output_len);
+      }
+    }
+    if (!after.empty()) {
+      auto u = step(after);
+      for (std::size_t k = 0; u && k < after.size(); ++k) {
+        if ((*u)[k].ok()) continue;
+        // Out of slots for the donation (workers share the pools; each one's admission
+        // sees only its own requests): the request stops, like one that ran out of KV.
+        if ((*u)[k].code != errc::out_of_memory) error("cache_unfinished: " + (*u)[k].error);
+        for (std::size_t i = 0; i < active_.size(); ++i)
+          if (active_[i].h == after[k].req) failed.push_back(i);
+      }
+    }
+    abort_all(failed);
+    sweep();
+  }
+
+  /// One decode forward over every decoding request; finishing ones are inserted.
+  void decode_batch() {
+    std::vector<std::size_t> who;
+    std::vector<command> cmds;
+    for (std::size_t i = 0; i < active_.size(); ++i) {
+      request& r = active_[i];
+      if (!r.decoding) continue;
+      who.push_back(i);
+      cmds.push_back(with_n(cmd_kind::alloc_kv, r.h, r.len, 1));
+      cmds.push_back(cmd(cmd_kind::prepare_decode, r.h));
+    }
+    command ops = cmd(cmd_kind::take_ops);  // pending snapshot copies run before any forward
+    ops.batch = ++batch_;
+    cmds.push_back(ops);
+    auto res = step(cmds);
+    if (!res) return;
+    std::vector<std::size_t> ran, failed;
+    if (!fence(batch_, true)) return;
+    for (std::size_t k = 0; k < who.size(); ++k) {
+      const command_result& a = (*res)[2 * k];
+      const command_result& p = (*res)[2 * k + 1];
+      request& r = active_[who[k]];
+      if (!a.ok() || !p.ok()) {
+        if (a.code != errc::out_of_memory && p.code != errc::out_of_memory)
+          error("decode: " + (a.ok() ? p.error : a.error));
+        failed.push_back(who[k]);
+        continue;
+      }
+      const token_id in = r.outputs.empty() ? next_output(r) : r.outputs.back();
+      model_.decode(slot(r.working), r.len, in, kv_at(a.indices[0]),
+                    p.mask && p.slot != no_slot ? slot(p.slot) : std::span<std::byte>());
+      ++rep_.computed_tokens;
+      ran.push_back(who[k]);
+    }
+    if (!fence(batch_, false)) return;
+    std::vector<command> after;
+    std::vector<std::size_t> finishing;
+    for (std::size_t i : ran) {
+      request& r = active_[i];
+      ++r.len;
+      const bool done = r.outputs.size() >= r.decode_total;
+      command pd = cmd(cmd_kind::process_decode, r.h);
+      pd.flag = done;
+      after.push_back(pd);
+      if (done) {
+        command app = cmd(cmd_kind::append, r.h);
+        app.tokens = r.outputs;
+        after.push_back(app);
+        after.push_back(cmd(cmd_kind::finish, r.h));
+        finishing.push_back(i);
+      } else {
+        next_output(r);
+      }
+    }
+    if (!after.empty()) {
+      auto u = step(after);
+      if (u)
+        for (std::size_t k = 0; k < after.size(); ++k)
+          if (!(*u)[k].ok()) error(std::string(to_string(after[k].kind)) + ": " + (*u)[k].error);
+    }
+    for (std::size_t i : finishing) {  // the conversation continues from here
+      request& r = active_[i];
+      std::vector<token_id> full = r.tokens;
+      full.insert(full.end(), r.outputs.begin(), r.outputs.end());
+      history_[r.conv] = std::move(full);
+      ++rep_.finished;
+      r.gone = true;
+    }
+    abort_all(failed);
+    sweep();
+  }
+
+  /// The output the request's next decode consumes (recorded as it is generated).
+  token_id next_output(request& r) {
+    r.outputs.push_back(token());
+    return r.outputs.back();
+  }
+
+  void loop() {
+    const std::uint64_t budget = cfg_.ops / std::max(1u, cfg_.workers);
+    auto last_progress = clk::now();
+    while (rep_.ops < budget && rep_.errors == 0) {
+      while (active_.size() < cfg_.batch && admit()) {
+      }
+      maybe_abort();
+      if (active_.empty()) continue;
+      const bool prefill =
+          std::any_of(active_.begin(), active_.end(), [](const request& r) { return !r.decoding; });
+      prefill ? extend_batch() : decode_batch();
+      if (cfg_.progress && index_ == 0 && clk::now() - last_progress > std::chrono::seconds(2)) {
+        last_progress = clk::now();
+        std::fprintf(stderr, "hcsim: worker 0: %llu/%llu ops, %llu requests, %llu mismatches\n",
+                     static_cast<unsigned long long>(rep_.ops),
+                     static_cast<unsigned long long>(budget),
+                     static_cast<unsigned long long>(rep_.requests),
+                     static_cast<unsigned long long>(rep_.kv_mismatches + rep_.state_mismatches));
+      }
+    }
+  }
+
+  /// The end of the run: every request still in flight is aborted.
+  void drain() {
+    std::vector<std::size_t> all(active_.size());
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    abort_all(all);
+    sweep();
+  }
+
+  sim_config cfg_;
+  unsigned index_;
+  toy_model model_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<client> client_;
+  std::unique_ptr<client_session> session_;
+  shm_region kv_, ssm_;
+  std::vector<std::vector<token_id>> system_, history_;
+  std::vector<bool> busy_;
+  std::vector<request> active_;
+  request_handle next_handle_ = 0;
+  std::uint64_t batch_ = 0;
+  sim_report rep_;
+};
+
+}  // namespace
+
+sim_report run_worker(const sim_config& cfg, unsigned index) {
+  return worker(cfg, index).run();
+}
+
+void check_idle(const sim_config& cfg, sim_report& r) {
+  auto c = client::connect("unix:" + cfg.socket);
+  if (!c) {
+    ++r.errors;
+    return;
+  }
+  const toy_model_config m = model_config(cfg);
+  auto s = (*c)->open(spec_of(cfg, m));
+  if (!s) {
+    ++r.errors;
+    if (r.first_error.empty()) r.first_error = "idle check: open: " + s.err().message;
+    return;
+  }
+  command check;
+  check.kind = cmd_kind::check;
+  check.flag = true;
+  auto res = (*s)->step(std::vector<command>{check});
+  if (!res || res->empty()) {
+    ++r.errors;
+    return;
+  }
+  const command_result& x = (*res)[0];
+  const pool_state& p = x.pools;
+  const bool kv_ok = p.kv_avail + p.full_evictable + p.full_protected == cfg.kv_tokens;
+  const bool slots_ok = p.slots_avail + p.mamba_evictable + p.mamba_protected == cfg.slots;
+  if (!x.sanity || !kv_ok || !slots_ok || p.full_protected != 0 || p.mamba_protected != 0) {
+    ++r.leaks;
+    if (r.first_error.empty())
+      r.first_error = "idle check: " + (x.sanity ? std::string("pool ids unaccounted for or still "
+                                                               "protected")
+                                                 : x.sanity_detail);
+  }
+  (void)(*s)->close();
+}
+
+}  // namespace hc::sim
