@@ -15,11 +15,16 @@ status fence_queue::enqueue(std::uint64_t batch, forward_ops ops) {
   return {};
 }
 
-result<fence_queue::begin_state> fence_queue::begin(std::uint64_t batch) {
+status fence_queue::check_begin(std::uint64_t batch) const {
   if (last_begun_ && batch <= *last_begun_)
-    return error{errc::invalid_argument, "begin_forward(" + std::to_string(batch) +
-                                             "): batches must increase (last begun " +
-                                             std::to_string(*last_begun_) + ")"};
+    return {errc::invalid_argument, "begin_forward(" + std::to_string(batch) +
+                                        "): batches must increase (last begun " +
+                                        std::to_string(*last_begun_) + ")"};
+  return {};
+}
+
+result<fence_queue::begin_state> fence_queue::begin(std::uint64_t batch) {
+  if (status s = check_begin(batch); !s) return s.err();
   if (waiting_)
     return error{errc::invalid_argument, "begin_forward(" + std::to_string(batch) + "): batch " +
                                              std::to_string(*waiting_) + " is already waiting"};
@@ -45,32 +50,35 @@ result<std::optional<std::uint64_t>> fence_queue::end(std::uint64_t batch) {
   return std::optional<std::uint64_t>{next};
 }
 
+void fence_queue::run_now(const forward_ops& ops) {
+  for (slot_copy c : ops.snapshots) {
+    copy(c);
+    ++stats_.snapshots;
+  }
+  for (slot_id s : ops.clears) {
+    if (pool_.slot_bytes == 0) {  // bookkeeping-only instance: no bytes to touch
+      ++stats_.clears;
+      continue;
+    }
+    if (s <= 0 || static_cast<std::size_t>(s) >= pool_.slots()) {
+      ++stats_.bad_ops;
+      continue;
+    }
+    auto row = pool_.row(s);
+    std::memset(row.data(), 0, row.size());
+    ++stats_.clears;
+  }
+  for (slot_copy c : ops.cows) {
+    copy(c);
+    ++stats_.cows;
+  }
+}
+
 void fence_queue::run_through(std::uint64_t batch) {
   auto due = std::stable_partition(queue_.begin(), queue_.end(),
                                    [batch](const tagged& t) { return t.batch <= batch; });
-  for (auto it = queue_.begin(); it != due; ++it) {
-    for (slot_copy c : it->ops.snapshots) {
-      copy(c);
-      ++stats_.snapshots;
-    }
-    for (slot_id s : it->ops.clears) {
-      if (pool_.slot_bytes == 0) {  // bookkeeping-only instance: no bytes to touch
-        ++stats_.clears;
-        continue;
-      }
-      if (s <= 0 || static_cast<std::size_t>(s) >= pool_.slots()) {
-        ++stats_.bad_ops;
-        continue;
-      }
-      auto row = pool_.row(s);
-      std::memset(row.data(), 0, row.size());
-      ++stats_.clears;
-    }
-    for (slot_copy c : it->ops.cows) {
-      copy(c);
-      ++stats_.cows;
-    }
-  }
+  for (auto it = queue_.begin(); it != due; ++it)
+    run_now(it->ops);
   queue_.erase(queue_.begin(), due);
   in_flight_ = batch;
   last_begun_ = batch;

@@ -50,6 +50,11 @@ class fence_queue {
   /// returned so the caller can answer it.
   result<std::optional<std::uint64_t>> end(std::uint64_t batch);
 
+  /// The error begin(batch) would give for an out-of-order batch (checked before waiting).
+  status check_begin(std::uint64_t batch) const;
+  /// Runs `ops` at once (the caller knows nothing in flight may touch their slots).
+  void run_now(const forward_ops& ops);
+
   std::optional<std::uint64_t> in_flight() const noexcept { return in_flight_; }
   std::size_t queued() const noexcept { return queue_.size(); }
   const fence_stats& stats() const noexcept { return stats_; }

@@ -27,8 +27,9 @@ struct pending_tier {
 struct session_stream {
   explicit session_stream(slot_pool_view v) : q(v) {}
   fence_queue q;
-  msg::fence_ptr waiting;             ///< a begin_forward that waits for the in-flight end
-  std::vector<pending_tier> backups;  ///< run once q is empty and nothing is in flight
+  std::vector<forward_ops> donations;  ///< copies from a working slot still being written
+  msg::fence_ptr waiting;              ///< a begin_forward that waits for the in-flight end
+  std::vector<pending_tier> backups;   ///< run once q is empty and nothing is in flight
 };
 
 struct tier_counters {
@@ -89,6 +90,17 @@ void run_backups_if_settled(state& st, session_stream& ss, bool at_begin = false
   ss.backups.clear();
 }
 
+/// Donation copies (no_buffer: working slot -> the slot donated to the tree) run as soon as
+/// the session has no forward in flight — before anything queued after them, another
+/// session's COW from the donated slot included.
+void run_donations(state& st, session_stream& ss) {
+  (void)st;
+  if (ss.q.in_flight()) return;
+  for (const forward_ops& d : ss.donations)
+    ss.q.run_now(d);
+  ss.donations.clear();
+}
+
 void answer_begin(state& st, session_stream& ss, const msg::fence_ptr& j) {
   run_backups_if_settled(st, ss, /*at_begin=*/true);  // previous forward ended, ops ran
   j->waited_ns = now_ns() - j->started_ns;
@@ -135,7 +147,10 @@ void fence(state& st, const msg::fence_ptr& j) {
   }
   session_stream& ss = it->second;
   if (j->begin) {
-    run_loads(st);  // a load-back may be read by this forward
+    // A load-back may be read by this forward, and by the COW ops the begin runs: loads go
+    // first — but only once this session's previous forward ended (a destination id may
+    // have been freed by a request that forward still writes); otherwise at that end.
+    if (!ss.q.in_flight()) run_loads(st);
     auto r = ss.q.begin(j->batch);
     if (!r) {
       j->err = r.err();
@@ -147,13 +162,12 @@ void fence(state& st, const msg::fence_ptr& j) {
     }
     return answer_begin(st, ss, j);
   }
+  if (ss.waiting && ss.q.in_flight() == j->batch) run_loads(st);  // before the waiting ops
   auto r = ss.q.end(j->batch);
   if (!r) j->err = r.err();
   j->complete();
-  if (r && *r && ss.waiting) {
-    run_loads(st);
-    answer_begin(st, ss, std::exchange(ss.waiting, nullptr));
-  }
+  if (r && *r && ss.waiting) answer_begin(st, ss, std::exchange(ss.waiting, nullptr));
+  if (r) run_donations(st, ss);
   run_backups_if_settled(st, ss);
 }
 
@@ -215,6 +229,15 @@ caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr
         return tier(self, *st, kind, s, copies);
       },
       [st](msg::bytes_atom, const msg::bytes_ptr& j) { bytes(*st, j); },
+      [st](msg::donate_atom, session_id s, forward_ops& ops) {
+        auto it = st->sessions.find(s);
+        if (it == st->sessions.end()) {
+          ++st->rejected_ops;
+          return;
+        }
+        it->second.donations.push_back(std::move(ops));
+        run_donations(*st, it->second);
+      },
       [st](msg::detach_atom, session_id s) {
         auto it = st->sessions.find(s);
         if (it == st->sessions.end()) return;
@@ -222,6 +245,8 @@ caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr
           it->second.waiting->err = {errc::not_found, "session closed while begin_forward waited"};
           it->second.waiting->complete();
         }
+        for (const forward_ops& d : it->second.donations)  // the donated nodes need them
+          it->second.q.run_now(d);
         // Its backups read tree data, which no forward writes: they can run now.
         for (pending_tier& p : it->second.backups)
           run_tier(*st, p);

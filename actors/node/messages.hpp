@@ -30,6 +30,7 @@ using tier_atom = caf::atom_constant<caf::atom("tier")>;
 using store_atom = caf::atom_constant<caf::atom("store")>;
 using prefetch_atom = caf::atom_constant<caf::atom("prefetch")>;
 using ext_store_atom = caf::atom_constant<caf::atom("extstore")>;
+using donate_atom = caf::atom_constant<caf::atom("donate")>;
 
 /// What a batch of tier copies is, which decides when forward_stream runs it:
 enum class tier_kind : std::uint8_t {

@@ -182,7 +182,9 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         auto [it, fresh] =
             st->namespaces.try_emplace(ns, static_cast<namespace_id>(st->namespaces.size()));
         if (fresh) st->tiers->name_namespace(it->second, ns);
-        st->sessions[s] = {std::make_unique<request_manager>(rc, *st->cache), it->second};
+        request_config cfg = rc;
+        cfg.snapshots_in_forward_ops = false;  // donation copies go out after each step
+        st->sessions[s] = {std::make_unique<request_manager>(cfg, *st->cache), it->second};
       },
       [st, self](msg::step_atom, const msg::step_ptr& job) {
         auto it = st->sessions.find(job->session);
@@ -207,6 +209,13 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
               return st->tiers->on_command(sid, requests, c, out);
             });
         report(*st, before, job->cmds, job->results);
+        // Donation copies run on the instance stream before anything queued after them
+        // (another session's COW from the donated slot included).
+        if (std::vector<slot_copy> d = requests.take_pending_snapshots(); !d.empty()) {
+          forward_ops ops;
+          ops.snapshots = std::move(d);
+          self->send(st->stream, msg::donate_atom::value, sid, std::move(ops));
+        }
         // Tier copies are queued before the reply too: a load-back runs before the
         // forward that reads it.
         pump_tiers(*st, sid);

@@ -417,9 +417,15 @@ result<finish_info> request_manager::finish(request_handle h) {
   auto rr = get(h);
   if (!rr) return rr.err();
   request_record& r = **rr;
-  if (r.kv_committed > r.tokens.size())
-    return error{errc::invalid_argument, req_name(h) + ": committed length " +
-                                             std::to_string(r.kv_committed) + " exceeds its " +
+  // The tokens must cover what is inserted: the committed length (no_buffer), or the
+  // tracked length (extra_buffer). With overlap scheduling an extra_buffer request that
+  // finished in batch k was already scheduled in batch k+1, so its committed length is one
+  // past its tokens; SGLang slices tokens[:n] and inserts at the tracked length.
+  const std::size_t tracked = r.tracked_len.value_or(0);
+  const std::size_t needed = !extra() ? r.kv_committed : tracked <= r.kv_committed ? tracked : 0;
+  if (needed > r.tokens.size())
+    return error{errc::invalid_argument, req_name(h) + ": " + (extra() ? "tracked" : "committed") +
+                                             " length " + std::to_string(needed) + " exceeds its " +
                                              std::to_string(r.tokens.size()) + " tokens"};
   finish_info info;
   const bool is_insert = !lazy() || r.lazy_is_insert;
@@ -445,6 +451,12 @@ status request_manager::not_admitted(request_handle h) {
   return abort(h);
 }
 
+std::vector<slot_copy> request_manager::take_pending_snapshots() {
+  std::vector<slot_copy> out;
+  out.swap(pending_snapshots_);
+  return out;
+}
+
 bool request_manager::snapshot_pending_into(slot_id slot) const {
   return std::any_of(pending_snapshots_.begin(), pending_snapshots_.end(),
                      [slot](const slot_copy& c) { return c.dst == slot; });
@@ -452,7 +464,7 @@ bool request_manager::snapshot_pending_into(slot_id slot) const {
 
 forward_ops request_manager::take_forward_ops(std::span<const request_handle> extend_batch) {
   forward_ops ops;
-  ops.snapshots.swap(pending_snapshots_);
+  if (cfg_.snapshots_in_forward_ops) ops.snapshots.swap(pending_snapshots_);
   for (request_handle h : extend_batch) {
     auto it = reqs_.find(h);
     if (it == reqs_.end()) continue;

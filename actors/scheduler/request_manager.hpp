@@ -43,6 +43,11 @@ struct request_config {
   std::size_t alloc_factor = 0;
   /// Test hook (SGLANG_TEST_MAMBA_LAZY_ALLOC_FAIL): lazy boundary preallocs fail.
   bool force_lazy_prealloc_failure = false;
+  /// no_buffer donation copies (working -> donated slot) are handed out by
+  /// take_forward_ops (true: SGLang's deferral, the replay path) or only by
+  /// take_pending_snapshots (false: the node runs them on its instance stream right after
+  /// the step, before any other session can read the donated slot). Default: true.
+  bool snapshots_in_forward_ops = true;
 };
 
 struct match_info {
@@ -135,6 +140,8 @@ class request_manager {
   /// Deferred data ops for an extend batch: every pending snapshot copy, then the clears
   /// and COW pairs of the listed requests (each taken once).
   forward_ops take_forward_ops(std::span<const request_handle> extend_batch);
+  /// Every pending donation copy (and forgets them).
+  std::vector<slot_copy> take_pending_snapshots();
   /// True if a snapshot copy into `slot` waits to be taken (the slot's bytes are not final).
   bool snapshot_pending_into(slot_id slot) const;
 

@@ -127,6 +127,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--overlap", cfg.overlap, "Instance with ping-pong track slots (overlap)")
       ->capture_default_str();
+  app.add_flag("--overlap-scheduling", cfg.overlap_scheduling,
+               "Experimental: run each forward on a thread while the next batch is scheduled");
   app.add_option("--host-ratio", cfg.host_ratio, "Host tier as a multiple of L1 (> 1; 0 = off)")
       ->capture_default_str();
   app.add_flag("--prefetch", cfg.prefetch,

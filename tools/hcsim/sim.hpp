@@ -40,7 +40,11 @@ struct sim_config {
   std::size_t chunk = 64;
   bool mamba2 = false;  ///< Mamba2 chunk-state convention (else FLA)
   std::size_t track_interval = 64;
-  bool overlap = true;    ///< the instance's ping-pong size (2 when true)
+  bool overlap = true;  ///< the instance's ping-pong size (2 when true)
+  /// Experimental: forwards on a thread while the next batch is scheduled and the previous
+  /// batch's results are processed (SGLang's overlap event loop). Known to report
+  /// mismatches and errors (issue 6 notes). Default: off.
+  bool overlap_scheduling = false;
   double host_ratio = 0;  ///< > 1: a host tier (HiCache) of this ratio
   bool prefetch = false;  ///< storage prefetch before each admission (needs L3)
   std::string model = "hcsim-toy";
