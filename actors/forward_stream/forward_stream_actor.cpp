@@ -1,5 +1,6 @@
 #include "actors/forward_stream/forward_stream_actor.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -120,7 +121,11 @@ caf::response_promise tier(caf::event_based_actor* self, state& st, msg::tier_ki
       break;
     case msg::tier_kind::load:
       ++st.tier.loads;
-      if (it == st.sessions.end() || !it->second.q.in_flight()) {
+      // At once only while no forward of any session is in flight (hcsim with several
+      // workers and a host tier saw fewer mismatches this way: 1 in 9 runs instead of 3 in
+      // 5, cause still open); else before the next begin_forward that can run.
+      if (std::none_of(st.sessions.begin(), st.sessions.end(),
+                       [](const auto& kv) { return kv.second.q.in_flight().has_value(); })) {
         run_tier(st, p);
       } else {
         st.loads.push_back(std::move(p));
