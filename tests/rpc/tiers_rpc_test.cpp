@@ -77,6 +77,19 @@ struct TiersRpc : ::testing::Test {
     w = std::make_unique<toy_worker>(toy_worker{*session});
     return *w;
   }
+  /// A worker serves the prompt, its backup reaches L3, and the node restarts.
+  void serve_store_and_restart() {
+    open().serve(1);
+    ASSERT_TRUE(stored_in_l3()) << "the write-through backup never reached L3";
+    restart();
+  }
+  /// Request 2 (prefetched or not) finds no resumable prefix: it recomputes, and the
+  /// instance is idle and sane afterwards.
+  static void expect_recompute(toy_worker& wk) {
+    const command_result m = wk.admit_and_check(2);
+    EXPECT_EQ(m.prefix_len, 0u) << "no resumable prefix: the request recomputes";
+    wk.abort_and_check_idle(2);
+  }
   /// Waits until the prompt's pages and state are in L3.
   bool stored_in_l3() {
     return eventually([&] { return mem.usage().values >= prompt_len + 1; });
@@ -95,9 +108,7 @@ struct TiersRpc : ::testing::Test {
 };
 
 TEST_F(TiersRpc, WarmRestartServesThePrefixFromL3ByteForByte) {
-  open().serve(1);
-  ASSERT_TRUE(stored_in_l3()) << "the write-through backup never reached L3";
-  restart();
+  ASSERT_NO_FATAL_FAILURE(serve_store_and_restart());
   toy_worker& w2 = open();
   const command_result p = w2.prefetch(2);
   EXPECT_EQ(p.prefetch_outcome, "completed");
@@ -160,25 +171,19 @@ TEST_F(TiersRpc, WriteBackCopiesOnEvictionThenLoadsBackAndReachesL3) {
 }
 
 TEST_F(TiersRpc, AFailedReadShortensThePrefetchAndTheRequestRecomputes) {
-  open().serve(1);
-  ASSERT_TRUE(stored_in_l3());
-  restart();
+  ASSERT_NO_FATAL_FAILURE(serve_store_and_restart());
   toy_worker& wk = open();
   faults.fail_reads.insert(wk.page_keys()[20]);
   const command_result p = wk.prefetch(2);
   EXPECT_EQ(p.prefetch_outcome, "partial");
   EXPECT_EQ(p.storage_hit_tokens, 20u) << "the pages before the failed one are kept";
   EXPECT_EQ(faults.state_reads, 0u) << "no state is read unless every page arrived";
-  const command_result m = wk.admit_and_check(2);
-  EXPECT_EQ(m.prefix_len, 0u) << "pages without a state are not resumable: recompute";
-  wk.abort_and_check_idle(2);
+  expect_recompute(wk);  // pages without a state are not resumable
   EXPECT_EQ(metric(R"(hybridcache_prefetch_total{outcome="partial"})"), 1);
 }
 
 TEST_F(TiersRpc, ACorruptValueIsNeverServed) {
-  open().serve(1);
-  ASSERT_TRUE(stored_in_l3());
-  restart();
+  ASSERT_NO_FATAL_FAILURE(serve_store_and_restart());
   toy_worker& wk = open();
   const std::string bad = wk.page_keys()[30];
   std::vector<std::byte> stored;
@@ -189,9 +194,7 @@ TEST_F(TiersRpc, ACorruptValueIsNeverServed) {
   EXPECT_EQ(p.prefetch_outcome, "partial");
   EXPECT_EQ(p.storage_hit_tokens, 30u);
   EXPECT_FALSE(mem.exists(l3_pool::kv_page, bad)) << "a corrupt value is deleted";
-  const command_result m = wk.admit_and_check(2);
-  EXPECT_EQ(m.prefix_len, 0u);
-  wk.abort_and_check_idle(2);
+  expect_recompute(wk);
 }
 
 TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
@@ -213,9 +216,7 @@ TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
 }
 
 TEST_F(TiersRpc, SlowReadsPastTheTimeoutEndTheWaitAndKeepWhatArrived) {
-  open().serve(1);
-  ASSERT_TRUE(stored_in_l3());
-  restart();
+  ASSERT_NO_FATAL_FAILURE(serve_store_and_restart());
   instance_spec sp = toy_worker::spec();
   sp.prefetch_policy = prefetch_termination::timeout;  // min(30, 2 + 0.1 * 64 / 1024) s
   toy_worker& wk = open(sp);
@@ -236,16 +237,12 @@ TEST_F(TiersRpc, SlowReadsPastTheTimeoutEndTheWaitAndKeepWhatArrived) {
   // kept, but the state — read only after them, and after the deadline — is not.
   EXPECT_GT(last.storage_hit_tokens, 0u) << "pages read before the deadline are kept";
   EXPECT_EQ(faults.state_reads, 0u);
-  const command_result m = wk.admit_and_check(2);
-  EXPECT_EQ(m.prefix_len, 0u);
-  wk.abort_and_check_idle(2);
+  expect_recompute(wk);
   EXPECT_EQ(metric(R"(hybridcache_prefetch_total{outcome="timed_out"})"), 1);
 }
 
 TEST_F(TiersRpc, BestEffortAdmitsAtOnceAndAnAbortedRequestReleasesItsPrefetch) {
-  open().serve(1);
-  ASSERT_TRUE(stored_in_l3());
-  restart();
+  ASSERT_NO_FATAL_FAILURE(serve_store_and_restart());
   instance_spec sp = toy_worker::spec();
   sp.prefetch_policy = prefetch_termination::best_effort;
   toy_worker& wk = open(sp);
