@@ -90,6 +90,15 @@ struct TiersRpc : ::testing::Test {
     EXPECT_EQ(m.prefix_len, 0u) << "no resumable prefix: the request recomputes";
     wk.abort_and_check_idle(2);
   }
+  /// Request 2 continues the prompt, which is on the host only: the match loads all of it
+  /// back, every byte checked.
+  static void expect_loaded_back(toy_worker& wk) {
+    expect_ok(wk.step({create(2, wk.continuation())})[0]);
+    const command_result m = wk.admit_and_check(2);
+    EXPECT_EQ(m.prefix_len, prompt_len);
+    EXPECT_EQ(m.loaded_tokens, prompt_len);
+    wk.abort_and_check_idle(2);
+  }
   /// Waits until the prompt's pages and state are in L3.
   bool stored_in_l3() {
     return eventually([&] { return mem.usage().values >= prompt_len + 1; });
@@ -140,13 +149,7 @@ TEST_F(TiersRpc, AnEvictedPrefixIsLoadedBackFromTheHostByteForByte) {
   const command_result ev = wk.step({evict(256, 16)})[0];
   expect_ok(ev);
   EXPECT_EQ(ev.tokens_freed_total, prompt_len) << "the backed-up prefix is demoted";
-  std::vector<token_id> prompt = wk.K;
-  prompt.push_back(9999);
-  expect_ok(wk.step({create(2, prompt)})[0]);
-  const command_result m = wk.admit_and_check(2);
-  EXPECT_EQ(m.prefix_len, prompt_len);
-  EXPECT_EQ(m.loaded_tokens, prompt_len);
-  wk.abort_and_check_idle(2);
+  expect_loaded_back(wk);
   EXPECT_EQ(metric(R"(hybridcache_match_requests_total{tier="l2"})"), 1);
 }
 
@@ -161,13 +164,7 @@ TEST_F(TiersRpc, WriteBackCopiesOnEvictionThenLoadsBackAndReachesL3) {
   expect_ok(ev);
   EXPECT_EQ(ev.tokens_freed_total, prompt_len) << "the evicted leaf is backed up and demoted";
   ASSERT_TRUE(stored_in_l3()) << "a demoted node is written to L3 once its bytes are on the host";
-  std::vector<token_id> prompt = wk.K;
-  prompt.push_back(9999);
-  expect_ok(wk.step({create(2, prompt)})[0]);
-  const command_result m = wk.admit_and_check(2);
-  EXPECT_EQ(m.prefix_len, prompt_len);
-  EXPECT_EQ(m.loaded_tokens, prompt_len);
-  wk.abort_and_check_idle(2);
+  expect_loaded_back(wk);
 }
 
 TEST_F(TiersRpc, AFailedReadShortensThePrefetchAndTheRequestRecomputes) {
@@ -221,9 +218,7 @@ TEST_F(TiersRpc, SlowReadsPastTheTimeoutEndTheWaitAndKeepWhatArrived) {
   sp.prefetch_policy = prefetch_termination::timeout;  // min(30, 2 + 0.1 * 64 / 1024) s
   toy_worker& wk = open(sp);
   faults.read_delay = std::chrono::milliseconds(50);  // 64 pages: 3.2 s > 2 s
-  std::vector<token_id> prompt = wk.K;
-  prompt.push_back(9999);
-  auto r = wk.step({create(2, prompt), cmd(cmd_kind::prefetch, 2)});
+  auto r = wk.step({create(2, wk.continuation()), cmd(cmd_kind::prefetch, 2)});
   expect_ok(r[1]);
   EXPECT_FALSE(r[1].prefetch_ready) << "the timeout policy waits first";
   command_result last;
@@ -247,9 +242,8 @@ TEST_F(TiersRpc, BestEffortAdmitsAtOnceAndAnAbortedRequestReleasesItsPrefetch) {
   sp.prefetch_policy = prefetch_termination::best_effort;
   toy_worker& wk = open(sp);
   faults.read_delay = std::chrono::milliseconds(5);
-  std::vector<token_id> prompt = wk.K;
-  prompt.push_back(9999);
-  auto r = wk.step({create(2, prompt), cmd(cmd_kind::prefetch, 2), cmd(cmd_kind::abort, 2)});
+  auto r =
+      wk.step({create(2, wk.continuation()), cmd(cmd_kind::prefetch, 2), cmd(cmd_kind::abort, 2)});
   expect_ok(r[1]);
   EXPECT_TRUE(r[1].prefetch_ready) << "best_effort never waits";
   expect_ok(r[2]);

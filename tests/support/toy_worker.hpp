@@ -103,11 +103,15 @@ struct toy_worker {
     }
     return keys;
   }
-  /// Creates request h (prompt K + one token), starts its prefetch and polls it to its end.
-  command_result prefetch(request_handle h) {
+  /// The prompt of a request that continues K by one token (its match covers all of K).
+  std::vector<token_id> continuation() const {
     std::vector<token_id> prompt = K;
     prompt.push_back(9999);
-    auto r = step({create(h, prompt), cmd(cmd_kind::prefetch, h)});
+    return prompt;
+  }
+  /// Creates request h (the continuation of K), starts its prefetch and polls it to its end.
+  command_result prefetch(request_handle h) {
+    auto r = step({create(h, continuation()), cmd(cmd_kind::prefetch, h)});
     expect_ok(r[0]);
     expect_ok(r[1]);
     command_result last = r[1];
