@@ -44,6 +44,7 @@ struct state {
   std::unordered_map<session_id, session_stream> sessions;
   std::vector<pending_tier> loads;  ///< run before the next begin of any session
   metrics_sink* metrics = nullptr;
+  caf::actor cache;  ///< the instance's radix_cache: told of every begin and end
   std::uint64_t rejected_ops = 0;
   tier_counters tier;
 
@@ -144,7 +145,14 @@ caf::response_promise tier(caf::event_based_actor* self, state& st, msg::tier_ki
   return answer;
 }
 
-void fence(state& st, const msg::fence_ptr& j) {
+/// Tells radix_cache that `batch` of `s` began or ended — before the worker hears the
+/// answer, so its next step finds the report already in radix_cache's mailbox.
+void report_fence(caf::event_based_actor* self, const state& st, session_id s, std::uint64_t batch,
+                  bool ended) {
+  if (st.cache) self->send(st.cache, msg::fenced_atom::value, s, batch, ended);
+}
+
+void fence(caf::event_based_actor* self, state& st, const msg::fence_ptr& j) {
   auto it = st.sessions.find(j->session);
   if (it == st.sessions.end()) {
     j->err = {errc::not_found, "session " + std::to_string(j->session) + " is closed"};
@@ -161,6 +169,7 @@ void fence(state& st, const msg::fence_ptr& j) {
       j->err = r.err();
       return j->complete();
     }
+    report_fence(self, st, j->session, j->batch, false);
     if (*r == fence_queue::begin_state::waiting) {
       ss.waiting = j;
       return;
@@ -169,7 +178,11 @@ void fence(state& st, const msg::fence_ptr& j) {
   }
   if (ss.waiting && ss.q.in_flight() == j->batch) run_loads(st);  // before the waiting ops
   auto r = ss.q.end(j->batch);
-  if (!r) j->err = r.err();
+  if (r) {
+    report_fence(self, st, j->session, j->batch, true);
+  } else {
+    j->err = r.err();
+  }
   j->complete();
   if (r && *r && ss.waiting) answer_begin(st, ss, std::exchange(ss.waiting, nullptr));
   if (r) run_donations(st, ss);
@@ -229,7 +242,8 @@ caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr
         if (it == st->sessions.end() || !it->second.q.enqueue(batch, std::move(ops)))
           ++st->rejected_ops;  // a closed session, or ops for a batch that already began
       },
-      [st](msg::fence_atom, const msg::fence_ptr& j) { fence(*st, j); },
+      [st](msg::attach_atom, caf::actor cache) { st->cache = std::move(cache); },
+      [self, st](msg::fence_atom, const msg::fence_ptr& j) { fence(self, *st, j); },
       [self, st](msg::tier_atom, msg::tier_kind kind, session_id s, msg::tier_copies& copies) {
         return tier(self, *st, kind, s, copies);
       },

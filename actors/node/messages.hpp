@@ -31,6 +31,9 @@ using store_atom = caf::atom_constant<caf::atom("store")>;
 using prefetch_atom = caf::atom_constant<caf::atom("prefetch")>;
 using ext_store_atom = caf::atom_constant<caf::atom("extstore")>;
 using donate_atom = caf::atom_constant<caf::atom("donate")>;
+/// forward_stream -> radix_cache: (fenced_atom, session, batch, ended) — a forward began
+/// (ended false) or ended; released request ids wait in quarantine until it ended.
+using fenced_atom = caf::atom_constant<caf::atom("fenced")>;
 
 /// What a batch of tier copies is, which decides when forward_stream runs it:
 enum class tier_kind : std::uint8_t {

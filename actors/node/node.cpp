@@ -121,6 +121,7 @@ result<instance> make_instance(caf::event_based_actor* self, node_state& st,
   in.stream = self->spawn(forward_stream_actor, pools, tiers->host, st.cfg.metrics);
   in.radix = self->spawn(radix_cache_actor, cc, id, in.stream, caf::actor_cast<caf::actor>(self),
                          std::move(*tiers), st.cfg.metrics);
+  self->send(in.stream, msg::attach_atom::value, in.radix);  // fence reports go there
   return in;
 }
 

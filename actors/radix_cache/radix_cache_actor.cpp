@@ -182,9 +182,9 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         auto [it, fresh] =
             st->namespaces.try_emplace(ns, static_cast<namespace_id>(st->namespaces.size()));
         if (fresh) st->tiers->name_namespace(it->second, ns);
-        request_config cfg = rc;
-        cfg.snapshots_in_forward_ops = false;  // donation copies go out after each step
-        st->sessions[s] = {std::make_unique<request_manager>(cfg, *st->cache), it->second};
+        request_config session_cfg = rc;
+        session_cfg.snapshots_in_forward_ops = false;  // donation copies go out after each step
+        st->sessions[s] = {std::make_unique<request_manager>(session_cfg, *st->cache), it->second};
       },
       [st, self](msg::step_atom, const msg::step_ptr& job) {
         auto it = st->sessions.find(job->session);
@@ -201,9 +201,11 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         execute_batch(
             requests, *st->cache, job->cmds, job->results,
             [&](const command& c, forward_ops&& ops) {
+              requests.stream_claimed(c.batch);
               // Enqueued before the step's reply: the worker's begin_forward for
               // this batch cannot overtake these ops (causal mailbox order).
-              self->send(st->stream, msg::ops_atom::value, sid, c.batch, std::move(ops));
+              if (!ops.empty())
+                self->send(st->stream, msg::ops_atom::value, sid, c.batch, std::move(ops));
             },
             [&](const command& c, command_result& out) {
               return st->tiers->on_command(sid, requests, c, out);
@@ -227,13 +229,25 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         if (it != st->sessions.end()) {
           request_manager& m = *it->second.requests;
           for (request_handle h : m.live_handles())
-            (void)m.abort(h);  // releases locks, KV and slots without insert
+            (void)m.abort(h);      // releases locks, KV and slots without insert
+          m.release_quarantine();  // the stream dropped the session: nothing writes them
           st->sessions.erase(it);
           pump_tiers(*st, job->session);
         }
         st->tiers->sweep(job->session, nullptr);
         job->complete();
         self->send(st->owner, msg::detached_atom::value, st->instance);
+      },
+      [st](msg::fenced_atom, session_id s, std::uint64_t batch, bool ended) {
+        // The session's stream began (or queued the begin of) / ended a forward.
+        auto it = st->sessions.find(s);
+        if (it == st->sessions.end()) return;
+        request_manager& m = *it->second.requests;
+        if (ended) {
+          m.stream_ended(batch);
+        } else {
+          m.stream_claimed(batch);
+        }
       },
       [st](msg::inspect_atom) -> std::string { return inspect(*st); },
   };

@@ -212,7 +212,10 @@ void execute_batch(request_manager& m, radix_cache& cache, std::span<const comma
       execute_command(m, cache, c, results[i], ops);
     }
     if (!results[i].ok() && per_request) failed.push_back(c.req);
-    if (!ops.empty() && on_ops) on_ops(c, std::move(ops));
+    // A successful take_ops is reported even when empty: the batch is claimed (a release
+    // after it quarantines what the forward may still write).
+    const bool taken = c.kind == cmd_kind::take_ops && results[i].ok();
+    if (on_ops && (!ops.empty() || taken)) on_ops(c, std::move(ops));
   }
 }
 

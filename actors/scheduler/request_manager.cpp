@@ -34,6 +34,11 @@ const request_record* request_manager::find(request_handle h) const {
 }
 
 void request_manager::free_kv(std::span<const kv_index> ids) {
+  if (ids.empty()) return;
+  if (claimed_ > ended_) {
+    quarantine_kv_.push_back({claimed_, std::vector<kv_index>(ids.begin(), ids.end())});
+    return;
+  }
   status s = cache_.kv().free(ids);
   assert(s.ok());
   (void)s;
@@ -41,9 +46,56 @@ void request_manager::free_kv(std::span<const kv_index> ids) {
 
 void request_manager::free_slot(slot_id s) {
   if (s == no_slot) return;
+  if (claimed_ > ended_) {
+    quarantine_slots_.push_back({claimed_, s});
+    return;
+  }
   status st = cache_.slots().free_one(s);
   assert(st.ok());
   (void)st;
+}
+
+void request_manager::stream_claimed(std::uint64_t batch) noexcept {
+  claimed_ = std::max(claimed_, batch);
+}
+
+void request_manager::stream_ended(std::uint64_t batch) {
+  ended_ = std::max(ended_, batch);
+  auto due_kv = std::stable_partition(quarantine_kv_.begin(), quarantine_kv_.end(),
+                                      [&](const held_kv& h) { return h.until <= ended_; });
+  for (auto it = quarantine_kv_.begin(); it != due_kv; ++it) {
+    status s = cache_.kv().free(it->ids);
+    assert(s.ok());
+    (void)s;
+  }
+  quarantine_kv_.erase(quarantine_kv_.begin(), due_kv);
+  auto due_slots = std::stable_partition(quarantine_slots_.begin(), quarantine_slots_.end(),
+                                         [&](const held_slot& h) { return h.until <= ended_; });
+  for (auto it = quarantine_slots_.begin(); it != due_slots; ++it) {
+    status s = cache_.slots().free_one(it->slot);
+    assert(s.ok());
+    (void)s;
+  }
+  quarantine_slots_.erase(quarantine_slots_.begin(), due_slots);
+}
+
+void request_manager::release_quarantine() {
+  stream_ended(claimed_);
+}
+
+std::size_t request_manager::quarantined_kv_tokens() const {
+  const std::size_t p = cache_.page_size();
+  if (p == 1) {
+    std::size_t n = 0;
+    for (const held_kv& h : quarantine_kv_)
+      n += h.ids.size();
+    return n;
+  }
+  std::unordered_set<kv_index> pages;
+  for (const held_kv& h : quarantine_kv_)
+    for (kv_index x : h.ids)
+      pages.insert(x / static_cast<kv_index>(p));
+  return pages.size() * p;
 }
 
 status request_manager::create(request_handle h, namespace_id ns, std::vector<token_id> prompt) {
@@ -490,7 +542,7 @@ std::size_t request_manager::held_slots() const {
       for (slot_id s : r.pingpong)
         n += s != no_slot ? 1 : 0;
   }
-  return n;
+  return n + quarantine_slots_.size();
 }
 
 std::size_t request_manager::held_kv_tokens() const {
@@ -508,7 +560,7 @@ std::size_t request_manager::held_kv_tokens() const {
       pages.insert(r.row_kv[i] / static_cast<kv_index>(p));
     n += pages.size() * p;
   }
-  return n;
+  return n + quarantined_kv_tokens();
 }
 
 status request_manager::check_pool_invariants() const {

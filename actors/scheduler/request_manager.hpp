@@ -151,13 +151,34 @@ class request_manager {
   std::size_t live_requests() const noexcept { return reqs_.size(); }
   const row_allocator& rows() const noexcept { return rows_; }
 
-  /// Slots held by live requests (working + ping-pong), for the idle invariant.
+  /// Slots held by live requests (working + ping-pong) or quarantined, for the idle
+  /// invariant.
   std::size_t held_slots() const;
-  /// KV tokens held by live requests outside the tree (pages * page_size when paged).
+  /// KV tokens held by live requests outside the tree or quarantined (pages * page_size
+  /// when paged).
   std::size_t held_kv_tokens() const;
 
   /// available + evictable + protected + held == capacity for KV tokens and slots.
   status check_pool_invariants() const;
+
+  // ---- Quarantine of ids the session's stream may still write (issue 6) -----------------
+  // On the node, data ops reach the stream when take_ops hands them out, and a forward
+  // writes its requests' slots and KV between begin_forward and end_forward. An id a
+  // release frees after ops were handed out for a batch that has not ended, or while a
+  // forward is in flight (overlap scheduling: the finished request is already in the next
+  // batch), may still be written by them: it is held back until that batch ended, so no
+  // other request — of any session — can be given it (and then see it overwritten).
+  // Without fence reports (the replay path) nothing is ever quarantined.
+
+  /// Ops for `batch` were handed to the stream, or its forward began.
+  void stream_claimed(std::uint64_t batch) noexcept;
+  /// The stream ended `batch`: ids quarantined until a batch <= it are freed.
+  void stream_ended(std::uint64_t batch);
+  /// Frees every quarantined id (the session closes: nothing of it runs any more).
+  void release_quarantine();
+  /// Ids held back now.
+  std::size_t quarantined_slots() const noexcept { return quarantine_slots_.size(); }
+  std::size_t quarantined_kv_tokens() const;
 
  private:
   result<request_record*> get(request_handle h);
@@ -179,6 +200,18 @@ class request_manager {
   std::unordered_map<request_handle, request_record> reqs_;
   std::vector<slot_copy> pending_snapshots_;
   std::vector<kv_index> scratch_;
+  struct held_kv {
+    std::uint64_t until;  ///< freed once this batch ended
+    std::vector<kv_index> ids;
+  };
+  struct held_slot {
+    std::uint64_t until;
+    slot_id slot;
+  };
+  std::vector<held_kv> quarantine_kv_;
+  std::vector<held_slot> quarantine_slots_;
+  std::uint64_t claimed_ = 0;  ///< the highest batch with ops handed out or begun
+  std::uint64_t ended_ = 0;    ///< the highest batch ended
 };
 
 }  // namespace hc

@@ -62,7 +62,9 @@ struct twin_session {
   /// Runs the step on both; fails the test when any result differs. Returns the RPC side.
   std::vector<command_result> step(std::vector<command> cmds) {
     std::vector<command_result> mine;
-    execute_batch(local, local_cache, cmds, mine, nullptr);
+    // As the node: a take_ops claims its batch (releases after it wait for its end).
+    execute_batch(local, local_cache, cmds, mine,
+                  [this](const command& c, forward_ops&&) { local.stream_claimed(c.batch); });
     auto theirs = remote->step(cmds);
     EXPECT_TRUE(theirs.ok()) << theirs.err().message;
     if (!theirs.ok()) return mine;
@@ -73,6 +75,16 @@ struct twin_session {
     return *theirs;
   }
   command_result one(command c) { return step({std::move(c)}).at(0); }
+  /// The worker's forward of `batch` (begin and end fences); the twin hears the same
+  /// reports the node's stream sends.
+  void forward(std::uint64_t batch) {
+    auto b = remote->begin_forward(batch);
+    EXPECT_TRUE(b.ok()) << b.err().message;
+    status e = remote->end_forward(batch);
+    EXPECT_TRUE(e.ok()) << e.err().message;
+    local.stream_claimed(batch);
+    local.stream_ended(batch);
+  }
 };
 
 struct ScenariosRpc : node_fixture {
@@ -252,6 +264,7 @@ TEST_F(LifecycleRpc, ExtraBufferEagerOverlap) {
   EXPECT_EQ(ex.slot, 2);
   auto ops = t->one(take_ops(1));
   EXPECT_EQ(ops.ops_clears, 1u);
+  t->forward(1);
   auto u = t->one(with_n(cmd_kind::cache_unfinished, h, 0, 200));
   EXPECT_EQ(u.prefix_len, 192u);
   EXPECT_EQ(u.node_slot, 2);
@@ -294,6 +307,7 @@ TEST_F(LifecycleRpc, NoBufferWithoutOverlap) {
   auto ops = t->one(take_ops(1));
   EXPECT_EQ(ops.ops_snapshots, 0u) << "the node ran the copy W -> donated after the step";
   EXPECT_EQ(ops.ops_clears, 1u);
+  t->forward(1);
   decode(201, 299);
   finish();
   EXPECT_EQ(tree_states(), (states{{200, 2}, {299, 1}}));

@@ -178,7 +178,7 @@ class worker {
   }
 
   /// Admits one request of a free conversation: create, (prefetch,) match, lock,
-  /// alloc_req. False if nothing could be admitted now.
+  /// alloc_req. False if nothing was admitted now (no free conversation, out of memory).
   bool admit() {
     ensure_conversations();
     unsigned c = static_cast<unsigned>(rng_() % history_.size());
@@ -232,7 +232,7 @@ class worker {
         error(std::string(to_string(cmds[i].kind)) + ": " + x.error);
       }
       (void)step({cmd(cmd_kind::abort, r.h)});
-      return true;
+      return false;  // admission stops for this round (SGLang stops at the first misfit)
     }
     const command_result& m = (*res)[first];
     r.prefix = m.prefix_len;
@@ -256,7 +256,7 @@ class worker {
       if (r.gone) busy_[r.conv] = false;
     std::erase_if(active_, [](const request& r) { return r.gone; });
   }
-  /// Aborts requests on the node and marks them gone.
+  /// Aborts requests on the node and removes them (indices into active_ are stale after).
   void abort_all(const std::vector<std::size_t>& idx) {
     std::vector<command> cmds;
     for (std::size_t i : idx) {
@@ -270,6 +270,7 @@ class worker {
     if (r)
       for (std::size_t k = 0; k < cmds.size(); ++k)
         if (!(*r)[k].ok()) error("abort: " + (*r)[k].error);
+    sweep();
   }
 
   /// Aborts a random active request with probability abort_rate.
@@ -281,7 +282,6 @@ class worker {
       if (!active_[i].gone) live.push_back(i);
     if (live.empty()) return;
     abort_all({live[rng_() % live.size()]});
-    sweep();
   }
 
   /// The first forward of a request reads its restored prefix: every KV token and the
@@ -308,9 +308,20 @@ class worker {
       note_mismatch("state of a " + std::to_string(r.prefix) + "-token hit (" +
                     std::to_string(r.loaded) + " loaded from the host, node slot " +
                     std::to_string(r.node_slot) + ", working slot " + std::to_string(r.working) +
-                    ")");
+                    "; " + which_prefix(r, got) + ")");
     }
     r.prefix_kv.clear();
+  }
+  /// For a mismatch report: the prefix of the request's tokens whose state the slot holds.
+  std::string which_prefix(const request& r, std::span<const std::byte> got) {
+    if (rep_.state_mismatches > 1) return "";  // only the first one is reported
+    for (std::size_t n = 0; n <= r.tokens.size(); ++n) {
+      const std::vector<std::byte> s =
+          model_.state_after(std::span<const token_id>(r.tokens).first(n));
+      if (std::equal(got.begin(), got.end(), s.begin()))
+        return "it holds the state after " + std::to_string(n) + " tokens";
+    }
+    return "it holds no prefix of the prompt";
   }
   void note_mismatch(const std::string& what) {
     if (rep_.first_error.empty())
@@ -449,7 +460,6 @@ class worker {
       }
     }
     abort_all(failed);
-    sweep();
     for (std::size_t k = 0; k < f.items.size(); ++k)
       f.items[k].tokens = f.in[k];
     return fp;
@@ -593,7 +603,6 @@ class worker {
     std::vector<std::size_t> all(active_.size());
     std::iota(all.begin(), all.end(), std::size_t{0});
     abort_all(all);
-    sweep();
   }
 
   sim_config cfg_;
