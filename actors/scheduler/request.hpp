@@ -50,6 +50,10 @@ struct request_record {
   bool needs_clear = false;
   /// extra_buffer_lazy: false when the request finished at a boundary whose prealloc failed.
   bool lazy_is_insert = true;
+  /// Lengths of the decode steps prepared and not yet processed, oldest first (at most 2:
+  /// with overlap scheduling step k+1 is prepared before the results of step k).
+  std::array<std::size_t, 2> prepared_decodes{};
+  std::size_t prepared_count = 0;
 };
 
 }  // namespace hc

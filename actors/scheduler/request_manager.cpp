@@ -264,6 +264,11 @@ result<decode_track> request_manager::prepare_decode(request_handle h) {
   request_record& r = **rr;
   decode_track t;
   if (!extra() || !r.has_pingpong) return t;
+  if (r.prepared_count == r.prepared_decodes.size()) {  // a step never processed: dropped
+    r.prepared_decodes[0] = r.prepared_decodes[1];
+    --r.prepared_count;
+  }
+  r.prepared_decodes[r.prepared_count++] = r.kv_committed;
   t.mask = is_decode_boundary(r.kv_committed, cfg_.track_interval);
   if (t.mask && lazy()) {
     const int other = 1 - r.next_track_idx;
@@ -291,8 +296,17 @@ status request_manager::process_decode(request_handle h, bool finished) {
   if (!rr) return rr.err();
   request_record& r = **rr;
   if (!extra() || !r.has_pingpong) return {};
-  if (!is_decode_boundary(r.kv_committed, cfg_.track_interval)) return {};
-  r.tracked_len = r.kv_committed;
+  // The step these results belong to is the oldest one prepared: under overlap scheduling
+  // the next step is already prepared (kv_committed counts it), and its boundary is not
+  // this step's (SGLang reads kv_committed_len here, which is the same without overlap).
+  std::size_t len = r.kv_committed;
+  if (r.prepared_count > 0) {
+    len = r.prepared_decodes[0];
+    r.prepared_decodes[0] = r.prepared_decodes[1];
+    --r.prepared_count;
+  }
+  if (!is_decode_boundary(len, cfg_.track_interval)) return {};
+  r.tracked_len = len;
   if (!lazy()) {
     r.next_track_idx = other_idx(r.next_track_idx);
     return {};

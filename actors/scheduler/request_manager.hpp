@@ -123,6 +123,8 @@ class request_manager {
   /// track slot at a boundary (evict one slot and retry once on failure).
   result<decode_track> prepare_decode(request_handle h);
   /// After the decode step: boundary bookkeeping; `finished` = the request ends now.
+  /// The step is the oldest prepared and not yet processed one (overlap scheduling
+  /// prepares step k+1 before processing step k); without one, the committed length.
   status process_decode(request_handle h, bool finished);
   /// Speculative decode result: `accepted` drafts accepted in this step.
   status process_spec_decode(request_handle h, std::size_t accepted, bool finished);
