@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The long hcsim run of issue 6 (BENCHMARKS.md §6): a fresh hybridcached with its RocksDB
+# L3, then every strategy in turn with 4 worker processes on one instance, a host tier
+# (L2, write-through backups to L3) and a storage prefetch before each admission, on pools
+# small enough that eviction, demotion, load-back and prefetch truncation happen all the
+# time. Prints one JSON summary per strategy; exits 1 if any reports a mismatch, a leak
+# or an error.
+#
+# Usage: tools/hcsim/long_run.sh [OPS_PER_STRATEGY] [BUILD_DIR]
+#   OPS_PER_STRATEGY  default 3400000 (3 strategies: 10.2 M operations in all)
+#   BUILD_DIR         default build/release
+set -euo pipefail
+ops=${1:-3400000}
+build=${2:-build/release}
+daemon=$build/actors/node/hybridcached
+hcsim=$build/tools/hcsim/hcsim
+[ -x "$daemon" ] && [ -x "$hcsim" ] || { echo "build first: $daemon, $hcsim" >&2; exit 2; }
+tmp=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+"$daemon" --socket "$tmp/s" --metrics off --data-dir "$tmp/data" >"$tmp/log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -S "$tmp/s" ] && break; sleep 0.1; done
+[ -S "$tmp/s" ] || { echo "hybridcached did not start:"; cat "$tmp/log"; exit 2; }
+status=0
+for st in no_buffer extra_buffer extra_buffer_lazy; do
+  echo "== $st: $ops operations, 4 workers, L2 + L3, prefetch" >&2
+  start=$(date +%s)
+  if ! out=$("$hcsim" --socket "$tmp/s" --strategy "$st" --ops "$ops" --workers 4 --seed 2026 \
+      --json --model "long-$st" --kv-tokens 8192 --slots 64 --max-context 1500 --batch 4 \
+      --host-ratio 3 --prefetch); then
+    status=1
+  fi
+  echo "{\"strategy\":\"$st\",\"wall_seconds\":$(($(date +%s) - start)),\"report\":$out}"
+done
+exit $status
