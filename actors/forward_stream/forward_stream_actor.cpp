@@ -23,6 +23,10 @@ std::uint64_t now_ns() {
 struct pending_tier {
   msg::tier_copies copies;
   caf::response_promise answer;
+  /// Backups: the forwards of other sessions in flight when it arrived, (session, batch).
+  /// Their data may be in the tree already (overlap scheduling caches a chunk while its
+  /// forward runs), so the copy waits for each of them to end.
+  std::vector<std::pair<session_id, std::uint64_t>> after;
 };
 
 struct session_stream {
@@ -31,6 +35,7 @@ struct session_stream {
   std::vector<forward_ops> donations;  ///< copies from a working slot still being written
   msg::fence_ptr waiting;              ///< a begin_forward that waits for the in-flight end
   std::vector<pending_tier> backups;   ///< run once q is empty and nothing is in flight
+  std::uint64_t ended = 0;             ///< the last batch that ended
 };
 
 struct tier_counters {
@@ -43,8 +48,11 @@ struct state {
   std::shared_ptr<host_pools> host;
   std::unordered_map<session_id, session_stream> sessions;
   std::vector<pending_tier> loads;  ///< run before the next begin of any session
+  /// Backups of closed sessions waiting for other sessions' forwards (its queue stays empty).
+  session_stream orphans{slot_pool_view{}};
   metrics_sink* metrics = nullptr;
   caf::actor cache;  ///< the instance's radix_cache: told of every begin and end
+  race_demo demo;    ///< rules turned off on purpose (never outside hcsim's self-test)
   std::uint64_t rejected_ops = 0;
   tier_counters tier;
 
@@ -87,9 +95,22 @@ void run_loads(state& st) {
 /// worker waits for the answer), so the batch marked in flight writes nothing so far.
 void run_backups_if_settled(state& st, session_stream& ss, bool at_begin = false) {
   if ((ss.q.in_flight() && !at_begin) || ss.q.queued() != 0 || ss.backups.empty()) return;
-  for (pending_tier& p : ss.backups)
-    run_tier(st, p);
-  ss.backups.clear();
+  auto others_ended = [&st](const pending_tier& p) {
+    return std::all_of(p.after.begin(), p.after.end(), [&st](const auto& w) {
+      auto it = st.sessions.find(w.first);
+      return it == st.sessions.end() || it->second.ended >= w.second;
+    });
+  };
+  auto ready = std::stable_partition(ss.backups.begin(), ss.backups.end(), others_ended);
+  for (auto it = ss.backups.begin(); it != ready; ++it)
+    run_tier(st, *it);
+  ss.backups.erase(ss.backups.begin(), ready);
+}
+
+/// After any forward ended: backups of every session that waited for it.
+void run_all_settled_backups(state& st) {
+  for (auto& [id, ss] : st.sessions)
+    run_backups_if_settled(st, ss);
 }
 
 /// Donation copies (no_buffer: working slot -> the slot donated to the tree) run as soon as
@@ -125,7 +146,8 @@ caf::response_promise tier(caf::event_based_actor* self, state& st, msg::tier_ki
       // At once only while no forward of any session is in flight (hcsim with several
       // workers and a host tier saw fewer mismatches this way: 1 in 9 runs instead of 3 in
       // 5, cause still open); else before the next begin_forward that can run.
-      if (std::none_of(st.sessions.begin(), st.sessions.end(),
+      if (!st.demo.loads_after_ops &&
+          std::none_of(st.sessions.begin(), st.sessions.end(),
                        [](const auto& kv) { return kv.second.q.in_flight().has_value(); })) {
         run_tier(st, p);
       } else {
@@ -134,8 +156,12 @@ caf::response_promise tier(caf::event_based_actor* self, state& st, msg::tier_ki
       break;
     case msg::tier_kind::backup:
       ++st.tier.backups;
-      if (it == st.sessions.end()) {
-        run_tier(st, p);  // the session is gone: nothing of it is in flight
+      for (const auto& [id, other] : st.sessions)
+        if (id != s && other.q.in_flight()) p.after.emplace_back(id, *other.q.in_flight());
+      if (it == st.sessions.end() && p.after.empty()) {
+        run_tier(st, p);  // the session is gone and nothing else is in flight
+      } else if (it == st.sessions.end()) {
+        st.orphans.backups.push_back(std::move(p));
       } else {
         it->second.backups.push_back(std::move(p));
         run_backups_if_settled(st, it->second);
@@ -163,12 +189,13 @@ void fence(caf::event_based_actor* self, state& st, const msg::fence_ptr& j) {
     // A load-back may be read by this forward, and by the COW ops the begin runs: loads go
     // first — but only once this session's previous forward ended (a destination id may
     // have been freed by a request that forward still writes); otherwise at that end.
-    if (!ss.q.in_flight()) run_loads(st);
+    if (!ss.q.in_flight() && !st.demo.loads_after_ops) run_loads(st);
     auto r = ss.q.begin(j->batch);
     if (!r) {
       j->err = r.err();
       return j->complete();
     }
+    if (st.demo.loads_after_ops && *r == fence_queue::begin_state::ran) run_loads(st);
     report_fence(self, st, j->session, j->batch, false);
     if (*r == fence_queue::begin_state::waiting) {
       ss.waiting = j;
@@ -176,9 +203,11 @@ void fence(caf::event_based_actor* self, state& st, const msg::fence_ptr& j) {
     }
     return answer_begin(st, ss, j);
   }
-  if (ss.waiting && ss.q.in_flight() == j->batch) run_loads(st);  // before the waiting ops
+  if (ss.waiting && ss.q.in_flight() == j->batch && !st.demo.loads_after_ops)
+    run_loads(st);  // before the waiting ops
   auto r = ss.q.end(j->batch);
   if (r) {
+    ss.ended = j->batch;
     report_fence(self, st, j->session, j->batch, true);
   } else {
     j->err = r.err();
@@ -186,7 +215,8 @@ void fence(caf::event_based_actor* self, state& st, const msg::fence_ptr& j) {
   j->complete();
   if (r && *r && ss.waiting) answer_begin(st, ss, std::exchange(ss.waiting, nullptr));
   if (r) run_donations(st, ss);
-  run_backups_if_settled(st, ss);
+  run_all_settled_backups(st);
+  run_backups_if_settled(st, st.orphans);
 }
 
 void bytes(state& st, const msg::bytes_ptr& j) {
@@ -230,8 +260,10 @@ void bytes(state& st, const msg::bytes_ptr& j) {
 }  // namespace
 
 caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr<l1_pools> pools,
-                                   std::shared_ptr<host_pools> host, metrics_sink* metrics) {
+                                   std::shared_ptr<host_pools> host, metrics_sink* metrics,
+                                   race_demo demo) {
   auto st = std::make_shared<state>();
+  st->demo = demo;
   st->pools = std::move(pools);
   st->host = std::move(host);
   st->metrics = metrics;
@@ -266,10 +298,12 @@ caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr
         }
         for (const forward_ops& d : it->second.donations)  // the donated nodes need them
           it->second.q.run_now(d);
-        // Its backups read tree data, which no forward writes: they can run now.
+        // Nothing of it writes any more; its backups still wait for other sessions'
+        // forwards that were in flight when they arrived.
         for (pending_tier& p : it->second.backups)
-          run_tier(*st, p);
+          st->orphans.backups.push_back(std::move(p));
         st->sessions.erase(it);
+        run_backups_if_settled(*st, st->orphans);
         run_loads(*st);
       },
       [st](msg::inspect_atom) -> std::string {

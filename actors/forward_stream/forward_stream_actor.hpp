@@ -10,12 +10,15 @@
 // ran — a demotion at once; a load before the next begin_forward of any session (or at
 // once if its session has no forward in flight); a backup once every op its session had
 // queued ran and no forward of that session is in flight (the bytes are final).
+// (attach, caf::actor): where it reports (fenced, session, batch, ended) for every
+// begin_forward it accepts and every end_forward — before answering the worker.
 
 #include <caf/fwd.hpp>
 
 #include <memory>
 
 #include "actors/common/metrics_sink.hpp"
+#include "actors/forward_stream/race_demo.hpp"
 #include "actors/host_storage/host_pools.hpp"
 #include "gpu/shm_region.hpp"
 
@@ -31,6 +34,7 @@ struct l1_pools {
 
 /// `host`: the instance's L2 pools (null without a host tier).
 caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr<l1_pools> pools,
-                                   std::shared_ptr<host_pools> host, metrics_sink* metrics);
+                                   std::shared_ptr<host_pools> host, metrics_sink* metrics,
+                                   race_demo demo);
 
 }  // namespace hc

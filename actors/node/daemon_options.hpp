@@ -24,6 +24,7 @@ struct daemon_options {
   bool l3 = true;                                         ///< L3 store in <data-dir>/l3
   std::uint64_t l3_capacity = std::uint64_t{64} << 30;    ///< L3 bytes before LRU eviction
   std::size_t store_arena_bytes = std::size_t{64} << 20;  ///< arena per Store capability
+  std::string race_demo = "off";  ///< HC_RACE_DEMO builds: an ordering rule turned off
 };
 
 }  // namespace hc

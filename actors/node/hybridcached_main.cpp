@@ -76,6 +76,10 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   nc.limits.max_pool_bytes = o.max_pool_bytes;
   nc.max_idle_instances = o.max_idle_instances;
   nc.l3 = l3;
+  nc.demo.loads_after_ops = o.race_demo == "loads-after-ops";
+  if (o.race_demo != "off")
+    hc::log::warn("--race-demo " + o.race_demo +
+                  ": an ordering rule is OFF on purpose; cached states WILL be corrupted");
   hc::node node(nc);
   hc::rpc_server server(node, metrics);
   hc::rpc_server_config rc;
@@ -159,6 +163,14 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 40));
+#if HC_RACE_DEMO
+  app.add_option("--race-demo", o.race_demo,
+                 "Debug only: turn an ordering rule off so that hcsim reports mismatches "
+                 "(loads-after-ops: load-backs run after the next forward's COW ops)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"off", "loads-after-ops"}))
+      ->group("Debug (HC_RACE_DEMO builds)");
+#endif
   CLI11_PARSE(app, argc, argv);
   hc::log::set_level(*hc::log::parse_level(o.log_level));
   if (o.socket.empty() && o.tcp.empty()) {

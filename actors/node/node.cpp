@@ -118,7 +118,7 @@ result<instance> make_instance(caf::event_based_actor* self, node_state& st,
   }
   instance in;
   in.id = id;
-  in.stream = self->spawn(forward_stream_actor, pools, tiers->host, st.cfg.metrics);
+  in.stream = self->spawn(forward_stream_actor, pools, tiers->host, st.cfg.metrics, st.cfg.demo);
   in.radix = self->spawn(radix_cache_actor, cc, id, in.stream, caf::actor_cast<caf::actor>(self),
                          std::move(*tiers), st.cfg.metrics);
   self->send(in.stream, msg::attach_atom::value, in.radix);  // fence reports go there

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "actors/common/metrics_sink.hpp"
+#include "actors/forward_stream/race_demo.hpp"
 #include "actors/node/jobs.hpp"
 #include "storage/l3_store.hpp"
 
@@ -38,6 +39,8 @@ struct node_config {
   std::shared_ptr<l3_store> l3;
   /// Host memory the node may give L2 pools, in bytes; 0 = MemAvailable at open time.
   std::uint64_t host_memory_limit = 0;
+  /// Ordering rules turned off on purpose, for hcsim's self-test only. Default: none.
+  race_demo demo;
 };
 
 class node {
