@@ -36,6 +36,10 @@ struct session_stream {
   msg::fence_ptr waiting;              ///< a begin_forward that waits for the in-flight end
   std::vector<pending_tier> backups;   ///< run once q is empty and nothing is in flight
   std::uint64_t ended = 0;             ///< the last batch that ended
+  /// Forwards of other sessions that the next begin waits for (their data, cached while
+  /// they ran, is what this session's requests reached: write_fences.hpp).
+  std::vector<writer_mark> read_after;
+  msg::fence_ptr blocked;  ///< a begin_forward waiting for read_after
 };
 
 struct tier_counters {
@@ -133,7 +137,7 @@ void answer_begin(state& st, session_stream& ss, const msg::fence_ptr& j) {
 
 caf::response_promise tier(caf::event_based_actor* self, state& st, msg::tier_kind kind,
                            session_id s, msg::tier_copies& copies) {
-  pending_tier p{std::move(copies), self->make_response_promise()};
+  pending_tier p{std::move(copies), self->make_response_promise(), {}};
   caf::response_promise answer = p.answer;
   auto it = st.sessions.find(s);
   switch (kind) {
@@ -178,6 +182,42 @@ void report_fence(caf::event_based_actor* self, const state& st, session_id s, s
   if (st.cache) self->send(st.cache, msg::fenced_atom::value, s, batch, ended);
 }
 
+/// Drops the forwards of read_after that ended (or whose session closed); true if none is
+/// left to wait for.
+bool reads_settled(const state& st, session_stream& ss) {
+  std::erase_if(ss.read_after, [&st](const writer_mark& w) {
+    auto it = st.sessions.find(w.session);
+    return it == st.sessions.end() || it->second.ended >= w.batch;
+  });
+  return ss.read_after.empty();
+}
+
+/// begin_forward once nothing it reads is being written by another session.
+void start_begin(state& st, session_stream& ss, const msg::fence_ptr& j) {
+  // A load-back may be read by this forward, and by the COW ops the begin runs: loads go
+  // first — but only once this session's previous forward ended (a destination id may
+  // have been freed by a request that forward still writes); otherwise at that end.
+  if (!ss.q.in_flight() && !st.demo.loads_after_ops) run_loads(st);
+  auto r = ss.q.begin(j->batch);
+  if (!r) {
+    j->err = r.err();
+    return j->complete();
+  }
+  if (st.demo.loads_after_ops && *r == fence_queue::begin_state::ran) run_loads(st);
+  if (*r == fence_queue::begin_state::waiting) {
+    ss.waiting = j;
+    return;
+  }
+  answer_begin(st, ss, j);
+}
+
+/// After a forward ended or a session closed: the begins that waited only for that.
+void start_unblocked(state& st) {
+  for (auto& [id, ss] : st.sessions)
+    if (ss.blocked && reads_settled(st, ss))
+      start_begin(st, ss, std::exchange(ss.blocked, nullptr));
+}
+
 void fence(caf::event_based_actor* self, state& st, const msg::fence_ptr& j) {
   auto it = st.sessions.find(j->session);
   if (it == st.sessions.end()) {
@@ -186,22 +226,19 @@ void fence(caf::event_based_actor* self, state& st, const msg::fence_ptr& j) {
   }
   session_stream& ss = it->second;
   if (j->begin) {
-    // A load-back may be read by this forward, and by the COW ops the begin runs: loads go
-    // first — but only once this session's previous forward ended (a destination id may
-    // have been freed by a request that forward still writes); otherwise at that end.
-    if (!ss.q.in_flight() && !st.demo.loads_after_ops) run_loads(st);
-    auto r = ss.q.begin(j->batch);
-    if (!r) {
-      j->err = r.err();
+    status ok = ss.q.check_begin(j->batch);
+    if (ok && (ss.blocked || ss.waiting))
+      ok = {errc::invalid_argument, "a begin_forward of this session is already waiting"};
+    if (!ok) {
+      j->err = ok.err();
       return j->complete();
     }
-    if (st.demo.loads_after_ops && *r == fence_queue::begin_state::ran) run_loads(st);
     report_fence(self, st, j->session, j->batch, false);
-    if (*r == fence_queue::begin_state::waiting) {
-      ss.waiting = j;
+    if (!reads_settled(st, ss)) {
+      ss.blocked = j;  // started by the end of the last forward it reads from
       return;
     }
-    return answer_begin(st, ss, j);
+    return start_begin(st, ss, j);
   }
   if (ss.waiting && ss.q.in_flight() == j->batch && !st.demo.loads_after_ops)
     run_loads(st);  // before the waiting ops
@@ -214,9 +251,10 @@ void fence(caf::event_based_actor* self, state& st, const msg::fence_ptr& j) {
   }
   j->complete();
   if (r && *r && ss.waiting) answer_begin(st, ss, std::exchange(ss.waiting, nullptr));
-  if (r) run_donations(st, ss);
+  if (r) run_donations(st, ss);  // before any begin it unblocks reads the donated slots
   run_all_settled_backups(st);
   run_backups_if_settled(st, st.orphans);
+  if (r) start_unblocked(st);
 }
 
 void bytes(state& st, const msg::bytes_ptr& j) {
@@ -280,6 +318,12 @@ caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr
         return tier(self, *st, kind, s, copies);
       },
       [st](msg::bytes_atom, const msg::bytes_ptr& j) { bytes(*st, j); },
+      [st](msg::read_after_atom, session_id s, msg::writer_marks& marks) {
+        auto it = st->sessions.find(s);
+        if (it == st->sessions.end()) return;
+        auto& after = it->second.read_after;
+        after.insert(after.end(), marks.begin(), marks.end());
+      },
       [st](msg::donate_atom, session_id s, forward_ops& ops) {
         auto it = st->sessions.find(s);
         if (it == st->sessions.end()) {
@@ -292,10 +336,11 @@ caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr
       [st](msg::detach_atom, session_id s) {
         auto it = st->sessions.find(s);
         if (it == st->sessions.end()) return;
-        if (it->second.waiting) {
-          it->second.waiting->err = {errc::not_found, "session closed while begin_forward waited"};
-          it->second.waiting->complete();
-        }
+        for (msg::fence_ptr* w : {&it->second.waiting, &it->second.blocked})
+          if (*w) {
+            (*w)->err = {errc::not_found, "session closed while begin_forward waited"};
+            (*w)->complete();
+          }
         for (const forward_ops& d : it->second.donations)  // the donated nodes need them
           it->second.q.run_now(d);
         // Nothing of it writes any more; its backups still wait for other sessions'
@@ -305,6 +350,7 @@ caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr
         st->sessions.erase(it);
         run_backups_if_settled(*st, st->orphans);
         run_loads(*st);
+        start_unblocked(*st);  // nothing of it writes any more
       },
       [st](msg::inspect_atom) -> std::string {
         fence_stats total;

@@ -34,6 +34,11 @@ using donate_atom = caf::atom_constant<caf::atom("donate")>;
 /// forward_stream -> radix_cache: (fenced_atom, session, batch, ended) — a forward began
 /// (ended false) or ended; released request ids wait in quarantine until it ended.
 using fenced_atom = caf::atom_constant<caf::atom("fenced")>;
+/// radix_cache -> forward_stream: (read_after_atom, session, writer_marks) — the session's
+/// next begin_forward waits until these forwards of other sessions ended (their bytes,
+/// cached while they ran, are what the session's requests reached).
+using read_after_atom = caf::atom_constant<caf::atom("readafter")>;
+using writer_marks = std::vector<writer_mark>;
 
 /// What a batch of tier copies is, which decides when forward_stream runs it:
 enum class tier_kind : std::uint8_t {
@@ -66,5 +71,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::forward_ops)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::request_config)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::tier_kind)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::tier_copies)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::writer_marks)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::l3_write_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::l3_read_ptr)

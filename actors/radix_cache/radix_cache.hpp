@@ -16,6 +16,7 @@
 #include "actors/radix_cache/kv_allocator.hpp"
 #include "actors/radix_cache/radix_tree.hpp"
 #include "actors/radix_cache/slot_allocator.hpp"
+#include "actors/radix_cache/write_fences.hpp"
 
 namespace hc {
 
@@ -66,6 +67,10 @@ class radix_cache {
   const kv_allocator& host_kv() const noexcept { return *host_kv_; }
   const slot_allocator& host_slots() const noexcept { return *host_slots_; }
 
+  /// The forwards of the instance's sessions that may still write (overlap scheduling).
+  write_fences& fences() noexcept { return fences_; }
+  const write_fences& fences() const noexcept { return fences_; }
+
   /// §3.1 with COW: if `cow` and the best node holds a slot, records it as the COW
   /// source and, when the request has no working slot yet, allocates one (on failure:
   /// lock best, evict one slot, retry, unlock). With a host tier, the host part of the
@@ -103,6 +108,7 @@ class radix_cache {
   std::unique_ptr<slot_allocator> host_slots_;
   radix_tree tree_;
   std::vector<tier_copy> loads_;
+  write_fences fences_;
 };
 
 }  // namespace hc

@@ -184,6 +184,7 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         if (fresh) st->tiers->name_namespace(it->second, ns);
         request_config session_cfg = rc;
         session_cfg.snapshots_in_forward_ops = false;  // donation copies go out after each step
+        session_cfg.session = s;  // marks what it caches while its forwards run
         st->sessions[s] = {std::make_unique<request_manager>(session_cfg, *st->cache), it->second};
       },
       [st, self](msg::step_atom, const msg::step_ptr& job) {
@@ -211,6 +212,9 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
               return st->tiers->on_command(sid, requests, c, out);
             });
         report(*st, before, job->cmds, job->results);
+        // Before the reply: the session's next begin_forward finds it in the stream's mailbox.
+        if (msg::writer_marks w = requests.take_read_waits(); !w.empty())
+          self->send(st->stream, msg::read_after_atom::value, sid, std::move(w));
         // Donation copies run on the instance stream before anything queued after them
         // (another session's COW from the donated slot included).
         if (std::vector<slot_copy> d = requests.take_pending_snapshots(); !d.empty()) {

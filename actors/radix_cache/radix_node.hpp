@@ -32,6 +32,7 @@
 
 #include "actors/common/ids.hpp"
 #include "actors/radix_cache/kv_events.hpp"
+#include "actors/radix_cache/write_fences.hpp"
 
 namespace hc {
 
@@ -60,6 +61,11 @@ struct radix_node {
   std::uint32_t hit_count = 0;
   /// A D→H write is queued; the node is full-locked until backup_done().
   bool backup_in_flight = false;
+
+  // --- overlap scheduling (write_fences.hpp): opaque to the tree, copied on split ---
+  /// Forwards that may still be writing this node's KV or SSM state (their session cached
+  /// it while they ran); other sessions read it only after they ended.
+  std::vector<writer_mark> writers;
 
   // --- recency: monotone logical time, for the idle LRU-order check ---
   std::uint64_t last_access = 0;

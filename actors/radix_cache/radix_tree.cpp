@@ -55,6 +55,7 @@ void radix_tree::release_node(radix_node* n) {
   n->host_lock_ref = n->mamba_host_lock_ref = 0;
   n->hit_count = 0;
   n->backup_in_flight = false;
+  n->writers.clear();
   n->id = 0;
   --live_nodes_;
   free_nodes_.push_back(n);
@@ -100,6 +101,7 @@ radix_node* radix_tree::split(radix_node* child, std::size_t at) {
   n->full_lock_ref = child->full_lock_ref;
   n->mamba_lock_ref = 0;
   n->hit_count = child->hit_count;
+  n->writers = child->writers;  // both halves were written by the same forwards
   n->key.assign(child->key.begin(), child->key.begin() + static_cast<std::ptrdiff_t>(at));
   const bool evicted = child->evicted();
   if (!evicted)
@@ -232,7 +234,8 @@ match_result radix_tree::match(namespace_id ns, std::span<const token_id> key) {
 
 result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_id> key,
                                          std::span<const kv_index> value, slot_id slot,
-                                         std::size_t prev_prefix_len) {
+                                         std::size_t prev_prefix_len,
+                                         std::vector<kv_index>* duplicates) {
   const std::size_t p = cfg_.page_size;
   if (key.size() != value.size())
     return error{errc::invalid_argument, "insert: key has " + std::to_string(key.size()) +
@@ -250,6 +253,7 @@ result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_
   node->last_access = tick();
   if (key.empty()) {
     res.mamba_exist = true;
+    res.node = {node, node->id};
     return res;
   }
   std::size_t total = 0;
@@ -271,7 +275,12 @@ result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_
     } else {
       if (prev_prefix_len < total + pl) {
         const std::size_t start = prev_prefix_len > total ? prev_prefix_len - total : 0;
-        free_kv(value.subspan(start, pl - start));
+        const std::span<const kv_index> dup = value.subspan(start, pl - start);
+        if (duplicates) {
+          duplicates->insert(duplicates->end(), dup.begin(), dup.end());
+        } else {
+          free_kv(dup);
+        }
       }
       if (pl < node->key.size()) node = split(node, pl);
     }
@@ -295,6 +304,7 @@ result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_
     sizes_.mamba_evictable += 1;
     record_store(leaf);
     count_insert_hit(leaf);
+    node = leaf;
   } else if (node->is_tombstone()) {
     node->mamba = slot;
     full_lru_.reset_mru(node);
@@ -311,6 +321,7 @@ result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_
     mamba_lru_.reset_mru(node);
     node->last_access = tick();
   }
+  res.node = {node, node->id};
   return res;
 }
 

@@ -125,6 +125,8 @@ struct insert_result {
   /// True if the key's end node already held a slot: the caller keeps (and must free)
   /// the slot it offered.
   bool mamba_exist = false;
+  /// The node the key ends at (the root for an empty key).
+  node_ref node;
 };
 
 /// Eviction report. `tokens_evicted` / `mamba_evicted` count only their own pass
@@ -178,10 +180,13 @@ class radix_tree {
   match_result match(namespace_id ns, std::span<const token_id> key);
 
   /// §3.3. REQUIRES: key.size() == value.size(), a multiple of page_size; slot valid.
-  /// Frees the caller's duplicate KV indices at positions >= prev_prefix_len.
+  /// Frees the caller's duplicate KV indices at positions >= prev_prefix_len — or, when
+  /// `duplicates` is given, appends them there for the caller to free (a forward may still
+  /// be writing them: overlap scheduling).
   result<insert_result> insert(namespace_id ns, std::span<const token_id> key,
                                std::span<const kv_index> value, slot_id slot,
-                               std::size_t prev_prefix_len = 0);
+                               std::size_t prev_prefix_len = 0,
+                               std::vector<kv_index>* duplicates = nullptr);
 
   /// §3.4. Locking root is a no-op. An invalid ref is an error.
   status inc_lock(node_ref ref);

@@ -55,12 +55,19 @@ void request_manager::free_slot(slot_id s) {
   (void)st;
 }
 
-void request_manager::stream_claimed(std::uint64_t batch) noexcept {
+void request_manager::stream_claimed(std::uint64_t batch) {
   claimed_ = std::max(claimed_, batch);
+  if (cfg_.session != 0) cache_.fences().claimed(cfg_.session, batch);
 }
 
 void request_manager::stream_ended(std::uint64_t batch) {
   ended_ = std::max(ended_, batch);
+  if (cfg_.session != 0) cache_.fences().ended(cfg_.session, batch);
+  auto due_locks = std::stable_partition(write_locks_.begin(), write_locks_.end(),
+                                         [&](const write_lock& w) { return w.until <= ended_; });
+  for (auto it = write_locks_.begin(); it != due_locks; ++it)
+    (void)cache_.tree().dec_lock(it->node);
+  write_locks_.erase(write_locks_.begin(), due_locks);
   auto due_kv = std::stable_partition(quarantine_kv_.begin(), quarantine_kv_.end(),
                                       [&](const held_kv& h) { return h.until <= ended_; });
   for (auto it = quarantine_kv_.begin(); it != due_kv; ++it) {
@@ -81,6 +88,50 @@ void request_manager::stream_ended(std::uint64_t batch) {
 
 void request_manager::release_quarantine() {
   stream_ended(claimed_);
+  if (cfg_.session != 0) cache_.fences().closed(cfg_.session);
+}
+
+std::vector<writer_mark> request_manager::take_read_waits() {
+  std::vector<writer_mark> out;
+  out.swap(read_waits_);
+  return out;
+}
+
+void request_manager::note_writers(node_ref last) {
+  if (cfg_.session == 0 || !cache_.tree().valid(last)) return;
+  const write_fences& f = cache_.fences();
+  for (const radix_node* x = last.node; x != nullptr; x = x->parent)
+    for (const writer_mark& w : x->writers)
+      if (w.session != cfg_.session && f.writing(w)) f.add_mark(read_waits_, w);
+}
+
+void request_manager::mark_written(const insert_result& ins, std::span<const kv_index> value,
+                                   std::size_t from) {
+  if (cfg_.session == 0) return;
+  const std::optional<writer_mark> w = cache_.fences().in_flight(cfg_.session);
+  radix_tree& tree = cache_.tree();
+  if (!w || !tree.valid(ins.node) || ins.node.node->parent == nullptr) return;
+  bool marked = false;
+  std::size_t end = value.size();
+  for (radix_node* x = ins.node.node; x->parent != nullptr; x = x->parent) {
+    const std::size_t start = end - x->key.size();
+    // A node adopted the request's ids if it holds them (the dedup kept the tree's own);
+    // the end node adopted the offered slot unless it had one.
+    bool adopted = x == ins.node.node && !ins.mamba_exist;
+    if (end > from && !x->value.empty()) {
+      const std::size_t q = std::max(from, start);
+      adopted = adopted || x->value[q - start] == value[q];
+    }
+    if (adopted) {
+      cache_.fences().add_mark(x->writers, *w);
+      marked = true;
+    }
+    if (start <= from) break;
+    end = start;
+  }
+  // Locked until the forward ended: neither evicted (its ids recycled under the writes)
+  // nor demoted (its bytes copied before they are final) in between.
+  if (marked && tree.inc_lock(ins.node).ok()) write_locks_.push_back({w->batch, ins.node});
 }
 
 std::size_t request_manager::quarantined_kv_tokens() const {
@@ -127,6 +178,7 @@ result<match_info> request_manager::match(request_handle h) {
   cow_match_result m = cache_.match(r.ns, key, /*cow=*/true, r.working != no_slot);
   if (m.match.last_slot != no_slot && m.cow_src == no_slot)
     return error{errc::out_of_memory, req_name(h) + ": no SSM slot for the copy-on-write"};
+  note_writers(m.match.last_node);  // the prefix it reads and the COW source
   r.row_kv = std::move(m.match.indices);
   r.kv_committed = r.row_kv.size();
   r.cache_protected_len = r.row_kv.size();
@@ -371,18 +423,22 @@ result<unfinished_info> request_manager::cache_unfinished(request_handle h, std:
       return error{errc::out_of_memory, req_name(h) + ": no SSM slot for the prefill snapshot"};
   }
   const std::span<const token_id> key(r.tokens.data(), len);
+  std::vector<kv_index> dups;  // freed by the session: its forward may still write them
   auto ins = tree.insert(r.ns, key, std::span<const kv_index>(r.row_kv.data(), len), donated,
-                         r.cache_protected_len);
+                         r.cache_protected_len, &dups);
   if (!ins) {
     free_slot(donated);
     return ins.err();
   }
+  free_kv(dups);
+  mark_written(*ins, std::span<const kv_index>(r.row_kv.data(), len), r.cache_protected_len);
   if (ins->mamba_exist) {
     free_slot(donated);
   } else if (!extra()) {
     pending_snapshots_.push_back({r.working, donated});  // copy once the forward is done
   }
   match_result m = tree.match(r.ns, key);
+  note_writers(m.last_node);  // the row now points at the tree's ids (dedup)
   std::copy(m.indices.begin() + static_cast<std::ptrdiff_t>(r.cache_protected_len), m.indices.end(),
             r.row_kv.begin() + static_cast<std::ptrdiff_t>(r.cache_protected_len));
   if (r.locked) (void)tree.dec_lock(r.last_node);
@@ -448,10 +504,13 @@ status request_manager::release(request_record& r, bool is_insert, finish_info* 
     if (slot == no_slot) {  // len == 0 with an empty keep slot: nothing to offer
       exist = true;
     } else {
+      std::vector<kv_index> dups;
       auto ins = tree.insert(r.ns, std::span<const token_id>(r.tokens.data(), len),
-                             std::span<const kv_index>(r.row_kv.data(), len), slot, prot);
+                             std::span<const kv_index>(r.row_kv.data(), len), slot, prot, &dups);
       assert(ins.ok());
+      free_kv(dups);
       exist = !ins.ok() || ins->mamba_exist;
+      if (ins.ok()) mark_written(*ins, std::span<const kv_index>(r.row_kv.data(), len), prot);
       if (info) {
         info->inserted = ins.ok();
         info->cached_len = len;

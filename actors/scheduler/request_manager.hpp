@@ -48,6 +48,10 @@ struct request_config {
   /// take_pending_snapshots (false: the node runs them on its instance stream right after
   /// the step, before any other session can read the donated slot). Default: true.
   bool snapshots_in_forward_ops = true;
+  /// The session whose forwards write this manager's requests (never 0 on the node): the
+  /// writer of the nodes it caches while a forward of it runs (write_fences.hpp). 0: no
+  /// fence reports (the replay path), nothing is marked.
+  std::uint64_t session = 0;
 };
 
 struct match_info {
@@ -173,11 +177,18 @@ class request_manager {
   // Without fence reports (the replay path) nothing is ever quarantined.
 
   /// Ops for `batch` were handed to the stream, or its forward began.
-  void stream_claimed(std::uint64_t batch) noexcept;
+  void stream_claimed(std::uint64_t batch);
   /// The stream ended `batch`: ids quarantined until a batch <= it are freed.
   void stream_ended(std::uint64_t batch);
   /// Frees every quarantined id (the session closes: nothing of it runs any more).
   void release_quarantine();
+  /// Forwards of other sessions that may still write what this session's requests reached
+  /// since the last call (matched prefixes, dedup onto their nodes, COW sources): its next
+  /// forward must begin only after they ended. Cleared by the call.
+  std::vector<writer_mark> take_read_waits();
+  /// Nodes this session cached while a forward of it ran, still locked until it ends.
+  std::size_t write_locks() const noexcept { return write_locks_.size(); }
+
   /// Ids held back now.
   std::size_t quarantined_slots() const noexcept { return quarantine_slots_.size(); }
   std::size_t quarantined_kv_tokens() const;
@@ -195,6 +206,12 @@ class request_manager {
   void free_mamba_cache(request_record& r, std::optional<int> keep);
   status release(request_record& r, bool is_insert, finish_info* info);
   void drop_pending_ops(const request_record& r);
+  /// Records the live writer marks of other sessions on the path root..last.
+  void note_writers(node_ref last);
+  /// After an insert of `value` (row positions [from, value.size()) are the request's own
+  /// ids): marks the nodes that adopted them, or the offered slot, with the session's
+  /// in-flight forward and locks the end node until that forward ended.
+  void mark_written(const insert_result& ins, std::span<const kv_index> value, std::size_t from);
 
   request_config cfg_;
   radix_cache& cache_;
@@ -212,6 +229,12 @@ class request_manager {
   };
   std::vector<held_kv> quarantine_kv_;
   std::vector<held_slot> quarantine_slots_;
+  struct write_lock {
+    std::uint64_t until;  ///< unlocked once this batch ended
+    node_ref node;
+  };
+  std::vector<write_lock> write_locks_;
+  std::vector<writer_mark> read_waits_;
   std::uint64_t claimed_ = 0;  ///< the highest batch with ops handed out or begun
   std::uint64_t ended_ = 0;    ///< the highest batch ended
 };

@@ -468,8 +468,8 @@ void hicache::mixed_operations(write_policy policy) {
       in_flight.clear();
     } else if (op == 4) {
       (void)tr.evict(1 + rng() % (8 * P), rng() % 3);
-      for (const tier_copy& c : tr.drain_copies())  // write_back demotions: the data plane
-        ASSERT_TRUE(tr.demotion_done(c).ok());      // copies them, then releases the node
+      for (const tier_copy& d : tr.drain_copies())  // write_back demotions: the data plane
+        ASSERT_TRUE(tr.demotion_done(d).ok());      // copies them, then releases the node
     } else if (op == 5) {
       (void)tr.evict_host(1 + rng() % (8 * P));
       if (rng() % 2) (void)tr.evict_mamba_host(1);

@@ -28,7 +28,7 @@ for st in no_buffer extra_buffer extra_buffer_lazy; do
   echo "== $st: $ops operations, 4 workers, L2 + L3, prefetch" >&2
   start=$(date +%s)
   if ! out=$("$hcsim" --socket "$tmp/s" --strategy "$st" --ops "$ops" --workers 4 --seed 2026 \
-      --json --model "long-$st" --kv-tokens 8192 --slots 64 --max-context 1500 --batch 4 \
+      --json --model "long-$st" --kv-tokens 16384 --slots 64 --max-context 1500 --batch 4 \
       --host-ratio 3 --prefetch); then
     status=1
   fi
