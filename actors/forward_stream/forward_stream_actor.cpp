@@ -94,11 +94,14 @@ void run_loads(state& st) {
   st.loads.clear();
 }
 
-/// A session's backups run once every op it queued ran and no forward of it is in flight.
+/// A session's backups run once no forward of it is in flight (and the forwards of other
+/// sessions they wait for ended) — and before the next begin's ops and loads: those write
+/// only request slots and fresh ids, which may be slots just evicted from the very nodes
+/// being backed up (the tree frees a node's slot while its backup is queued).
 /// `at_begin`: a begin_forward is being answered — its forward has not started yet (the
 /// worker waits for the answer), so the batch marked in flight writes nothing so far.
 void run_backups_if_settled(state& st, session_stream& ss, bool at_begin = false) {
-  if ((ss.q.in_flight() && !at_begin) || ss.q.queued() != 0 || ss.backups.empty()) return;
+  if ((ss.q.in_flight() && !at_begin) || ss.backups.empty()) return;
   auto others_ended = [&st](const pending_tier& p) {
     return std::all_of(p.after.begin(), p.after.end(), [&st](const auto& w) {
       auto it = st.sessions.find(w.first);
@@ -147,9 +150,9 @@ caf::response_promise tier(caf::event_based_actor* self, state& st, msg::tier_ki
       break;
     case msg::tier_kind::load:
       ++st.tier.loads;
-      // At once only while no forward of any session is in flight (hcsim with several
-      // workers and a host tier saw fewer mismatches this way: 1 in 9 runs instead of 3 in
-      // 5, cause still open); else before the next begin_forward that can run.
+      // At once only while no forward of any session is in flight; else before the next
+      // begin_forward that can run (a second line of defence: a destination id may have
+      // been freed by a request a running forward still writes — quarantine holds those).
       if (!st.demo.loads_after_ops &&
           std::none_of(st.sessions.begin(), st.sessions.end(),
                        [](const auto& kv) { return kv.second.q.in_flight().has_value(); })) {
@@ -192,22 +195,24 @@ bool reads_settled(const state& st, session_stream& ss) {
   return ss.read_after.empty();
 }
 
-/// begin_forward once nothing it reads is being written by another session.
+/// begin_forward once nothing it reads is being written by another session, and once this
+/// session's previous forward ended (a slot or id its ops write may have been freed by a
+/// request that forward still writes): that end starts it.
 void start_begin(state& st, session_stream& ss, const msg::fence_ptr& j) {
-  // A load-back may be read by this forward, and by the COW ops the begin runs: loads go
-  // first — but only once this session's previous forward ended (a destination id may
-  // have been freed by a request that forward still writes); otherwise at that end.
-  if (!ss.q.in_flight() && !st.demo.loads_after_ops) run_loads(st);
+  if (ss.q.in_flight()) {
+    ss.waiting = j;
+    return;
+  }
+  // Backups first (they read what the ops may overwrite), then the load-backs this forward
+  // and the COW ops may read, then the ops.
+  run_backups_if_settled(st, ss);
+  if (!st.demo.loads_after_ops) run_loads(st);
   auto r = ss.q.begin(j->batch);
   if (!r) {
     j->err = r.err();
     return j->complete();
   }
-  if (st.demo.loads_after_ops && *r == fence_queue::begin_state::ran) run_loads(st);
-  if (*r == fence_queue::begin_state::waiting) {
-    ss.waiting = j;
-    return;
-  }
+  if (st.demo.loads_after_ops) run_loads(st);
   answer_begin(st, ss, j);
 }
 
@@ -240,8 +245,6 @@ void fence(caf::event_based_actor* self, state& st, const msg::fence_ptr& j) {
     }
     return start_begin(st, ss, j);
   }
-  if (ss.waiting && ss.q.in_flight() == j->batch && !st.demo.loads_after_ops)
-    run_loads(st);  // before the waiting ops
   auto r = ss.q.end(j->batch);
   if (r) {
     ss.ended = j->batch;
@@ -250,11 +253,12 @@ void fence(caf::event_based_actor* self, state& st, const msg::fence_ptr& j) {
     j->err = r.err();
   }
   j->complete();
-  if (r && *r && ss.waiting) answer_begin(st, ss, std::exchange(ss.waiting, nullptr));
-  if (r) run_donations(st, ss);  // before any begin it unblocks reads the donated slots
+  if (!r) return;
+  run_donations(st, ss);  // before any begin it starts reads the donated slots
   run_all_settled_backups(st);
   run_backups_if_settled(st, st.orphans);
-  if (r) start_unblocked(st);
+  if (ss.waiting) start_begin(st, ss, std::exchange(ss.waiting, nullptr));
+  start_unblocked(st);
 }
 
 void bytes(state& st, const msg::bytes_ptr& j) {

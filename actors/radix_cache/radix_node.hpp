@@ -61,6 +61,9 @@ struct radix_node {
   std::uint32_t hit_count = 0;
   /// A D→H write is queued; the node is full-locked until backup_done().
   bool backup_in_flight = false;
+  /// That write also copies the device slot: the slot is mamba-locked until backup_done()
+  /// (evicted before the copy ran, it could be reused and the host get its new bytes).
+  bool backup_locks_slot = false;
 
   // --- overlap scheduling (write_fences.hpp): opaque to the tree, copied on split ---
   /// Forwards that may still be writing this node's KV or SSM state (their session cached

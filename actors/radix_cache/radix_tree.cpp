@@ -55,6 +55,7 @@ void radix_tree::release_node(radix_node* n) {
   n->host_lock_ref = n->mamba_host_lock_ref = 0;
   n->hit_count = 0;
   n->backup_in_flight = false;
+  n->backup_locks_slot = false;
   n->writers.clear();
   n->id = 0;
   --live_nodes_;

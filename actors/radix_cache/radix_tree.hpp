@@ -211,8 +211,10 @@ class radix_tree {
   /// hang below root or a backed-up parent (backup contiguity) and stays full-locked until
   /// backup_done(). Returns the D→H copy to perform.
   result<tier_copy> write_backup(node_ref ref);
-  /// The D→H write of `ref` finished: unlock it. (The backup lock holds the KV path only;
-  /// the node's SSM slot may still be evicted — the queued copy runs before any reuse.)
+  /// The D→H write of `ref` finished: unlock it. (The backup lock holds the KV path and,
+  /// when the write copies the device slot, that slot: evicted while the copy waits for
+  /// the forwards that write it, the slot could be reused — or the host state restored —
+  /// before the host holds its bytes.)
   status backup_done(node_ref ref);
   /// Nodes whose insert hits reached the write-through threshold and that can be backed up
   /// now (parent root or backed up), oldest first. Cleared by the call.

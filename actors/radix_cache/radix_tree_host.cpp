@@ -5,6 +5,7 @@
 #include <cassert>
 #include <queue>
 #include <string>
+#include <utility>
 
 #include "actors/radix_cache/radix_tree.hpp"
 
@@ -113,6 +114,13 @@ result<tier_copy> radix_tree::backup_node(radix_node* n, bool lock_until_done) {
   if (lock_until_done) {
     lock_path(n);
     n->backup_in_flight = true;
+    if (c.device_slot != no_slot) {
+      if (n->mamba_lock_ref++ == 0) {
+        sizes_.mamba_evictable -= 1;
+        sizes_.mamba_protected += 1;
+      }
+      n->backup_locks_slot = true;
+    }
   }
   return c;
 }
@@ -134,8 +142,13 @@ status radix_tree::backup_done(node_ref ref) {
   if (!valid(ref)) return {errc::not_found, "backup_done: stale node"};
   if (!ref.node->backup_in_flight)
     return {errc::invalid_argument, "backup_done: no backup in flight"};
-  ref.node->backup_in_flight = false;
-  unlock_path(ref.node);
+  radix_node* n = ref.node;
+  n->backup_in_flight = false;
+  if (std::exchange(n->backup_locks_slot, false) && --n->mamba_lock_ref == 0) {
+    sizes_.mamba_protected -= 1;
+    sizes_.mamba_evictable += 1;
+  }
+  unlock_path(n);
   drop_if_stateless_leaf(ref.node);
   return {};
 }

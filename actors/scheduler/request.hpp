@@ -50,9 +50,19 @@ struct request_record {
   bool needs_clear = false;
   /// extra_buffer_lazy: false when the request finished at a boundary whose prealloc failed.
   bool lazy_is_insert = true;
-  /// Lengths of the decode steps prepared and not yet processed, oldest first (at most 2:
-  /// with overlap scheduling step k+1 is prepared before the results of step k).
-  std::array<std::size_t, 2> prepared_decodes{};
+  /// A decode step prepared and not yet processed.
+  struct prepared_decode {
+    std::size_t len = 0;  ///< the KV length it reaches
+    /// extra_buffer_lazy: its boundary preallocated the other track slot and moved
+    /// next_track_idx to it (the step writes its snapshot there, not into the keep slot).
+    bool lazy_flip = false;
+    /// extra_buffer_lazy: its boundary could not preallocate and writes its snapshot into
+    /// the only track slot, the keep slot.
+    bool lazy_overwrite = false;
+  };
+  /// The decode steps prepared and not yet processed, oldest first (at most 2: with
+  /// overlap scheduling step k+1 is prepared before the results of step k).
+  std::array<prepared_decode, 2> prepared_decodes{};
   std::size_t prepared_count = 0;
 };
 

@@ -320,7 +320,8 @@ result<decode_track> request_manager::prepare_decode(request_handle h) {
     r.prepared_decodes[0] = r.prepared_decodes[1];
     --r.prepared_count;
   }
-  r.prepared_decodes[r.prepared_count++] = r.kv_committed;
+  request_record::prepared_decode& step = r.prepared_decodes[r.prepared_count++];
+  step = {r.kv_committed, false};
   t.mask = is_decode_boundary(r.kv_committed, cfg_.track_interval);
   if (t.mask && lazy()) {
     const int other = 1 - r.next_track_idx;
@@ -336,8 +337,10 @@ result<decode_track> request_manager::prepare_decode(request_handle h) {
       if (s != no_slot) {
         r.pingpong[static_cast<std::size_t>(other)] = s;
         r.next_track_idx = other;
+        step.lazy_flip = true;
       }
     }
+    step.lazy_overwrite = !step.lazy_flip;
   }
   t.track_slot = r.pingpong[static_cast<std::size_t>(r.next_track_idx)];
   return t;
@@ -353,7 +356,7 @@ status request_manager::process_decode(request_handle h, bool finished) {
   // this step's (SGLang reads kv_committed_len here, which is the same without overlap).
   std::size_t len = r.kv_committed;
   if (r.prepared_count > 0) {
-    len = r.prepared_decodes[0];
+    len = r.prepared_decodes[0].len;
     r.prepared_decodes[0] = r.prepared_decodes[1];
     --r.prepared_count;
   }
@@ -553,7 +556,9 @@ result<finish_info> request_manager::finish(request_handle h) {
                                              " length " + std::to_string(needed) + " exceeds its " +
                                              std::to_string(r.tokens.size()) + " tokens"};
   finish_info info;
-  const bool is_insert = !lazy() || r.lazy_is_insert;
+  // Lazy + overlap: a step scheduled after the last one (its results dropped) may be
+  // writing a boundary snapshot into the only track slot.
+  const bool is_insert = !lazy() || (r.lazy_is_insert && !pending_step(r, /*overwrite=*/true));
   if (status s = release(r, is_insert, &info); !s) return s.err();
   reqs_.erase(h);
   return info;

@@ -196,8 +196,20 @@ class request_manager {
  private:
   result<request_record*> get(request_handle h);
   int other_idx(int i) const noexcept { return cfg_.pp_size == 2 ? 1 - i : i; }
+  /// The track entry holding the snapshot at tracked_len. Lazy: next_track_idx, unless a
+  /// prepared, unprocessed step (overlap scheduling) already moved it to a preallocated
+  /// slot that this step is writing.
   int keep_idx(const request_record& r) const noexcept {
-    return lazy() ? r.next_track_idx : other_idx(r.next_track_idx);
+    if (!lazy()) return other_idx(r.next_track_idx);
+    return pending_step(r, /*overwrite=*/false) ? 1 - r.next_track_idx : r.next_track_idx;
+  }
+  /// True if a prepared, unprocessed decode step flipped the lazy track index (overwrite
+  /// false) or writes into the keep slot (overwrite true).
+  static bool pending_step(const request_record& r, bool overwrite) noexcept {
+    for (std::size_t i = 0; i < r.prepared_count; ++i)
+      if (overwrite ? r.prepared_decodes[i].lazy_overwrite : r.prepared_decodes[i].lazy_flip)
+        return true;
+    return false;
   }
   bool extra() const noexcept { return uses_track_buffer(cfg_.strat); }
   bool lazy() const noexcept { return cfg_.strat == strategy::extra_buffer_lazy; }

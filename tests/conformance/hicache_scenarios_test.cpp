@@ -275,6 +275,36 @@ TEST_P(hicache, LoadBackRestoresTheBytesExactly) {
   EXPECT_EQ(again.host_hit_length, 0u);
 }
 
+// Issue 6 (hcsim, host tier): a backup's copy may wait for forwards that still write the
+// node. Were its device slot evicted meanwhile, the slot could be reused (its new bytes
+// copied to the host) or the host state loaded back before the copy ran.
+TEST_P(hicache, AQueuedBackupKeepsTheDeviceSlotUntilItsAck) {
+  auto key = seq(1, 2);
+  node_ref n = insert(key);
+  const slot_id slot = n.node->mamba;
+  const std::uint64_t state_word = bytes.device_slot.at(slot);
+  auto c = t.write_backup(n);
+  ASSERT_TRUE(c.ok()) << c.err().message;
+  EXPECT_EQ(c->device_slot, slot);
+  EXPECT_EQ(t.sizes().mamba_protected, 1u);
+  (void)t.evict(0, 20);
+  EXPECT_EQ(n.node->mamba, slot) << "the slot the queued copy reads is not evicted";
+  bytes.apply(*c);  // the copy runs
+  HC_ASSERT_OK(t.backup_done(n));
+  EXPECT_EQ(t.sizes().mamba_protected, 0u);
+  EXPECT_EQ(t.sizes().mamba_evictable, 1u);
+  (void)t.evict(0, 20);
+  EXPECT_EQ(n.node->mamba, no_slot) << "evictable again after the ack";
+  auto m = t.match(0, key);
+  ASSERT_TRUE(m.mamba_host_hit);
+  auto lb = t.load_back(m.best, 1 << 20);
+  ASSERT_TRUE(lb.ok()) << lb.err().message;
+  for (const tier_copy& copy : lb->copies)
+    bytes.apply(copy);
+  EXPECT_EQ(bytes.device_slot.at(lb->slot), state_word);
+  HC_ASSERT_OK(t.load_done(n));
+}
+
 TEST_P(hicache, BackupContinuityNeedsTheParentFirst) {
   auto base = seq(1, 2);
   node_ref parent = insert(base);

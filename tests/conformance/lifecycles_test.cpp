@@ -5,6 +5,8 @@
 // Groups: A. extra_buffer (eager, pp 2)  B. extra_buffer_lazy  C. no_buffer
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "actors/scheduler/request_manager.hpp"
 #include "tests/support/tree_fixture.hpp"
 
@@ -174,6 +176,52 @@ TEST_F(lifecycle, ExtraBufferLazyPreallocEvictsOneSlotAndRetries) {
   EXPECT_EQ(r->pingpong[0], no_slot) << "second slot obtained by evicting one tree slot";
   EXPECT_EQ(r->pingpong[1], extra_slot);
   EXPECT_TRUE(cache.slots().free(hog).ok());
+}
+
+// Overlap scheduling (issue 6, found by hcsim): step k+1 is prepared before the results of
+// step k. When step k is the request's last and step k+1 reaches a boundary, step k+1 —
+// running while the request finishes — writes its snapshot into a track slot.
+
+/// Steps k (length 511, the last) and k+1 (512, a boundary) prepared, then the results of k.
+void overlap_finish_before_boundary(request_manager& m, request_handle h, slot_id* next_track) {
+  ASSERT_TRUE(m.alloc_kv(h, 510, 1).ok());
+  ASSERT_TRUE(m.prepare_decode(h).ok());
+  ASSERT_TRUE(m.alloc_kv(h, 511, 1).ok());
+  auto next = m.prepare_decode(h);
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE(next->mask);
+  *next_track = next->track_slot;
+  ASSERT_TRUE(m.process_decode(h, /*finished=*/true).ok());
+}
+
+TEST_F(lifecycle, ExtraBufferLazyOverlapFinishInsertsTheSnapshotNotTheNextStepsSlot) {
+  start(strategy::extra_buffer_lazy, 2);
+  const request_record* r = m->find(h);
+  ASSERT_TRUE(m->prepare_extend(h, 0, 200).ok());
+  ASSERT_TRUE(m->cache_unfinished(h, 200).ok());
+  decode_to(510);
+  EXPECT_EQ(r->pingpong, (std::array<slot_id, 2>{no_slot, 4}));
+  slot_id next_track = no_slot;
+  overlap_finish_before_boundary(*m, h, &next_track);
+  EXPECT_EQ(r->pingpong, (std::array<slot_id, 2>{next_track, 4})) << "step k+1 preallocated";
+  finish();
+  EXPECT_EQ(tree_states(), (states{{192, 2}, {256, 4}}))
+      << "the 256 snapshot, not the slot step k+1 is writing";
+  const std::vector<slot_id> free = drain_free_slots(cache);
+  EXPECT_NE(std::find(free.begin(), free.end(), next_track), free.end());
+}
+
+TEST_F(lifecycle, ExtraBufferLazyOverlapFinishSkipsInsertWhenTheNextStepOverwritesIt) {
+  start(strategy::extra_buffer_lazy, 2, /*force_fail=*/true);
+  ASSERT_TRUE(m->prepare_extend(h, 0, 200).ok());
+  ASSERT_TRUE(m->cache_unfinished(h, 200).ok());
+  decode_to(510);
+  EXPECT_EQ(m->find(h)->tracked_len, 256u);
+  slot_id next_track = no_slot;
+  overlap_finish_before_boundary(*m, h, &next_track);
+  EXPECT_EQ(next_track, 3) << "no prealloc: step k+1 writes the only track slot";
+  finish();
+  EXPECT_EQ(tree_states(), (states{{192, 2}})) << "slot 3 no longer holds the 256 state";
 }
 
 // ---- C ---------------------------------------------------------------------------------

@@ -3,11 +3,13 @@
 # L3, then every strategy in turn with 4 worker processes on one instance, a host tier
 # (L2, write-through backups to L3) and a storage prefetch before each admission, on pools
 # small enough that eviction, demotion, load-back and prefetch truncation happen all the
-# time. Prints one JSON summary per strategy; exits 1 if any reports a mismatch, a leak
-# or an error.
+# time. Then both extra_buffer strategies again with overlap scheduling (each forward on
+# its own thread while the next batch is scheduled). Prints one JSON summary per leg;
+# exits 1 if any reports a mismatch, a leak or an error.
 #
 # Usage: tools/hcsim/long_run.sh [OPS_PER_STRATEGY] [BUILD_DIR]
-#   OPS_PER_STRATEGY  default 3400000 (3 strategies: 10.2 M operations in all)
+#   OPS_PER_STRATEGY  default 3400000 (3 strategies: 10.2 M operations; with the two
+#                     overlap legs 17 M)
 #   BUILD_DIR         default build/release
 set -euo pipefail
 ops=${1:-3400000}
@@ -24,14 +26,18 @@ pid=$!
 for _ in $(seq 100); do [ -S "$tmp/s" ] && break; sleep 0.1; done
 [ -S "$tmp/s" ] || { echo "hybridcached did not start:"; cat "$tmp/log"; exit 2; }
 status=0
-for st in no_buffer extra_buffer extra_buffer_lazy; do
-  echo "== $st: $ops operations, 4 workers, L2 + L3, prefetch" >&2
+for leg in no_buffer extra_buffer extra_buffer_lazy extra_buffer:overlap \
+  extra_buffer_lazy:overlap; do
+  st=${leg%:overlap}
+  extra=()
+  [ "$leg" != "$st" ] && extra=(--overlap-scheduling)
+  echo "== $leg: $ops operations, 4 workers, L2 + L3, prefetch ${extra[*]}" >&2
   start=$(date +%s)
   if ! out=$("$hcsim" --socket "$tmp/s" --strategy "$st" --ops "$ops" --workers 4 --seed 2026 \
-      --json --model "long-$st" --kv-tokens 16384 --slots 64 --max-context 1500 --batch 4 \
-      --host-ratio 3 --prefetch); then
+      --json --model "long-${leg/:/-}" --kv-tokens 16384 --slots 64 --max-context 1500 \
+      --batch 4 --host-ratio 3 --prefetch "${extra[@]}"); then
     status=1
   fi
-  echo "{\"strategy\":\"$st\",\"wall_seconds\":$(($(date +%s) - start)),\"report\":$out}"
+  echo "{\"leg\":\"$leg\",\"wall_seconds\":$(($(date +%s) - start)),\"report\":$out}"
 done
 exit $status
