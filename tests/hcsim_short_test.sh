@@ -28,9 +28,11 @@ run() {  # name (the model id is ci-<name> without -after-restart), workers, hcs
   done
   grep -Eq '"ops":[1-9]' <<<"$out" || fail "$name: no ops: $out"
   grep -Eq '"reused_tokens":[1-9]' <<<"$out" || fail "$name: no prefix was ever reused: $out"
+  grep -Eq '"retracted":[1-9]' <<<"$out" && retractions=$((retractions + 1))
   echo "$name: $out"
   out_last=$out
 }
+retractions=0
 small=(--kv-tokens 4096 --slots 32 --max-context 1200 --batch 4)
 for st in no_buffer extra_buffer extra_buffer_lazy; do
   run "$st" 2 --strategy "$st" "${small[@]}"
@@ -54,4 +56,5 @@ pid=$!
 wait_for_node "$pid" "$tmp/log"
 run "prefetch-after-restart" 2 --strategy extra_buffer "${small[@]}" --host-ratio 3 --prefetch
 grep -Eq '"l3":[1-9]' <<<"$out_last" || fail "no prefix came back from L3 after the restart"
-echo "hcsim short scenarios: ok"
+[ "$retractions" -gt 0 ] || fail "no scenario retracted a decoding request"
+echo "hcsim short scenarios: ok ($retractions scenarios retracted requests)"

@@ -17,6 +17,7 @@ void each_counter(Report& r, F&& f) {
   f("finished", r.finished);
   f("aborted", r.aborted);
   f("rejected", r.rejected);
+  f("retracted", r.retracted);
   f("mismatches", r.mismatches);
   f("kv_mismatches", r.kv_mismatches);
   f("state_mismatches", r.state_mismatches);
@@ -68,13 +69,13 @@ std::string sim_report::text() const {
                                      : 0.0;
   std::string t = fmt::format(
       "ops {} in {:.1f} s ({:.0f} ops/s), {} steps, {} forwards\n"
-      "requests {}: {} finished, {} aborted, {} not admitted\n"
+      "requests {}: {} finished, {} aborted, {} retracted, {} not admitted\n"
       "prompt tokens {}: {} reused ({:.1f} %; L1 {}, L2 {}, L3 {}), {} computed\n"
       "mismatches {} (KV {}, state {}), leaks {}, errors {}\n",
       ops, seconds, seconds > 0 ? static_cast<double>(ops) / seconds : 0.0, steps, forwards,
-      requests, finished, aborted, rejected, prompt_tokens, reused_tokens, reuse, l1_hit_tokens,
-      l2_hit_tokens, l3_hit_tokens, computed_tokens, mismatches, kv_mismatches, state_mismatches,
-      leaks, errors);
+      requests, finished, aborted, retracted, rejected, prompt_tokens, reused_tokens, reuse,
+      l1_hit_tokens, l2_hit_tokens, l3_hit_tokens, computed_tokens, mismatches, kv_mismatches,
+      state_mismatches, leaks, errors);
   if (!first_error.empty()) t += "first problem: " + first_error + "\n";
   return t;
 }

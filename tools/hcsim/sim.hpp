@@ -55,6 +55,9 @@ struct sim_config {
 struct sim_report {
   std::uint64_t ops = 0, steps = 0, forwards = 0, requests = 0, finished = 0, aborted = 0;
   std::uint64_t rejected = 0;  ///< not admitted: out of memory at admission (recomputed later)
+  /// Decoding requests retracted for lack of KV (released without insert, re-admitted later
+  /// with their outputs so far as prompt, as SGLang's retract_decode does).
+  std::uint64_t retracted = 0;
   std::uint64_t mismatches = 0, kv_mismatches = 0, state_mismatches = 0;
   std::uint64_t leaks = 0, errors = 0;
   std::uint64_t prompt_tokens = 0, reused_tokens = 0, computed_tokens = 0;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -58,8 +59,10 @@ struct request {
   std::size_t decode_total = 0;
   bool first_forward = true;
   bool decoding = false;
-  bool gone = false;        ///< finished or aborted: removed at the end of the batch
-  std::size_t decoded = 0;  ///< decode steps scheduled
+  bool gone = false;              ///< finished or aborted: removed at the end of the batch
+  bool retracted = false;         ///< gone, but re-queued: its conversation stays busy
+  std::size_t decode_preset = 0;  ///< re-admitted after a retraction: decode steps left
+  std::size_t decoded = 0;        ///< decode steps scheduled
   std::size_t loaded = 0;
   slot_id node_slot = no_slot;
 };
@@ -177,21 +180,29 @@ class worker {
       history_[c] = system_[c % system_.size()];
   }
 
-  /// Admits one request of a free conversation: create, (prefetch,) match, lock,
-  /// alloc_req. False if nothing was admitted now (no free conversation, out of memory).
+  /// Admits one request — a retracted one first (SGLang puts them at the front of the
+  /// waiting queue), else a new turn of a free conversation: create, (prefetch,) match,
+  /// lock, alloc_req. False if nothing was admitted now (no free conversation, out of
+  /// memory).
   bool admit() {
     ensure_conversations();
-    unsigned c = static_cast<unsigned>(rng_() % history_.size());
-    for (unsigned tries = 0; busy_[c] && tries < history_.size(); ++tries)
-      c = (c + 1) % static_cast<unsigned>(history_.size());
-    if (busy_[c]) return false;
-    if (history_[c].size() > cfg_.max_context) history_[c] = system_[c % system_.size()];
     request r;
+    if (!retracted_.empty()) {
+      r = std::move(retracted_.front());
+      retracted_.pop_front();
+    } else {
+      unsigned c = static_cast<unsigned>(rng_() % history_.size());
+      for (unsigned tries = 0; busy_[c] && tries < history_.size(); ++tries)
+        c = (c + 1) % static_cast<unsigned>(history_.size());
+      if (busy_[c]) return false;
+      if (history_[c].size() > cfg_.max_context) history_[c] = system_[c % system_.size()];
+      r.conv = c;
+      r.tokens = history_[c];
+      for (std::size_t i = around(cfg_.turn_len); i > 0; --i)
+        r.tokens.push_back(token());
+    }
+    const unsigned c = r.conv;
     r.h = ++next_handle_;
-    r.conv = c;
-    r.tokens = history_[c];
-    for (std::size_t i = around(cfg_.turn_len); i > 0; --i)
-      r.tokens.push_back(token());
     r.input_len = r.tokens.size();
     command create = cmd(cmd_kind::create, r.h);
     create.tokens = r.tokens;
@@ -232,6 +243,7 @@ class worker {
         error(std::string(to_string(cmds[i].kind)) + ": " + x.error);
       }
       (void)step({cmd(cmd_kind::abort, r.h)});
+      if (r.decode_preset) retracted_.push_front(std::move(r));  // stays first in line
       return false;  // admission stops for this round (SGLang stops at the first misfit)
     }
     const command_result& m = (*res)[first];
@@ -250,11 +262,47 @@ class worker {
     return true;
   }
 
-  /// Removes the requests marked gone (their conversations are free again).
+  /// Removes the requests marked gone (their conversations are free again, unless the
+  /// request was retracted and waits to be re-admitted).
   void sweep() {
     for (const request& r : active_)
-      if (r.gone) busy_[r.conv] = false;
+      if (r.gone && !r.retracted) busy_[r.conv] = false;
     std::erase_if(active_, [](const request& r) { return r.gone; });
+  }
+
+  /// SGLang's retract_decode for decoding requests out of KV: released without insert
+  /// (their decode KV is dropped) and re-queued with prompt + the outputs they consumed,
+  /// to be prefilled again — through whatever prefix the tree still holds — and decode
+  /// the steps they had left. One whose steps were all scheduled is aborted instead.
+  void retract_all(const std::vector<std::size_t>& idx) {
+    std::vector<std::size_t> aborts;
+    std::vector<command> cmds;
+    for (std::size_t i : idx) {
+      request& r = active_[i];
+      if (r.gone) continue;
+      if (r.decoded >= r.decode_total) {
+        aborts.push_back(i);
+        continue;
+      }
+      request again;
+      again.conv = r.conv;
+      again.tokens = r.tokens;
+      again.tokens.insert(again.tokens.end(), r.outputs.begin(),
+                          r.outputs.begin() + static_cast<std::ptrdiff_t>(r.decoded));
+      again.decode_preset = r.decode_total - r.decoded;
+      retracted_.push_back(std::move(again));
+      cmds.push_back(cmd(cmd_kind::abort, r.h));  // release_kv_cache(is_insert=False)
+      r.gone = r.retracted = true;
+      ++rep_.retracted;
+    }
+    if (!cmds.empty()) {
+      auto res = step(cmds);
+      if (res)
+        for (std::size_t k = 0; k < cmds.size(); ++k)
+          if (!(*res)[k].ok()) error("retract: " + (*res)[k].error);
+    }
+    abort_all(aborts);
+    sweep();
   }
   /// Aborts requests on the node and removes them (indices into active_ are stale after).
   void abort_all(const std::vector<std::size_t>& idx) {
@@ -426,7 +474,7 @@ class worker {
       if (!a.ok() || !p.ok()) {
         if (a.code != errc::out_of_memory && p.code != errc::out_of_memory)
           error(std::string(f.extend ? "extend: " : "decode: ") + (a.ok() ? p.error : a.error));
-        failed.push_back(who[k]);  // out of KV under small pools: aborted, retried later
+        failed.push_back(who[k]);  // out of KV under small pools
         continue;
       }
       f.reqs.push_back(r.h);
@@ -459,7 +507,11 @@ class worker {
         f.step_no.push_back(++r.decoded);
       }
     }
-    abort_all(failed);
+    if (f.extend) {
+      abort_all(failed);  // a prefill that does not fit stops
+    } else {
+      retract_all(failed);
+    }
     for (std::size_t k = 0; k < f.items.size(); ++k)
       f.items[k].tokens = f.in[k];
     return fp;
@@ -504,7 +556,7 @@ class worker {
         request* r = find(f.reqs[k]);
         if (!r || f.ends[k] < r->input_len || r->decoding) continue;
         r->decoding = true;
-        r->decode_total = around(cfg_.output_len);
+        r->decode_total = r->decode_preset ? r->decode_preset : around(cfg_.output_len);
       }
       return;
     }
@@ -615,6 +667,7 @@ class worker {
   std::vector<std::vector<token_id>> system_, history_;
   std::vector<bool> busy_;
   std::vector<request> active_;
+  std::deque<request> retracted_;  ///< re-admitted before any new turn
   request_handle next_handle_ = 0;
   std::uint64_t batch_ = 0;
   /// Forwards run on a thread while the next batch is scheduled (SGLang disables overlap
