@@ -12,6 +12,16 @@ std::string req_name(request_handle h) {
   return "request " + std::to_string(h);
 }
 
+/// Releases (in order) and removes the entries held until a batch <= `ended` ended.
+template <class Held, class Release>
+void release_due(std::vector<Held>& held, std::uint64_t ended, Release release) {
+  auto due = std::stable_partition(held.begin(), held.end(),
+                                   [ended](const Held& h) { return h.until <= ended; });
+  for (auto it = held.begin(); it != due; ++it)
+    release(*it);
+  held.erase(held.begin(), due);
+}
+
 }  // namespace
 
 request_manager::request_manager(const request_config& cfg, radix_cache& cache)
@@ -63,27 +73,18 @@ void request_manager::stream_claimed(std::uint64_t batch) {
 void request_manager::stream_ended(std::uint64_t batch) {
   ended_ = std::max(ended_, batch);
   if (cfg_.session != 0) cache_.fences().ended(cfg_.session, batch);
-  auto due_locks = std::stable_partition(write_locks_.begin(), write_locks_.end(),
-                                         [&](const write_lock& w) { return w.until <= ended_; });
-  for (auto it = write_locks_.begin(); it != due_locks; ++it)
-    (void)cache_.tree().dec_lock(it->node);
-  write_locks_.erase(write_locks_.begin(), due_locks);
-  auto due_kv = std::stable_partition(quarantine_kv_.begin(), quarantine_kv_.end(),
-                                      [&](const held_kv& h) { return h.until <= ended_; });
-  for (auto it = quarantine_kv_.begin(); it != due_kv; ++it) {
-    status s = cache_.kv().free(it->ids);
+  release_due(write_locks_, ended_,
+              [&](const write_lock& w) { (void)cache_.tree().dec_lock(w.node); });
+  release_due(quarantine_kv_, ended_, [&](const held_kv& h) {
+    status s = cache_.kv().free(h.ids);
     assert(s.ok());
     (void)s;
-  }
-  quarantine_kv_.erase(quarantine_kv_.begin(), due_kv);
-  auto due_slots = std::stable_partition(quarantine_slots_.begin(), quarantine_slots_.end(),
-                                         [&](const held_slot& h) { return h.until <= ended_; });
-  for (auto it = quarantine_slots_.begin(); it != due_slots; ++it) {
-    status s = cache_.slots().free_one(it->slot);
+  });
+  release_due(quarantine_slots_, ended_, [&](const held_slot& h) {
+    status s = cache_.slots().free_one(h.slot);
     assert(s.ok());
     (void)s;
-  }
-  quarantine_slots_.erase(quarantine_slots_.begin(), due_slots);
+  });
 }
 
 void request_manager::release_quarantine() {
