@@ -23,10 +23,10 @@ std::uint64_t now_ns() {
 struct pending_tier {
   msg::tier_copies copies;
   caf::response_promise answer;
-  /// Backups: the forwards of other sessions in flight when it arrived, (session, batch).
-  /// Their data may be in the tree already (overlap scheduling caches a chunk while its
-  /// forward runs), so the copy waits for each of them to end.
-  std::vector<std::pair<session_id, std::uint64_t>> after;
+  /// Backups: the forwards of other sessions in flight when it arrived. Their data may be
+  /// in the tree already (overlap scheduling caches a chunk while its forward runs), so
+  /// the copy waits for each of them to end.
+  std::vector<writer_mark> after;
 };
 
 struct session_stream {
@@ -67,6 +67,12 @@ struct state {
   }
 };
 
+/// True once the forward `w` ended, or its session closed (nothing of it writes any more).
+bool has_ended(const state& st, const writer_mark& w) {
+  auto it = st.sessions.find(w.session);
+  return it == st.sessions.end() || it->second.ended >= w.batch;
+}
+
 /// Runs the copies and answers with them.
 void run_tier(state& st, pending_tier& p) {
   if (st.host) {
@@ -103,10 +109,8 @@ void run_loads(state& st) {
 void run_backups_if_settled(state& st, session_stream& ss, bool at_begin = false) {
   if ((ss.q.in_flight() && !at_begin) || ss.backups.empty()) return;
   auto others_ended = [&st](const pending_tier& p) {
-    return std::all_of(p.after.begin(), p.after.end(), [&st](const auto& w) {
-      auto it = st.sessions.find(w.first);
-      return it == st.sessions.end() || it->second.ended >= w.second;
-    });
+    return std::all_of(p.after.begin(), p.after.end(),
+                       [&st](const writer_mark& w) { return has_ended(st, w); });
   };
   auto ready = std::stable_partition(ss.backups.begin(), ss.backups.end(), others_ended);
   for (auto it = ss.backups.begin(); it != ready; ++it)
@@ -164,7 +168,7 @@ caf::response_promise tier(caf::event_based_actor* self, state& st, msg::tier_ki
     case msg::tier_kind::backup:
       ++st.tier.backups;
       for (const auto& [id, other] : st.sessions)
-        if (id != s && other.q.in_flight()) p.after.emplace_back(id, *other.q.in_flight());
+        if (id != s && other.q.in_flight()) p.after.push_back({id, *other.q.in_flight()});
       if (it == st.sessions.end() && p.after.empty()) {
         run_tier(st, p);  // the session is gone and nothing else is in flight
       } else if (it == st.sessions.end()) {
@@ -188,10 +192,7 @@ void report_fence(caf::event_based_actor* self, const state& st, session_id s, s
 /// Drops the forwards of read_after that ended (or whose session closed); true if none is
 /// left to wait for.
 bool reads_settled(const state& st, session_stream& ss) {
-  std::erase_if(ss.read_after, [&st](const writer_mark& w) {
-    auto it = st.sessions.find(w.session);
-    return it == st.sessions.end() || it->second.ended >= w.batch;
-  });
+  std::erase_if(ss.read_after, [&st](const writer_mark& w) { return has_ended(st, w); });
   return ss.read_after.empty();
 }
 
