@@ -101,9 +101,9 @@ void run_loads(state& st) {
 }
 
 /// A session's backups run once no forward of it is in flight (and the forwards of other
-/// sessions they wait for ended) — and before the next begin's ops and loads: those write
-/// only request slots and fresh ids, which may be slots just evicted from the very nodes
-/// being backed up (the tree frees a node's slot while its backup is queued).
+/// sessions they wait for ended). They need not wait for its queued ops: ops write only
+/// request slots (clears, COW destinations), never a tree node's KV or slot (donations run
+/// on their own, and a backed-up node's slot stays locked until backup_done).
 /// `at_begin`: a begin_forward is being answered — its forward has not started yet (the
 /// worker waits for the answer), so the batch marked in flight writes nothing so far.
 void run_backups_if_settled(state& st, session_stream& ss, bool at_begin = false) {
@@ -204,7 +204,7 @@ void start_begin(state& st, session_stream& ss, const msg::fence_ptr& j) {
     ss.waiting = j;
     return;
   }
-  // Backups first (they read what the ops may overwrite), then the load-backs this forward
+  // Backups that were waiting for the previous forward, then the load-backs this forward
   // and the COW ops may read, then the ops.
   run_backups_if_settled(st, ss);
   if (!st.demo.loads_after_ops) run_loads(st);

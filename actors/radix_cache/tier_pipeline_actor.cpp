@@ -54,7 +54,6 @@ void tier_pipeline::send_copies(msg::tier_kind kind, session_id s, std::vector<t
                   break;
                 case msg::tier_kind::backup:
                   (void)t.backup_done(c.node);
-                  if (c.device_slot != no_slot) (void)t.dec_lock(c.node);
                   if (c.host_slot != no_slot) (void)t.release_host_mamba(c.node);
                   store_to_l3(c.node);
                   break;
@@ -91,9 +90,8 @@ void tier_pipeline::pump(session_id s, const std::function<bool(slot_id)>& pendi
       ++n_.backups_refused;  // host full of protected data, or a parent without backup
       continue;
     }
-    // The backup lock holds the KV path; the state's device slot must not be evicted (and
-    // reused) before the copy reads it, nor its new host slot before the copy writes it.
-    if (c->device_slot != no_slot) (void)t.inc_lock(n);
+    // The backup lock holds the KV path and the device slot the copy reads (until
+    // backup_done); the new host slot must not be evicted before the copy writes it.
     if (c->host_slot != no_slot) (void)t.protect_host_mamba(n);
     backups.push_back(std::move(*c));
   }

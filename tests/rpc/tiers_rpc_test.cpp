@@ -198,8 +198,13 @@ TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
   faults.fail_writes_after = 0;  // every write fails
   toy_worker& wk = open();
   wk.serve(1);
-  ASSERT_TRUE(eventually([&] { return host_of_instance().value("l3_write_failures", 0u) >= 1; }))
-      << host_of_instance().dump();
+  // Every backup of the first prompt has tried its L3 write (and failed) before the store
+  // recovers: a write still on its way would land and the prompt would not be revoked.
+  ASSERT_TRUE(eventually([&] {
+    const auto h = host_of_instance();
+    const auto sent = h.value("backups_sent", 0u), writes = h.value("l3_writes", 0u);
+    return sent >= 1 && writes == sent && h.value("l3_write_failures", 0u) == writes;
+  })) << host_of_instance().dump();
   faults.fail_writes_after = SIZE_MAX;  // the store recovers: the next backup lands
   wk.K = iota_tokens(5000, prompt_len);
   wk.serve(3);
