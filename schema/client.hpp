@@ -11,8 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "actors/common/command.hpp"
+#include "actors/common/instance_spec.hpp"
+#include "actors/common/pool_info.hpp"
 #include "actors/common/status.hpp"
-#include "actors/node/jobs.hpp"
+#include "actors/common/store_types.hpp"
 
 namespace hc {
 
@@ -56,10 +59,8 @@ class client_session {
 /// value is the concatenation of the segments).
 struct store_entry {
   std::string key;
-  std::vector<store_job::segment> segments;
+  std::vector<store_segment> segments;
 };
-using store_pool = store_job::pool;
-using store_sidecar = store_job::sidecar;
 
 struct store_exists_reply {
   std::uint32_t kv_hit_pages = 0;               ///< leading run of present KV pages

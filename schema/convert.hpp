@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "actors/common/command.hpp"
+#include "actors/common/instance_spec.hpp"
+#include "actors/common/pool_info.hpp"
 #include "actors/common/status.hpp"
-#include "actors/node/jobs.hpp"
 #include "hybridcache.capnp.h"
 
 namespace hc::wire_convert {

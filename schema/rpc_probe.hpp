@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "actors/common/instance_spec.hpp"
 #include "actors/common/status.hpp"
-#include "actors/scheduler/instance_spec.hpp"
 
 namespace hc {
 

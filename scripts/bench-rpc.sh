@@ -12,7 +12,7 @@ pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/token"
-"$bin/actors/node/hybridcached" --socket "$tmp/node.sock" --tcp 127.0.0.1:0 \
+"$bin/actors/daemon/hybridcached" --socket "$tmp/node.sock" --tcp 127.0.0.1:0 \
   --token-file "$tmp/token" --metrics off --data-dir "$tmp/data" >"$tmp/log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do

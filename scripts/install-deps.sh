@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git python3
   # actors, RPC, L3 store, metrics
   libcaf-dev libcapnp-dev capnproto librocksdb-dev prometheus-cpp-dev
   # what the RocksDB and prometheus-cpp CMake configs look up themselves

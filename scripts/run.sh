@@ -10,4 +10,4 @@ cmake --preset release > build-release.log 2>&1 || { cat build-release.log; exit
 cmake --build --preset release -j "$(nproc)" 2>&1 | tail -n 1
 ./build/release/tools/hcctl/hcctl replay --check --quiet tests/data/p64_ctx4k_c100.jsonl.gz
 echo "starting hybridcached; in another shell: ./build/release/tools/hcctl/hcctl ping"
-exec ./build/release/actors/node/hybridcached "$@"
+exec ./build/release/actors/daemon/hybridcached "$@"

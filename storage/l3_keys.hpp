@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "actors/radix_cache/kv_events.hpp"
+#include "actors/common/page_digest.hpp"
 
 namespace hc::l3 {
 

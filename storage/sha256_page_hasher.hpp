@@ -3,7 +3,7 @@
 // digest = SHA-256(prior digest bytes || each token as 4-byte little-endian unsigned).
 // Stateless and thread-safe.
 
-#include "actors/radix_cache/kv_events.hpp"
+#include "actors/common/page_digest.hpp"
 
 namespace hc {
 

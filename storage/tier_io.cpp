@@ -37,7 +37,7 @@ std::size_t usable_prefix_pages(l3_store& store, std::span<const std::string> ke
 
 read_report read_pages(l3_store& store, std::span<const std::string> keys,
                        std::span<const std::span<std::byte>> dst, std::span<std::byte> state,
-                       std::chrono::steady_clock::time_point deadline, std::size_t batch_pages) {
+                       const clock& time, clock_ns deadline, std::size_t batch_pages) {
   read_report r;
   if (batch_pages == 0) batch_pages = default_batch_pages;
   std::vector<std::byte> buf;
@@ -51,7 +51,7 @@ read_report read_pages(l3_store& store, std::span<const std::string> keys,
     return true;
   };
   for (std::size_t start = 0; start < keys.size(); start += batch_pages) {
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (time.now() >= deadline) {
       r.timed_out = true;
       return r;
     }
@@ -67,7 +67,7 @@ read_report read_pages(l3_store& store, std::span<const std::string> keys,
     }
   }
   if (state.empty() || keys.empty()) return r;
-  if (std::chrono::steady_clock::now() >= deadline) {
+  if (time.now() >= deadline) {
     r.timed_out = true;
     return r;
   }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/common/clock.hpp"
 #include "actors/common/status.hpp"
 #include "storage/l3_store.hpp"
 
@@ -46,10 +47,11 @@ struct read_report {
 
 /// Reads keys[i] into dst[i] (each value must have exactly dst[i].size() bytes) until the
 /// first failure or the deadline, then — only if every page arrived — the SSM state under
-/// the last key into `state` (skipped if state is empty).
+/// the last key into `state` (skipped if state is empty). The deadline is on `time` and
+/// checked before each batch of pages and before the state.
 read_report read_pages(l3_store& store, std::span<const std::string> keys,
                        std::span<const std::span<std::byte>> dst, std::span<std::byte> state,
-                       std::chrono::steady_clock::time_point deadline,
+                       const clock& time, clock_ns deadline,
                        std::size_t batch_pages = default_batch_pages);
 
 }  // namespace hc::l3

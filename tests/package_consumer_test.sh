@@ -14,6 +14,25 @@ fail() { echo "FAIL: $*"; [ -f "$tmp/log" ] && { echo "--- node log:"; cat "$tmp
 
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" || { cat "$tmp/install.log"; fail "install"; }
 [ -f "$tmp/prefix/lib/cmake/hybridcache/hybridcacheConfig.cmake" ] || fail "no package config installed"
+
+# The package is the vocabulary, the wire code and the client: its headers are
+# actors/common/*.hpp and schema/client.hpp, each self-contained inside the package, and
+# its archives are those four libraries — nothing of the engine or the actors.
+inc=$tmp/prefix/include/hybridcache
+headers=$(cd "$inc" && find . -type f | sed 's|^\./||' | sort)
+echo "installed headers:" $headers
+for h in $headers; do
+  [[ "$h" =~ ^actors/common/[a-z_0-9]+\.hpp$ || "$h" == schema/client.hpp ]] ||
+    fail "installed header $h is not vocabulary or client"
+  while read -r q; do
+    [ -f "$inc/$q" ] || fail "installed $h includes \"$q\", which the package does not hold"
+  done < <(grep -hoE '^\s*#\s*include\s*"[^"]+"' "$inc/$h" | sed -E 's/.*"(.*)"/\1/')
+  echo "#include \"$h\"" | c++ -std=c++20 -fsyntax-only -I "$inc" -x c++ - ||
+    fail "installed header $h does not compile on its own"
+done
+libs=$(cd "$tmp/prefix/lib" && ls *.a | sort | tr '\n' ' ')
+[ "$libs" = "libhc_client.a libhc_common.a libhc_shm.a libhc_wire.a " ] ||
+  fail "installed archives are '$libs', expected the client, vocabulary, shm and wire ones"
 cmake -S "$src/tests/package/consumer" -B "$tmp/consumer" -G Ninja \
   -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$tmp/configure.log" 2>&1 ||

@@ -19,6 +19,11 @@ using row_id = std::int32_t;
 /// Namespace 0 is the default (no extra key).
 using namespace_id = std::uint32_t;
 
+/// A request of a session's request table, named by the worker (SGLang's rid, hashed).
+using request_handle = std::uint64_t;
+/// A worker session on the node; sessions start at 1.
+using session_id = std::uint64_t;
+
 /// "No slot", "no row": SGLang's -1 / None.
 inline constexpr slot_id no_slot = -1;
 inline constexpr row_id no_row = -1;

@@ -11,7 +11,8 @@
 
 namespace hc {
 
-/// Project error codes. Registered with CAF by the actor layer (CAF_ERROR_CODE_ENUM).
+/// Project error codes. They travel inside the node's jobs and results as values (CAF 0.17
+/// has no CAF_ERROR_CODE_ENUM; no actor message carries a caf::error of ours).
 enum class errc : std::uint8_t {
   ok = 0,
   invalid_argument,    ///< a parameter is out of range or malformed

@@ -1,6 +1,6 @@
 #pragma once
 // L2 bytes (cache-semantics.md §5.1, architecture.md §4): the host KV pool and the host
-// SSM pool, owned by host_storage. Page-first layout: a token's KV for every
+// SSM pool of one instance. Page-first layout: a token's KV for every
 // full-attention layer is contiguous, and so is a page of tokens, so one page is one L3
 // value and one memcpy. Ids are the radix_cache's host ids (KV: token ids as handed out
 // by a kv_allocator, page 0 unused; SSM: slot ids 1..N, stored at index id-1 — SGLang's
@@ -9,7 +9,17 @@
 // Sizing follows §5.1: from a byte budget or as a ratio of the device pool (default 2.0),
 // the SSM pool +1, both larger than the device's, refused when host memory is short.
 //
-// Thread safety: none; confined to the host_storage actor.
+// Sharing contract. The node creates one host_pools per instance with a host tier and
+// shares it (shared_ptr) between the instance's forward_stream actor (D→H backups and
+// demotions, H→D load-backs) and the host_storage actor's I/O thread (L2→L3 writes,
+// L3→L2 prefetch reads). The ids themselves belong to the radix_cache actor, which hands
+// each job only ids it reserved or protected for that job until the job's reply: a backup
+// writes host ids reserved for it, a load reads host ids locked by the load, an L3 write
+// reads ids host-protected until its ack, a prefetch writes the ids of its ticket. Two
+// jobs in flight never share an id that one of them writes (reads may overlap), distinct
+// ids are disjoint bytes, and the pools are never resized after construction — so no
+// lock is needed. Nothing else is thread-safe:
+// construction and destruction happen on one thread, with no job in flight.
 
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,7 @@
 #pragma once
-// Work items that enter the node from outside the actor system (the RPC thread, tests).
+// Work items that enter the node from outside the actor system (the RPC thread, tests):
+// the entry vocabulary of hc::node. Not part of the client package (workers see the
+// vocabulary of actors/common only).
 // A job carries its inputs, receives its outputs, and is completed exactly once by the
 // actor that finishes it, which calls `done` on its own thread (the RPC layer hands the
 // result back to its event loop from there). No CAF types appear here.
@@ -12,23 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "actors/common/command.hpp"
+#include "actors/common/instance_spec.hpp"
+#include "actors/common/pool_info.hpp"
 #include "actors/common/status.hpp"
-#include "actors/scheduler/command.hpp"
-#include "actors/scheduler/instance_spec.hpp"
+#include "actors/common/store_types.hpp"
 
 namespace hc {
-
-using session_id = std::uint64_t;
-
-struct pool_info {
-  std::string kv_shm;  ///< "" when the instance has no KV bytes
-  std::uint64_t kv_bytes = 0;
-  std::string ssm_shm;  ///< "" when the instance has no slot bytes
-  std::uint64_t ssm_bytes = 0;
-  std::uint64_t kv_bytes_per_token = 0;
-  std::uint64_t ssm_slot_bytes = 0;
-  std::uint64_t instance_id = 0;
-};
 
 template <class Self>
 struct job_base {
@@ -72,19 +64,12 @@ struct close_job : job_base<close_job> {
 };
 
 /// A batch of an external client's L3 operations (the Store capability). Values live in
-/// the arena as segment lists. No storage types here: this header is part of the client
-/// package.
+/// the arena as segment lists.
 struct store_job : job_base<store_job> {
   enum class what { exists, get, set };
-  enum class pool : std::uint8_t { kv_page = 0, ssm_state = 1 };
-  struct segment {
-    std::uint64_t offset = 0, length = 0;
-  };
-  struct sidecar {
-    pool which = pool::ssm_state;
-    bool trailing = true;  ///< TRAILING_PAGES(n) if true, else ALL_PAGES
-    std::uint32_t n = 1;
-  };
+  using pool = store_pool;
+  using segment = store_segment;
+  using sidecar = store_sidecar;
   what op = what::exists;
   std::string identity;  ///< the client's namespace
   pool which = pool::kv_page;

@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "actors/host_storage/host_storage_actor.hpp"
+#include "actors/node/host_storage_actor.hpp"
 #include "actors/node/jobs.hpp"
 #include "actors/radix_cache/radix_tree.hpp"
 #include "actors/scheduler/forward_ops.hpp"

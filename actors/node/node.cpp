@@ -6,18 +6,17 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <fstream>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "actors/forward_stream/forward_stream_actor.hpp"
-#include "actors/host_storage/host_storage_actor.hpp"
+#include "actors/node/forward_stream_actor.hpp"
+#include "actors/node/host_storage_actor.hpp"
 #include "actors/node/messages.hpp"
-#include "actors/radix_cache/radix_cache_actor.hpp"
-#include "actors/scheduler/scheduler_actor.hpp"
+#include "actors/node/radix_cache_actor.hpp"
+#include "actors/node/scheduler_actor.hpp"
 #include "storage/l3_keys.hpp"
 
 namespace hc {
@@ -67,6 +66,7 @@ std::uint64_t host_memory_available() {
 /// The L2 pools and L3 access of a new instance (§5.1 sizing); none without a host tier.
 result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_config& cc) {
   tier_wiring w;
+  w.time = st.cfg.time_source;
   if (!spec.host_tier()) return w;
   host_pool_request req;
   req.device_kv_tokens = spec.kv_tokens;
@@ -118,7 +118,8 @@ result<instance> make_instance(caf::event_based_actor* self, node_state& st,
   }
   instance in;
   in.id = id;
-  in.stream = self->spawn(forward_stream_actor, pools, tiers->host, st.cfg.metrics, st.cfg.demo);
+  in.stream = self->spawn(forward_stream_actor, pools, tiers->host, st.cfg.metrics,
+                          st.cfg.time_source, st.cfg.demo);
   in.radix = self->spawn(radix_cache_actor, cc, id, in.stream, caf::actor_cast<caf::actor>(self),
                          std::move(*tiers), st.cfg.metrics);
   self->send(in.stream, msg::attach_atom::value, in.radix);  // fence reports go there
@@ -279,7 +280,8 @@ caf::behavior node_actor(caf::event_based_actor* self, node_config cfg,
   st->cfg = std::move(cfg);
   st->registry = registry;
   // Blocking L3 I/O: on its own thread, never on the scheduler's.
-  st->host = self->spawn<caf::detached>(host_storage_actor, st->cfg.l3, st->cfg.metrics);
+  st->host = self->spawn<caf::detached>(host_storage_actor, st->cfg.l3, st->cfg.metrics,
+                                        st->cfg.time_source);
   return {
       [self, st](msg::open_atom, const msg::open_ptr& job) { open_session(self, *st, job); },
       [self, st](msg::stats_atom, const msg::stats_ptr& job) { gather_stats(self, *st, job); },
@@ -306,12 +308,6 @@ caf::actor_system_config make_caf_config(const node_config& c) {
   // floors.md §2: skip the 50 µs sleep polls so work from the RPC thread wakes a worker.
   cfg.set("work-stealing.moderate-poll-attempts", 0);
   return cfg;
-}
-
-std::uint64_t steady_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
 }
 
 }  // namespace
@@ -351,6 +347,7 @@ node::node(const node_config& cfg) {
   if (c.scheduler_threads == 0) c.scheduler_threads = 1;
   impl_ = std::make_unique<impl>(c);
   if (impl_->cfg.metrics == nullptr) impl_->cfg.metrics = &impl_->no_metrics;
+  if (impl_->cfg.time_source == nullptr) impl_->cfg.time_source = &steady();
   impl_->root = impl_->sys.spawn(node_actor, impl_->cfg, &impl_->registry);
 }
 
@@ -372,7 +369,7 @@ void node::submit(std::shared_ptr<step_job> j) {
 }
 
 void node::submit(std::shared_ptr<fence_job> j) {
-  j->started_ns = steady_ns();
+  j->started_ns = static_cast<std::uint64_t>(impl_->cfg.time_source->now().count());
   impl_->to_session(msg::fence_atom::value, j);
 }
 

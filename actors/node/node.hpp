@@ -10,9 +10,11 @@
 #include <memory>
 #include <string>
 
+#include "actors/common/clock.hpp"
 #include "actors/common/metrics_sink.hpp"
 #include "actors/forward_stream/race_demo.hpp"
 #include "actors/node/jobs.hpp"
+#include "actors/scheduler/instance_config.hpp"
 #include "storage/l3_store.hpp"
 
 namespace hc {
@@ -39,6 +41,9 @@ struct node_config {
   std::shared_ptr<l3_store> l3;
   /// Host memory the node may give L2 pools, in bytes; 0 = MemAvailable at open time.
   std::uint64_t host_memory_limit = 0;
+  /// The clock of every time-based decision and measurement (prefetch timeouts and
+  /// deadlines, fence waits, I/O timings); must outlive the node. Default: steady().
+  const clock* time_source = nullptr;
   /// Ordering rules turned off on purpose, for hcsim's self-test only. Default: none.
   race_demo demo;
 };

@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "actors/common/tier_policy.hpp"
 #include "actors/radix_cache/kv_allocator.hpp"
 #include "actors/radix_cache/radix_tree.hpp"
 #include "actors/radix_cache/slot_allocator.hpp"
@@ -36,9 +37,6 @@ enum class prefetch_outcome : std::uint8_t {
 };
 inline constexpr std::size_t prefetch_outcome_count = 8;
 std::string_view to_string(prefetch_outcome o) noexcept;
-
-/// When the scheduler admits a request whose prefetch is still running (§5.4).
-enum class prefetch_termination : std::uint8_t { best_effort, wait_complete, timeout };
 
 struct prefetch_config {
   /// Fewer tokens than this are not prefetched (effective: max(threshold, page size)).

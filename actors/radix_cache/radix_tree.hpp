@@ -19,6 +19,7 @@
 
 #include "actors/common/ids.hpp"
 #include "actors/common/status.hpp"
+#include "actors/common/tier_policy.hpp"
 #include "actors/radix_cache/kv_allocator.hpp"
 #include "actors/radix_cache/kv_events.hpp"
 #include "actors/radix_cache/lru_list.hpp"
@@ -26,13 +27,6 @@
 #include "actors/radix_cache/slot_allocator.hpp"
 
 namespace hc {
-
-/// HiCache write policies (cache-semantics.md §5.2).
-enum class write_policy : std::uint8_t {
-  write_through,            ///< back up a node on its first insert hit
-  write_through_selective,  ///< back up on the second hit
-  write_back,               ///< back up only when a device leaf is evicted (then demote)
-};
 
 /// Host tier (L2) settings of a tree. Defaults follow SGLang's HiCache.
 struct host_tier_config {

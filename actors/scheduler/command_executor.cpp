@@ -7,8 +7,6 @@
 namespace hc {
 namespace {
 
-using clk = std::chrono::steady_clock;
-
 void fail(command_result& out, const error& e) {
   out.code = e.code;
   out.error = e.message;
@@ -169,29 +167,17 @@ void run(request_manager& m, radix_cache& cache, const command& c, command_resul
 
 }  // namespace
 
-const char* to_string(cmd_kind k) noexcept {
-  static constexpr const char* names[cmd_kind_count] = {
-      "create",         "append",         "match",          "lock",
-      "unlock",         "alloc_req",      "alloc_kv",       "track",
-      "prepare_extend", "prepare_decode", "process_decode", "cache_unfinished",
-      "finish",         "abort",          "not_admitted",   "evict",
-      "check",          "take_ops",       "lookup",         "prefetch"};
-  const auto i = static_cast<std::size_t>(k);
-  return i < cmd_kind_count ? names[i] : "?";
-}
-
 void execute_command(request_manager& m, radix_cache& cache, const command& c, command_result& out,
-                     forward_ops& ops) {
-  const auto t0 = clk::now();
+                     forward_ops& ops, const clock& time) {
+  const clock_ns t0 = time.now();
   run(m, cache, c, out, ops);
-  out.elapsed_ns = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(clk::now() - t0).count());
+  out.elapsed_ns = static_cast<std::uint64_t>((time.now() - t0).count());
   fill_pools(m, cache, out.pools);
 }
 
 void execute_batch(request_manager& m, radix_cache& cache, std::span<const command> cmds,
                    std::vector<command_result>& results, const ops_sink& on_ops,
-                   const command_hook& hook) {
+                   const command_hook& hook, const clock& time) {
   results.assign(cmds.size(), {});
   std::vector<request_handle> failed;
   for (std::size_t i = 0; i < cmds.size(); ++i) {
@@ -209,7 +195,7 @@ void execute_batch(request_manager& m, radix_cache& cache, std::span<const comma
     if (hook && hook(c, results[i])) {
       fill_pools(m, cache, results[i].pools);
     } else {
-      execute_command(m, cache, c, results[i], ops);
+      execute_command(m, cache, c, results[i], ops, time);
     }
     if (!results[i].ok() && per_request) failed.push_back(c.req);
     // A successful take_ops is reported even when empty: the batch is claimed (a release

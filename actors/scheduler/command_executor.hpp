@@ -9,15 +9,17 @@
 #include <span>
 #include <vector>
 
-#include "actors/scheduler/command.hpp"
+#include "actors/common/clock.hpp"
+#include "actors/common/command.hpp"
 #include "actors/scheduler/forward_ops.hpp"
 #include "actors/scheduler/request_manager.hpp"
 
 namespace hc {
 
 /// Runs one command; never throws. Data ops produced by take_ops are appended to `ops`.
+/// `time` measures the result's elapsed_ns.
 void execute_command(request_manager& m, radix_cache& cache, const command& c, command_result& out,
-                     forward_ops& ops);
+                     forward_ops& ops, const clock& time = steady());
 
 /// Runs a batch in order, one result per command. A command whose request already had a
 /// failed command earlier in the batch is skipped (errc::invalid_argument, "skipped: ...");
@@ -29,7 +31,7 @@ using ops_sink = std::function<void(const command&, forward_ops&&)>;
 using command_hook = std::function<bool(const command&, command_result&)>;
 void execute_batch(request_manager& m, radix_cache& cache, std::span<const command> cmds,
                    std::vector<command_result>& results, const ops_sink& on_ops,
-                   const command_hook& hook = {});
+                   const command_hook& hook = {}, const clock& time = steady());
 
 /// Validates the limits of a command that came from outside (sizes, kinds); the error
 /// names the field. Does not look at the session's state.

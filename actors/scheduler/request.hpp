@@ -1,6 +1,7 @@
 #pragma once
-// The bookkeeping of one request (cache-semantics.md §2.6, §3.6-§3.10). Owned by the
-// scheduler; slot ids and node refs in it are handles into the radix_cache's state.
+// The bookkeeping of one request (cache-semantics.md §2.6, §3.6-§3.10). Owned by its
+// session's request_manager (in the node: inside the instance's radix_cache actor); slot
+// ids and node refs in it are handles into the radix tree of the same instance.
 //
 // Slot ownership while the request lives: `working` and the non -1 ping-pong entries are
 // the request's (counted as "held" by the idle invariant); a slot donated to the tree
@@ -15,8 +16,6 @@
 #include "actors/radix_cache/radix_node.hpp"
 
 namespace hc {
-
-using request_handle = std::uint64_t;
 
 struct request_record {
   request_handle handle = 0;

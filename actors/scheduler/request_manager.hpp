@@ -8,7 +8,9 @@
 // Every method validates its arguments and returns an error value instead of asserting;
 // on error nothing is leaked and the caches stay consistent.
 //
-// Thread safety: none; confined to the scheduler actor (one per worker session).
+// Thread safety: none. In the node, one request_manager per session lives in the
+// radix_cache actor of the session's instance, beside the tree its requests point into
+// (a step is one message to that one owner); replay and tests run it on one thread.
 
 #include <cstddef>
 #include <optional>

@@ -24,7 +24,10 @@ constexpr std::size_t prompt_len = toy_worker::prompt_len;
 struct TiersRpc : ::testing::Test {
   prometheus_metrics metrics;
   memory_store mem{std::uint64_t{1} << 24};
-  faulty_store faults{mem};
+  /// The node's clock: slow reads advance it, nothing sleeps; each reading moves it 1 µs so
+  /// every timed transfer has a rate.
+  manual_clock time{std::chrono::microseconds(1)};
+  faulty_store faults{mem, &time};
   std::shared_ptr<l3_store> store{std::shared_ptr<l3_store>(), &faults};  // not owned
   std::unique_ptr<node> n;
   std::unique_ptr<rpc_server> server;
@@ -39,6 +42,7 @@ struct TiersRpc : ::testing::Test {
     cfg.metrics = &metrics;
     cfg.l3 = store;
     cfg.max_idle_instances = 0;
+    cfg.time_source = &time;
     n = std::make_unique<node>(cfg);
     server = std::make_unique<rpc_server>(*n, metrics);
     socket = unique_socket_path();
@@ -222,10 +226,12 @@ TEST_F(TiersRpc, SlowReadsPastTheTimeoutEndTheWaitAndKeepWhatArrived) {
   instance_spec sp = toy_worker::spec();
   sp.prefetch_policy = prefetch_termination::timeout;  // min(30, 2 + 0.1 * 64 / 1024) s
   toy_worker& wk = open(sp);
-  faults.read_delay = std::chrono::milliseconds(50);  // 64 pages: 3.2 s > 2 s
+  faults.read_delay = std::chrono::milliseconds(50);  // 64 pages: 3.2 s > 2 s on the clock
+  faults.hold_reads();  // no read (no clock tick) before the first poll
   auto r = wk.step({create(2, wk.continuation()), cmd(cmd_kind::prefetch, 2)});
   expect_ok(r[1]);
   EXPECT_FALSE(r[1].prefetch_ready) << "the timeout policy waits first";
+  faults.release_reads();
   command_result last;
   ASSERT_TRUE(eventually([&] {
     last = wk.step({cmd(cmd_kind::prefetch, 2)})[0];
@@ -246,9 +252,10 @@ TEST_F(TiersRpc, BestEffortAdmitsAtOnceAndAnAbortedRequestReleasesItsPrefetch) {
   instance_spec sp = toy_worker::spec();
   sp.prefetch_policy = prefetch_termination::best_effort;
   toy_worker& wk = open(sp);
-  faults.read_delay = std::chrono::milliseconds(5);
+  faults.hold_reads();  // the abort comes while the prefetch's reads are still pending
   auto r =
       wk.step({create(2, wk.continuation()), cmd(cmd_kind::prefetch, 2), cmd(cmd_kind::abort, 2)});
+  faults.release_reads();
   expect_ok(r[1]);
   EXPECT_TRUE(r[1].prefetch_ready) << "best_effort never waits";
   expect_ok(r[2]);
@@ -256,7 +263,6 @@ TEST_F(TiersRpc, BestEffortAdmitsAtOnceAndAnAbortedRequestReleasesItsPrefetch) {
     return host_of_instance()["prefetch"].value("aborted", 0u) == 1 &&
            host_of_instance().value("prefetches_in_flight", 1u) == 0;
   })) << host_of_instance().dump();
-  faults.read_delay = std::chrono::milliseconds(0);
   command check = cmd(cmd_kind::check);
   check.flag = true;
   const command_result idle = wk.step({check})[0];

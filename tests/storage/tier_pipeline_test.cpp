@@ -59,7 +59,8 @@ struct pipeline : ::testing::Test {
   std::vector<std::byte> device_kv = std::vector<std::byte>((64 + P) * token_bytes);
   std::map<slot_id, std::vector<std::byte>> device_state;
   memory_store mem{1 << 20};
-  faulty_store store{mem};
+  manual_clock time;
+  faulty_store store{mem, &time};
   std::string fp = l3::fingerprint({"toy-hybrid", 0, 1, P* token_bytes, state_bytes});
   prefetch_planner planner{prefetch_config{8}, t, cache.host_kv(), cache.host_slots(), 64};
   std::vector<token_id> K = iota_tokens(100, 48);  // 12 pages; states at 32 and 48 tokens
@@ -161,8 +162,8 @@ struct pipeline : ::testing::Test {
     std::vector<std::span<std::byte>> dst;
     for (std::size_t i = 0; i < keys.size(); ++i)
       dst.push_back(host.kv(tk.host_kv[i * P], P));
-    auto rr = l3::read_pages(store, keys, dst, host.state(tk.host_slot),
-                             std::chrono::steady_clock::now() + budget, 2);
+    auto rr =
+        l3::read_pages(store, keys, dst, host.state(tk.host_slot), time, time.now() + budget, 2);
     out.fin = planner.finish(tk, 0, rr.pages_read * P, rr.state_read, rr.timed_out);
     auto m2 = t.match(0, K);
     auto lb = t.load_back(m2.best, 1 << 20);
@@ -270,8 +271,8 @@ TEST_F(pipeline, ACorruptPageIsNeverServed) {
 TEST_F(pipeline, SlowReadsPastTheDeadlineTimeOutWithWhatArrived) {
   store_request();
   restart();
-  store.read_delay = std::chrono::milliseconds(5);
-  auto r = prefetch_and_load(std::chrono::milliseconds(12));
+  store.read_delay = std::chrono::milliseconds(5);            // per read, on the manual clock
+  auto r = prefetch_and_load(std::chrono::milliseconds(12));  // batches of 2: 3 batches pass
   EXPECT_EQ(r.fin.outcome, prefetch_outcome::timed_out);
   EXPECT_LT(r.fin.storage_hit_tokens, 48u);
   EXPECT_EQ(r.device_tokens, 0u) << "no state arrived";

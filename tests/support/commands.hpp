@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "actors/scheduler/command.hpp"
+#include "actors/common/command.hpp"
 
 namespace hc::test {
 

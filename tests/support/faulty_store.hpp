@@ -1,26 +1,45 @@
 #pragma once
 // Fault injection for L3 tests: wraps a real store and fails writes, fails or slows reads,
 // or corrupts values behind the store's back, on the keys or after the counts configured.
+// A slow read takes its time on the test's manual clock (the clock the node under test
+// reads), never on the wall clock; reads can also be held until the test releases them.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "storage/l3_store.hpp"
+#include "tests/support/manual_clock.hpp"
 
 namespace hc::test {
 
 class faulty_store final : public l3_store {
  public:
-  explicit faulty_store(l3_store& inner) : inner_(inner) {}
+  /// `time`: the clock slow reads advance (required for read_delay); outlives the store.
+  explicit faulty_store(l3_store& inner, manual_clock* time = nullptr)
+      : inner_(inner), time_(time) {}
 
   /// Writes fail (io_error) once `n` more writes have succeeded; SIZE_MAX = never.
   std::size_t fail_writes_after = SIZE_MAX;
   /// Reads of these keys fail with io_error.
   std::set<std::string> fail_reads;
-  /// Every read sleeps this long first.
+  /// Every read advances the manual clock by this much first.
   std::chrono::milliseconds read_delay{0};
+
+  /// Reads block from now until release_reads().
+  void hold_reads() {
+    std::lock_guard lk(mu_);
+    held_ = true;
+  }
+  void release_reads() {
+    {
+      std::lock_guard lk(mu_);
+      held_ = false;
+    }
+    cv_.notify_all();
+  }
 
   std::atomic<std::size_t> writes{0}, reads{0}, state_reads{0};
 
@@ -33,7 +52,15 @@ class faulty_store final : public l3_store {
   status get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) override {
     ++reads;
     if (pool == l3_pool::ssm_state) ++state_reads;
-    if (read_delay.count() > 0) std::this_thread::sleep_for(read_delay);
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return !held_; });
+    }
+    if (read_delay.count() > 0) {
+      if (time_ == nullptr)
+        return {errc::invalid_argument, "faulty_store: read_delay needs a clock"};
+      time_->advance(read_delay);
+    }
     if (fail_reads.count(std::string(key))) {
       out.clear();
       return {errc::io_error, "injected read failure"};
@@ -46,6 +73,10 @@ class faulty_store final : public l3_store {
 
  private:
   l3_store& inner_;
+  manual_clock* time_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;
 };
 
 }  // namespace hc::test

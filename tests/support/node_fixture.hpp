@@ -12,7 +12,7 @@
 
 #include "actors/node/node.hpp"
 #include "schema/client.hpp"
-#include "schema/rpc_server.hpp"
+#include "schema/server/rpc_server.hpp"
 
 namespace hc::test {
 

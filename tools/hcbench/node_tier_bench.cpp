@@ -20,7 +20,7 @@
 
 #include "actors/node/node.hpp"
 #include "schema/client.hpp"
-#include "schema/rpc_server.hpp"
+#include "schema/server/rpc_server.hpp"
 #include "storage/l3_keys.hpp"
 #include "storage/rocksdb_store.hpp"
 #include "storage/sha256_page_hasher.hpp"
@@ -192,8 +192,8 @@ void BM_StoreReadPrompt(benchmark::State& st) {
   for (std::size_t i = 0; i < keys.size(); ++i)
     dst.emplace_back(pages.data() + i * P * token_bytes, P * token_bytes);
   for (auto _ : st) {
-    auto rr = l3::read_pages(*b.store, keys, dst, state,
-                             std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    auto rr = l3::read_pages(*b.store, keys, dst, state, steady(),
+                             steady().now() + std::chrono::seconds(30));
     if (rr.pages_read != keys.size() || !rr.state_read) std::abort();
     benchmark::DoNotOptimize(pages.data());
   }

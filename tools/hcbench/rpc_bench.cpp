@@ -23,7 +23,7 @@
 #include "actors/scheduler/command_executor.hpp"
 #include "schema/client.hpp"
 #include "schema/rpc_probe.hpp"
-#include "schema/rpc_server.hpp"
+#include "schema/server/rpc_server.hpp"
 
 namespace {
 

@@ -157,8 +157,8 @@ void BM_PrefetchRead(benchmark::State& st) {
   for (std::size_t i = 0; i < pages; ++i)
     dst.push_back(host.kv(static_cast<kv_index>((i + 1) * page_tokens), page_tokens));
   for (auto _ : st) {
-    auto r = l3::read_pages(*store, keys, dst, host.state(1),
-                            std::chrono::steady_clock::now() + std::chrono::seconds(60));
+    auto r = l3::read_pages(*store, keys, dst, host.state(1), steady(),
+                            steady().now() + std::chrono::seconds(60));
     if (r.pages_read != pages || !r.state_read) st.SkipWithError("read_pages");
   }
   st.SetBytesProcessed(

@@ -14,7 +14,7 @@
 set -euo pipefail
 ops=${1:-3400000}
 build=${2:-build/release}
-daemon=$build/actors/node/hybridcached
+daemon=$build/actors/daemon/hybridcached
 hcsim=$build/tools/hcsim/hcsim
 [ -x "$daemon" ] && [ -x "$hcsim" ] || { echo "build first: $daemon, $hcsim" >&2; exit 2; }
 tmp=$(mktemp -d)

@@ -8,9 +8,9 @@
 #include <span>
 #include <vector>
 
+#include "actors/common/command.hpp"
 #include "actors/radix_cache/radix_cache.hpp"
-#include "actors/scheduler/command.hpp"
-#include "actors/scheduler/instance_spec.hpp"
+#include "actors/scheduler/instance_config.hpp"
 #include "actors/scheduler/request_manager.hpp"
 #include "tools/replay/trace.hpp"
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/common/clock.hpp"
 #include "actors/common/ids.hpp"
 #include "actors/common/metrics_sink.hpp"
 #include "actors/host_storage/host_pools.hpp"
@@ -47,7 +48,7 @@ struct l3_read_job {
   std::vector<std::string> keys;
   std::vector<kv_index> page_starts;
   slot_id state_slot = no_slot;
-  std::chrono::steady_clock::time_point deadline;
+  clock_ns deadline{};  ///< on the node's clock: reads stop once it passed
   // out
   std::size_t usable_pages = 0;
   l3::read_report report;
@@ -58,8 +59,9 @@ struct l3_read_job {
 using l3_write_ptr = std::shared_ptr<l3_write_job>;
 using l3_read_ptr = std::shared_ptr<l3_read_job>;
 
-/// `store` may be null (no L3): jobs then fail with io_error. Spawn it detached.
+/// `store` may be null (no L3): jobs then fail with io_error. `time` (outlives the actor)
+/// times the I/O and checks read deadlines. Spawn it detached.
 caf::behavior host_storage_actor(caf::event_based_actor* self, std::shared_ptr<l3_store> store,
-                                 metrics_sink* metrics);
+                                 metrics_sink* metrics, const clock* time);
 
 }  // namespace hc

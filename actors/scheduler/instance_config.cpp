@@ -1,4 +1,4 @@
-#include "actors/scheduler/instance_spec.hpp"
+#include "actors/scheduler/instance_config.hpp"
 
 #include "actors/scheduler/sizing.hpp"
 

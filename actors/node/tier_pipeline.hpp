@@ -25,12 +25,13 @@
 #include <utility>
 #include <vector>
 
+#include "actors/common/clock.hpp"
+#include "actors/common/command.hpp"
 #include "actors/common/metrics_sink.hpp"
 #include "actors/host_storage/host_pools.hpp"
 #include "actors/node/messages.hpp"
 #include "actors/radix_cache/prefetch_planner.hpp"
 #include "actors/radix_cache/radix_cache.hpp"
-#include "actors/scheduler/command.hpp"
 #include "actors/scheduler/request_manager.hpp"
 
 namespace hc {
@@ -41,6 +42,7 @@ struct tier_wiring {
   caf::actor storage;                ///< host_storage; invalid: no L3 for this instance
   std::string fingerprint;           ///< L3 key prefix (l3::fingerprint of the instance)
   prefetch_config prefetch;
+  const clock* time = &steady();  ///< prefetch timeouts and deadlines; outlives the pipeline
 };
 
 class tier_pipeline {
@@ -71,7 +73,7 @@ class tier_pipeline {
     bool running = true;
     bool abandoned = false;       ///< the request went away while the I/O ran
     bool admitted_early = false;  ///< the worker admitted before the end (policy)
-    std::chrono::steady_clock::time_point started;
+    clock_ns started{};
     double timeout_s = 0;
     std::string outcome;
     std::uint64_t storage_hit_tokens = 0;

@@ -1,4 +1,4 @@
-#include "actors/forward_stream/forward_stream_actor.hpp"
+#include "actors/node/forward_stream_actor.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -12,12 +12,6 @@
 
 namespace hc {
 namespace {
-
-std::uint64_t now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
-}
 
 /// Tier copies waiting for their moment, with the promise of their answer.
 struct pending_tier {
@@ -55,6 +49,8 @@ struct state {
   /// Backups of closed sessions waiting for other sessions' forwards (its queue stays empty).
   session_stream orphans{slot_pool_view{}};
   metrics_sink* metrics = nullptr;
+  const clock* time = nullptr;
+  std::uint64_t now_ns() const { return static_cast<std::uint64_t>(time->now().count()); }
   caf::actor cache;  ///< the instance's radix_cache: told of every begin and end
   race_demo demo;    ///< rules turned off on purpose (never outside hcsim's self-test)
   std::uint64_t rejected_ops = 0;
@@ -76,7 +72,7 @@ bool has_ended(const state& st, const writer_mark& w) {
 /// Runs the copies and answers with them.
 void run_tier(state& st, pending_tier& p) {
   if (st.host) {
-    const std::uint64_t t0 = now_ns();
+    const std::uint64_t t0 = st.now_ns();
     std::uint64_t to_host = 0, to_device = 0;
     for (const tier_copy& c : p.copies) {
       const bool any = !c.device_kv.empty() || (c.device_slot != no_slot && c.host_slot != no_slot);
@@ -87,7 +83,7 @@ void run_tier(state& st, pending_tier& p) {
     }
     st.tier.bytes_to_host += to_host;
     st.tier.bytes_to_device += to_device;
-    const double seconds = static_cast<double>(now_ns() - t0) * 1e-9;
+    const double seconds = static_cast<double>(st.now_ns() - t0) * 1e-9;
     if (to_host) st.metrics->tier_bytes("l2", "write", to_host, seconds);
     if (to_device) st.metrics->tier_bytes("l2", "read", to_device, seconds);
   }
@@ -137,7 +133,7 @@ void run_donations(state& st, session_stream& ss) {
 
 void answer_begin(state& st, session_stream& ss, const msg::fence_ptr& j) {
   run_backups_if_settled(st, ss, /*at_begin=*/true);  // previous forward ended, ops ran
-  j->waited_ns = now_ns() - j->started_ns;
+  j->waited_ns = st.now_ns() - j->started_ns;
   st.metrics->fence_wait(static_cast<double>(j->waited_ns) * 1e-9);
   j->complete();
 }
@@ -304,8 +300,9 @@ void bytes(state& st, const msg::bytes_ptr& j) {
 
 caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr<l1_pools> pools,
                                    std::shared_ptr<host_pools> host, metrics_sink* metrics,
-                                   race_demo demo) {
+                                   const clock* time, race_demo demo) {
   auto st = std::make_shared<state>();
+  st->time = time;
   st->demo = demo;
   st->pools = std::move(pools);
   st->host = std::move(host);

@@ -1,4 +1,4 @@
-#include "actors/radix_cache/tier_pipeline_actor.hpp"
+#include "actors/node/tier_pipeline.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -6,8 +6,6 @@
 
 namespace hc {
 namespace {
-
-using clk = std::chrono::steady_clock;
 
 auto ignore_error() {
   return [](caf::error&) {};  // the peer is gone (shutdown): nothing left to release
@@ -153,7 +151,7 @@ bool tier_pipeline::on_command(session_id s, const request_manager& m, const com
   }
   prefetch_record& rec = it->second;
   if (rec.running) {
-    const double waited = std::chrono::duration<double>(clk::now() - rec.started).count();
+    const double waited = seconds_between(rec.started, w_.time->now());
     switch (w_.prefetch.termination) {
       case prefetch_termination::best_effort:
         out.prefetch_ready = true;
@@ -179,7 +177,7 @@ void tier_pipeline::start_prefetch(session_id s, const request_record& r, prefet
   radix_tree& t = cache_.tree();
   const std::size_t p = cache_.page_size();
   rec.ns = r.ns;
-  rec.started = clk::now();
+  rec.started = w_.time->now();
   const std::size_t len = r.input_len > 0 ? r.input_len - 1 : 0;
   const std::span<const token_id> key(r.tokens.data(), std::min(len, r.tokens.size()));
   const match_result mr = t.match(r.ns, key);
@@ -209,8 +207,7 @@ void tier_pipeline::start_prefetch(session_id s, const request_record& r, prefet
   const double budget = w_.prefetch.termination == prefetch_termination::timeout
                             ? rec.timeout_s
                             : w_.prefetch.timeout_max_s;
-  job->deadline = rec.started +
-                  std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(budget));
+  job->deadline = rec.started + from_seconds(budget);
   const record_key key_of{s, r.handle};
   self_->request(w_.storage, caf::infinite, msg::prefetch_atom::value, job)
       .then(

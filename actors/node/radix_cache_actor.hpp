@@ -13,8 +13,8 @@
 #include <cstdint>
 
 #include "actors/common/metrics_sink.hpp"
+#include "actors/node/tier_pipeline.hpp"
 #include "actors/radix_cache/radix_cache.hpp"
-#include "actors/radix_cache/tier_pipeline_actor.hpp"
 
 namespace hc {
 

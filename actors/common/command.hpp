@@ -4,7 +4,7 @@
 // scheduling step is a batch of commands executed in order; every command gets its own
 // result (an error in one does not stop the batch — the worker decides).
 //
-// Pure header: standard library only.
+// Vocabulary header: standard library only.
 
 #include <array>
 #include <cstdint>
@@ -14,7 +14,6 @@
 
 #include "actors/common/ids.hpp"
 #include "actors/common/status.hpp"
-#include "actors/scheduler/request.hpp"
 
 namespace hc {
 

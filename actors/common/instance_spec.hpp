@@ -1,16 +1,15 @@
 #pragma once
-// What a worker opens a session with (architecture.md §3), validated into the configs of
-// the cache instance and of the session's request table. Pure.
+// What a worker opens a session with (architecture.md §3). Plain data: the node validates
+// it and derives the instance's configs from it (actors/scheduler/instance_config.hpp).
+// Vocabulary header: standard library only.
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "actors/common/status.hpp"
-#include "actors/radix_cache/prefetch_planner.hpp"
-#include "actors/radix_cache/radix_cache.hpp"
-#include "actors/scheduler/request_manager.hpp"
+#include "actors/common/strategy.hpp"
+#include "actors/common/tier_policy.hpp"
 
 namespace hc {
 
@@ -41,20 +40,5 @@ struct instance_spec {
   bool hicache_storage = true;           ///< back up to / prefetch from the node's L3 store
   bool host_tier() const noexcept { return hicache_ratio > 0 || hicache_bytes > 0; }
 };
-
-/// Limits the node enforces on specs from outside.
-struct spec_limits {
-  std::size_t max_pool_bytes = std::size_t{64} << 30;  ///< per pool. Default: 64 GiB
-  std::size_t max_rows = 1 << 20;
-};
-
-/// Rejects invalid or oversize specs with invalid_config naming the option(s).
-status validate(const instance_spec& s, const spec_limits& lim = {});
-
-/// Instances are shared by sessions whose specs agree on everything but rows/namespace.
-std::string instance_fingerprint(const instance_spec& s);
-
-cache_config cache_config_of(const instance_spec& s);
-request_config request_config_of(const instance_spec& s);
 
 }  // namespace hc

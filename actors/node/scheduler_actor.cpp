@@ -1,4 +1,4 @@
-#include "actors/scheduler/scheduler_actor.hpp"
+#include "actors/node/scheduler_actor.hpp"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "actors/radix_cache/radix_cache_actor.hpp"
+#include "actors/node/radix_cache_actor.hpp"
 
 #include <memory>
 #include <string>
@@ -39,6 +39,7 @@ struct state {
   caf::actor stream;
   caf::actor owner;  ///< the node actor
   metrics_sink* metrics = nullptr;
+  const clock* time = &steady();  ///< the node's clock (times each command)
 };
 
 /// Reports a step. `before`: the tree's counters when the step began; evictions beyond
@@ -170,6 +171,7 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
                                 std::uint64_t instance_id, caf::actor forward_stream,
                                 caf::actor owner, tier_wiring tiers, metrics_sink* metrics) {
   auto st = std::make_shared<state>();
+  st->time = tiers.time;
   st->cache = std::make_unique<radix_cache>(cfg, &st->hasher);
   st->tiers =
       std::make_unique<tier_pipeline>(self, *st->cache, forward_stream, std::move(tiers), metrics);
@@ -210,7 +212,8 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
             },
             [&](const command& c, command_result& out) {
               return st->tiers->on_command(sid, requests, c, out);
-            });
+            },
+            *st->time);
         report(*st, before, job->cmds, job->results);
         // Before the reply: the session's next begin_forward finds it in the stream's mailbox.
         if (msg::writer_marks w = requests.take_read_waits(); !w.empty())

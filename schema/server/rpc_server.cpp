@@ -1,4 +1,4 @@
-#include "schema/rpc_server.hpp"
+#include "schema/server/rpc_server.hpp"
 
 #include <capnp/rpc-twoparty.h>
 #include <capnp/rpc.h>

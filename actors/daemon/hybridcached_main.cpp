@@ -11,10 +11,10 @@
 #include <string>
 
 #include "actors/common/log.hpp"
-#include "actors/node/daemon_options.hpp"
+#include "actors/daemon/daemon_options.hpp"
 #include "actors/node/node.hpp"
 #include "monitoring/prometheus_metrics.hpp"
-#include "schema/rpc_server.hpp"
+#include "schema/server/rpc_server.hpp"
 #include "storage/rocksdb_store.hpp"
 
 namespace {

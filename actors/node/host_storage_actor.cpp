@@ -1,4 +1,4 @@
-#include "actors/host_storage/host_storage_actor.hpp"
+#include "actors/node/host_storage_actor.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -10,15 +10,11 @@
 namespace hc {
 namespace {
 
-using clk = std::chrono::steady_clock;
-
-double since(clk::time_point t0) {
-  return std::chrono::duration<double>(clk::now() - t0).count();
-}
-
 struct state {
   std::shared_ptr<l3_store> store;
   metrics_sink* metrics = nullptr;
+  const clock* time = nullptr;
+  double since(clock_ns t0) const { return seconds_between(t0, time->now()); }
   std::uint64_t writes = 0, write_failures = 0, reads = 0, pages_written = 0, pages_read = 0;
   std::uint64_t ext_calls = 0, ext_gets = 0, ext_hits = 0, ext_sets = 0;
   std::vector<std::byte> scratch;
@@ -87,7 +83,7 @@ void external(state& st, store_job& j) {
 }
 
 void write(state& st, l3_write_job& j) {
-  const auto t0 = clk::now();
+  const clock_ns t0 = st.time->now();
   ++st.writes;
   if (!st.store || !j.host) {
     j.report.failed = true;
@@ -114,13 +110,13 @@ void write(state& st, l3_write_job& j) {
   }
   if (j.report.failed) ++st.write_failures;
   st.pages_written += j.report.pages_written;
-  j.seconds = since(t0);
+  j.seconds = st.since(t0);
   st.metrics->tier_bytes("l3", "write", j.bytes, j.seconds);
   st.metrics->backup(j.seconds, j.report.failed);
 }
 
 void read(state& st, l3_read_job& j) {
-  const auto t0 = clk::now();
+  const clock_ns t0 = st.time->now();
   ++st.reads;
   if (!st.store || !j.host) {
     j.report.err = {errc::io_error, "no L3 store"};
@@ -137,19 +133,20 @@ void read(state& st, l3_read_job& j) {
   std::span<std::byte> state_dst;
   if (j.state_slot != no_slot) state_dst = h.state(j.state_slot);
   j.report = l3::read_pages(*st.store, std::span<const std::string>(j.keys).first(n), dst,
-                            state_dst, j.deadline);
+                            state_dst, *st.time, j.deadline);
   j.bytes = j.report.pages_read * p * h.kv_bytes_per_token() +
             (j.report.state_read ? h.state_bytes() : 0);
   st.pages_read += j.report.pages_read;
-  j.seconds = since(t0);
+  j.seconds = st.since(t0);
   st.metrics->tier_bytes("l3", "read", j.bytes, j.seconds);
 }
 
 }  // namespace
 
 caf::behavior host_storage_actor(caf::event_based_actor*, std::shared_ptr<l3_store> store,
-                                 metrics_sink* metrics) {
+                                 metrics_sink* metrics, const clock* time) {
   auto st = std::make_shared<state>();
+  st->time = time;
   st->store = std::move(store);
   st->metrics = metrics;
   return {

@@ -17,6 +17,7 @@
 
 #include <memory>
 
+#include "actors/common/clock.hpp"
 #include "actors/common/metrics_sink.hpp"
 #include "actors/forward_stream/race_demo.hpp"
 #include "actors/host_storage/host_pools.hpp"
@@ -32,9 +33,10 @@ struct l1_pools {
   std::size_t ssm_slot_bytes = 0;
 };
 
-/// `host`: the instance's L2 pools (null without a host tier).
+/// `host`: the instance's L2 pools (null without a host tier). `time` (outlives the actor)
+/// times fence waits and copies.
 caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr<l1_pools> pools,
                                    std::shared_ptr<host_pools> host, metrics_sink* metrics,
-                                   race_demo demo);
+                                   const clock* time, race_demo demo);
 
 }  // namespace hc

@@ -1,0 +1,31 @@
+#pragma once
+// An instance spec checked against the node's limits and SGLang's strategy rules, and the
+// engine configs derived from it: the cache instance's and the session's request table's.
+// Pure.
+
+#include <cstddef>
+#include <string>
+
+#include "actors/common/instance_spec.hpp"
+#include "actors/common/status.hpp"
+#include "actors/radix_cache/radix_cache.hpp"
+#include "actors/scheduler/request_manager.hpp"
+
+namespace hc {
+
+/// Limits the node enforces on specs from outside.
+struct spec_limits {
+  std::size_t max_pool_bytes = std::size_t{64} << 30;  ///< per pool. Default: 64 GiB
+  std::size_t max_rows = 1 << 20;
+};
+
+/// Rejects invalid or oversize specs with invalid_config naming the option(s).
+status validate(const instance_spec& s, const spec_limits& lim = {});
+
+/// Instances are shared by sessions whose specs agree on everything but rows/namespace.
+std::string instance_fingerprint(const instance_spec& s);
+
+cache_config cache_config_of(const instance_spec& s);
+request_config request_config_of(const instance_spec& s);
+
+}  // namespace hc
