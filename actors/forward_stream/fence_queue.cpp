@@ -23,34 +23,34 @@ status fence_queue::check_begin(std::uint64_t batch) const {
   return {};
 }
 
-result<fence_queue::begin_state> fence_queue::begin(std::uint64_t batch) {
+result<std::vector<forward_ops>> fence_queue::begin(std::uint64_t batch) {
   if (status s = check_begin(batch); !s) return s.err();
-  if (waiting_)
+  if (in_flight_)
     return error{errc::invalid_argument, "begin_forward(" + std::to_string(batch) + "): batch " +
-                                             std::to_string(*waiting_) + " is already waiting"};
-  if (in_flight_) {
-    waiting_ = batch;
-    return begin_state::waiting;
-  }
-  run_through(batch);
-  return begin_state::ran;
+                                             std::to_string(*in_flight_) + " is in flight"};
+  auto due = std::stable_partition(queue_.begin(), queue_.end(),
+                                   [batch](const tagged& t) { return t.batch <= batch; });
+  std::vector<forward_ops> ops;
+  ops.reserve(static_cast<std::size_t>(due - queue_.begin()));
+  for (auto it = queue_.begin(); it != due; ++it)
+    ops.push_back(std::move(it->ops));
+  queue_.erase(queue_.begin(), due);
+  in_flight_ = batch;
+  last_begun_ = batch;
+  return ops;
 }
 
-result<std::optional<std::uint64_t>> fence_queue::end(std::uint64_t batch) {
+status fence_queue::end(std::uint64_t batch) {
   if (!in_flight_ || *in_flight_ != batch)
-    return error{errc::invalid_argument,
-                 "end_forward(" + std::to_string(batch) + "): " +
-                     (in_flight_ ? "batch " + std::to_string(*in_flight_) + " is in flight"
-                                 : std::string("no forward is in flight"))};
+    return {errc::invalid_argument,
+            "end_forward(" + std::to_string(batch) + "): " +
+                (in_flight_ ? "batch " + std::to_string(*in_flight_) + " is in flight"
+                            : std::string("no forward is in flight"))};
   in_flight_.reset();
-  if (!waiting_) return std::optional<std::uint64_t>{};
-  const std::uint64_t next = *waiting_;
-  waiting_.reset();
-  run_through(next);
-  return std::optional<std::uint64_t>{next};
+  return {};
 }
 
-void fence_queue::run_now(const forward_ops& ops) {
+void slot_op_runner::run(const forward_ops& ops) {
   for (slot_copy c : ops.snapshots) {
     copy(c);
     ++stats_.snapshots;
@@ -74,17 +74,7 @@ void fence_queue::run_now(const forward_ops& ops) {
   }
 }
 
-void fence_queue::run_through(std::uint64_t batch) {
-  auto due = std::stable_partition(queue_.begin(), queue_.end(),
-                                   [batch](const tagged& t) { return t.batch <= batch; });
-  for (auto it = queue_.begin(); it != due; ++it)
-    run_now(it->ops);
-  queue_.erase(queue_.begin(), due);
-  in_flight_ = batch;
-  last_begun_ = batch;
-}
-
-void fence_queue::copy(slot_copy c) {
+void slot_op_runner::copy(slot_copy c) {
   if (pool_.slot_bytes == 0) return;  // bookkeeping-only instance
   const std::size_t n = pool_.slots();
   if (c.src <= 0 || c.dst <= 0 || static_cast<std::size_t>(c.src) >= n ||

@@ -1,11 +1,11 @@
 #pragma once
 // The ordered stream of L1 data operations of one worker session, with forward fences
-// (architecture.md §1 rules 2-3). Ops are queued for the forward batch that consumes
-// them; begin(k) runs every op queued for batches <= k, but only once the previous
-// forward (begun and not yet ended) has ended — so a recycled slot is never cleared or
-// overwritten while an in-flight forward may still write it.
+// (architecture.md §1 rules 2-3): ops are queued for the forward batch that consumes them;
+// begin(k) hands back every op queued for batches <= k, in queue order, and marks k in
+// flight until end(k). A begin while a forward is in flight is an error: stream_rules
+// holds such a begin until the end. slot_op_runner performs the ops on the slot bytes.
 //
-// Batches of a session are strictly increasing. At most one begin may wait.
+// Batches of a session are strictly increasing.
 //
 // Thread safety: none; confined to the forward_stream actor.
 
@@ -37,41 +37,40 @@ struct fence_stats {
 
 class fence_queue {
  public:
-  explicit fence_queue(slot_pool_view pool) : pool_(pool) {}
-
   /// Queues ops for `batch`. Error if that batch has already begun.
   status enqueue(std::uint64_t batch, forward_ops ops);
-
-  enum class begin_state { ran, waiting };
-  /// Runs the ops of batches <= batch if no forward is in flight (ran); otherwise the
-  /// begin waits for end() of the in-flight batch (waiting).
-  result<begin_state> begin(std::uint64_t batch);
-  /// Ends the in-flight batch. If a begin was waiting, it runs now and its batch is
-  /// returned so the caller can answer it.
-  result<std::optional<std::uint64_t>> end(std::uint64_t batch);
-
-  /// The error begin(batch) would give for an out-of-order batch (checked before waiting).
+  /// The error begin(batch) gives for an out-of-order batch.
   status check_begin(std::uint64_t batch) const;
-  /// Runs `ops` at once (the caller knows nothing in flight may touch their slots).
-  void run_now(const forward_ops& ops);
+  /// Marks `batch` in flight and returns the ops queued for batches <= batch. Error if
+  /// the batch is out of order or a forward is in flight.
+  result<std::vector<forward_ops>> begin(std::uint64_t batch);
+  /// Ends the in-flight batch, which must be `batch`.
+  status end(std::uint64_t batch);
 
   std::optional<std::uint64_t> in_flight() const noexcept { return in_flight_; }
   std::size_t queued() const noexcept { return queue_.size(); }
-  const fence_stats& stats() const noexcept { return stats_; }
 
  private:
   struct tagged {
     std::uint64_t batch;
     forward_ops ops;
   };
-  void run_through(std::uint64_t batch);
-  void copy(slot_copy c);
-
-  slot_pool_view pool_;
   std::vector<tagged> queue_;
   std::optional<std::uint64_t> in_flight_;
-  std::optional<std::uint64_t> waiting_;
   std::optional<std::uint64_t> last_begun_;
+};
+
+/// Runs clears, COWs and snapshots on the slot bytes (snapshots, then clears, then COWs of
+/// one forward_ops), counting what it ran and the ops naming slots out of range.
+class slot_op_runner {
+ public:
+  explicit slot_op_runner(slot_pool_view pool) : pool_(pool) {}
+  void run(const forward_ops& ops);
+  const fence_stats& stats() const noexcept { return stats_; }
+
+ private:
+  void copy(slot_copy c);
+  slot_pool_view pool_;
   fence_stats stats_;
 };
 

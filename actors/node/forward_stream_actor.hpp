@@ -1,17 +1,18 @@
 #pragma once
 // The forward_stream actor (one per cache instance): owns the L1 bytes (KV and SSM pools,
 // shared memory in CPU mode) and the one ordered stream on which they change — queued
-// clear / COW / snapshot ops and the workers' forward fences (architecture.md §1 rules
-// 2-3). Decides nothing about ownership.
+// clear / COW / snapshot ops, donations, tier copies and the workers' forward fences
+// (architecture.md §1 rules 2-3). When each of them happens is decided by stream_rules
+// (actors/forward_stream/stream_rules.hpp, pure, table-tested); this actor performs the
+// rules' actions in order: runs ops and copies on the bytes, answers fences and tier jobs,
+// and reports every accepted begin and end to radix_cache before answering the worker.
+// Decides nothing about ownership.
 //
 // Messages: (attach, session), (ops, session, batch, forward_ops), (fence, fence_ptr),
-// (bytes, bytes_ptr), (detach, session), (inspect) -> std::string JSON, and
-// (tier, tier_kind, session, tier_copies) -> tier_copies: the copies, answered once they
-// ran — a demotion at once; a load before the next begin_forward of any session (or at
-// once if its session has no forward in flight); a backup once every op its session had
-// queued ran and no forward of that session is in flight (the bytes are final).
-// (attach, caf::actor): where it reports (fenced, session, batch, ended) for every
-// begin_forward it accepts and every end_forward — before answering the worker.
+// (bytes, bytes_ptr), (detach, session), (read_after, session, writer_marks),
+// (donate, session, forward_ops), (inspect) -> std::string JSON, and
+// (tier, tier_kind, session, tier_copies) -> tier_copies, answered once they ran.
+// (attach, caf::actor): the radix_cache it reports (fenced, session, batch, ended) to.
 
 #include <caf/fwd.hpp>
 

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "actors/forward_stream/stream_rules.hpp"
 #include "actors/node/host_storage_actor.hpp"
 #include "actors/node/jobs.hpp"
 #include "actors/radix_cache/radix_tree.hpp"
@@ -40,13 +41,9 @@ using fenced_atom = caf::atom_constant<caf::atom("fenced")>;
 using read_after_atom = caf::atom_constant<caf::atom("readafter")>;
 using writer_marks = std::vector<writer_mark>;
 
-/// What a batch of tier copies is, which decides when forward_stream runs it:
-enum class tier_kind : std::uint8_t {
-  load,      ///< H→D of a load-back: before the next forward that may read it
-  demotion,  ///< D→H of a write_back eviction: at once, before the device ids are reused
-  backup,    ///< D→H of a write-through backup: once the session's queued ops ran and no
-             ///< forward of it is in flight (the bytes are final)
-};
+/// What a batch of tier copies is, which decides when forward_stream runs it
+/// (stream_rules.hpp).
+using tier_kind = hc::tier_kind;
 using tier_copies = std::vector<tier_copy>;
 
 using open_ptr = std::shared_ptr<open_job>;

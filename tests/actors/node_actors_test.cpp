@@ -6,7 +6,6 @@
 
 #include <future>
 
-#include "actors/forward_stream/fence_queue.hpp"
 #include "actors/node/node.hpp"
 
 namespace hc::test {
@@ -124,43 +123,6 @@ TEST_F(NodeActors, AfterShutdownJobsFailWithIoError) {
   j->spec = spec();
   submit(n, j).get();
   EXPECT_EQ(j->err.code, errc::io_error);
-}
-
-// ---- fence_queue (pure) ------------------------------------------------------------------
-TEST(FenceQueue, OpsRunInOrderAtTheirBatchOnly) {
-  std::vector<std::byte> bytes(4 * 8);
-  fence_queue q({bytes, 8});
-  bytes[8 * 1] = std::byte{5};
-  forward_ops later;
-  later.cows.push_back({1, 3});
-  ASSERT_TRUE(q.enqueue(2, later).ok());
-  forward_ops now;
-  now.snapshots.push_back({1, 2});
-  now.clears.push_back(1);
-  ASSERT_TRUE(q.enqueue(1, now).ok());
-  ASSERT_EQ(*q.begin(1), fence_queue::begin_state::ran);
-  EXPECT_EQ(bytes[8 * 2], std::byte{5}) << "snapshot before clear";
-  EXPECT_EQ(bytes[8 * 1], std::byte{0});
-  EXPECT_EQ(q.queued(), 1u) << "batch 2's COW waits";
-  EXPECT_EQ(*q.begin(2), fence_queue::begin_state::waiting);
-  auto released = q.end(1);
-  ASSERT_TRUE(released.ok());
-  EXPECT_EQ(**released, 2u);
-  EXPECT_EQ(q.stats().cows, 1u);
-  EXPECT_FALSE(q.enqueue(2, later).ok()) << "ops for a batch that already began";
-  EXPECT_FALSE(q.begin(2).ok()) << "batches increase";
-  EXPECT_FALSE(q.end(5).ok());
-}
-
-TEST(FenceQueue, OutOfRangeSlotsAreCountedNotTouched) {
-  std::vector<std::byte> bytes(2 * 8);
-  fence_queue q({bytes, 8});
-  forward_ops bad;
-  bad.clears.push_back(7);
-  bad.cows.push_back({0, 1});
-  ASSERT_TRUE(q.enqueue(1, bad).ok());
-  ASSERT_TRUE(q.begin(1).ok());
-  EXPECT_EQ(q.stats().bad_ops, 2u);
 }
 
 }  // namespace
