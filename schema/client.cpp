@@ -78,6 +78,13 @@ result<std::string> client::inspect() {
   });
 }
 
+status client::drain() {
+  return guarded([&]() -> status {
+    impl_->node.drainRequest().send().wait(impl_->ws());
+    return {};
+  });
+}
+
 client_session::client_session(std::unique_ptr<impl> p, pool_info info)
     : impl_(std::move(p)), info_(std::move(info)) {}
 

@@ -110,6 +110,9 @@ class client {
   result<std::vector<std::pair<std::string, double>>> stats();
   /// Instances, trees and pools as one JSON document.
   result<std::string> inspect();
+  /// Returns once no tier work of any instance is in flight (copies, L3 writes, prefetch
+  /// reads, and what they started): the node's state after a load has settled.
+  status drain();
   /// The node's L3 store under `identity` (1..256 printable characters naming the model,
   /// rank coordinate and layout of the caller); maps its arena.
   result<std::unique_ptr<client_store>> open_store(const std::string& identity);

@@ -252,4 +252,10 @@ interface CacheNode {
   # The L3 store for an external client; `identity` (model, rank coordinate, layout —
   # anything that must keep two clients' values apart) namespaces its keys.
   store @5 (identity :Text) -> (error :Error, store :Store);
+  # Returns once no tier work of any instance is in flight: the D→H / H→D copies, L3
+  # writes and prefetch reads that the steps so far started, and the work they started in
+  # turn, have all finished. For tests and tools that check the node once a load ended
+  # (under a steady load it may not return). Backups deferred until a session copies the
+  # state into their slot are not in flight until that happens.
+  drain @6 () -> ();
 }

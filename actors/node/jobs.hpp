@@ -84,6 +84,9 @@ struct store_job : job_base<store_job> {
   std::vector<std::uint32_t> restorable;  ///< exists
 };
 
+/// Completes once no tier work of any instance is in flight (CacheNode.drain).
+struct drain_job : job_base<drain_job> {};
+
 struct stats_job : job_base<stats_job> {
   std::vector<std::pair<std::string, double>> stats;
   std::string inspect_json;  ///< filled when want_inspect

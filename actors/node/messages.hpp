@@ -32,6 +32,8 @@ using store_atom = caf::atom_constant<caf::atom("store")>;
 using prefetch_atom = caf::atom_constant<caf::atom("prefetch")>;
 using ext_store_atom = caf::atom_constant<caf::atom("extstore")>;
 using donate_atom = caf::atom_constant<caf::atom("donate")>;
+/// node -> radix_cache: (drain_atom) -> bool, once none of its tier work is in flight.
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
 /// forward_stream -> radix_cache: (fenced_atom, session, batch, ended) — a forward began
 /// (ended false) or ended; released request ids wait in quarantine until it ended.
 using fenced_atom = caf::atom_constant<caf::atom("fenced")>;
@@ -52,6 +54,7 @@ using fence_ptr = std::shared_ptr<fence_job>;
 using bytes_ptr = std::shared_ptr<bytes_job>;
 using close_ptr = std::shared_ptr<close_job>;
 using stats_ptr = std::shared_ptr<stats_job>;
+using drain_ptr = std::shared_ptr<drain_job>;
 using store_ptr = std::shared_ptr<store_job>;
 
 }  // namespace hc::msg
@@ -63,6 +66,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::fence_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::bytes_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::close_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::stats_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::drain_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::store_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::forward_ops)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::request_config)

@@ -251,6 +251,18 @@ void gather_stats(caf::event_based_actor* self, node_state& st, const msg::stats
   }
 }
 
+/// Completes `job` once every instance's radix_cache reports no tier work in flight.
+void drain(caf::event_based_actor* self, const node_state& st, const msg::drain_ptr& job) {
+  auto pending = std::make_shared<std::size_t>(st.instances.size() + 1);
+  auto finish = [job, pending] {
+    if (--*pending == 0) job->complete();
+  };
+  for (const auto& [fp, in] : st.instances)
+    self->request(in.radix, caf::infinite, msg::drain_atom::value)
+        .then([finish](bool) { finish(); }, [finish](caf::error&) { finish(); });
+  finish();
+}
+
 /// A session of instance `id` is gone; destroys the longest-idle instances beyond the
 /// node's max_idle_instances. Their actors hold the pools, which unmap and unlink when
 /// the actors end (a worker's own mapping stays valid until it unmaps).
@@ -285,6 +297,7 @@ caf::behavior node_actor(caf::event_based_actor* self, node_config cfg,
   return {
       [self, st](msg::open_atom, const msg::open_ptr& job) { open_session(self, *st, job); },
       [self, st](msg::stats_atom, const msg::stats_ptr& job) { gather_stats(self, *st, job); },
+      [self, st](msg::drain_atom, const msg::drain_ptr& job) { drain(self, *st, job); },
       [self, st](msg::ext_store_atom, const msg::store_ptr& job) {
         self->send(st->host, msg::ext_store_atom::value, job);  // its I/O thread completes it
       },
@@ -399,6 +412,11 @@ void node::submit(std::shared_ptr<close_job> j) {
 void node::submit(std::shared_ptr<stats_job> j) {
   if (impl_->refuse_if_down(j)) return;
   caf::anon_send(impl_->root, msg::stats_atom::value, std::move(j));
+}
+
+void node::submit(std::shared_ptr<drain_job> j) {
+  if (impl_->refuse_if_down(j)) return;
+  caf::anon_send(impl_->root, msg::drain_atom::value, std::move(j));
 }
 
 void node::submit(std::shared_ptr<store_job> j) {

@@ -61,6 +61,8 @@ class node {
   void submit(std::shared_ptr<bytes_job> j);
   void submit(std::shared_ptr<close_job> j);
   void submit(std::shared_ptr<stats_job> j);
+  /// Completes once no tier work of any instance is in flight (see CacheNode.drain).
+  void submit(std::shared_ptr<drain_job> j);
   /// An external client's L3 batch; completes with io_error when the node has no L3.
   void submit(std::shared_ptr<store_job> j);
 

@@ -257,6 +257,11 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         }
       },
       [st](msg::inspect_atom) -> std::string { return inspect(*st); },
+      [st, self](msg::drain_atom) {
+        caf::response_promise done = self->make_response_promise();
+        st->tiers->when_idle(done);
+        return done;
+      },
   };
 }
 

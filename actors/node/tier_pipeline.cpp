@@ -5,13 +5,7 @@
 #include "storage/l3_keys.hpp"
 
 namespace hc {
-namespace {
-
-auto ignore_error() {
-  return [](caf::error&) {};  // the peer is gone (shutdown): nothing left to release
-}
-
-}  // namespace
+namespace {}  // namespace
 
 tier_pipeline::tier_pipeline(caf::event_based_actor* self, radix_cache& cache, caf::actor stream,
                              tier_wiring wiring, metrics_sink* metrics)
@@ -35,8 +29,23 @@ const std::string& tier_pipeline::ns_name(namespace_id id) const {
   return id < ns_names_.size() ? ns_names_[id] : none;
 }
 
+void tier_pipeline::when_idle(caf::response_promise done) {
+  if (in_flight_ == 0) {
+    done.deliver(true);
+    return;
+  }
+  drains_.push_back(std::move(done));
+}
+
+void tier_pipeline::answered() {
+  if (--in_flight_ != 0) return;
+  for (caf::response_promise& d : std::exchange(drains_, {}))
+    d.deliver(true);
+}
+
 void tier_pipeline::send_copies(msg::tier_kind kind, session_id s, std::vector<tier_copy> copies) {
   if (copies.empty()) return;
+  sent();
   self_->request(stream_, caf::infinite, msg::tier_atom::value, kind, s, std::move(copies))
       .then(
           [this, kind](msg::tier_copies& done) {
@@ -57,8 +66,10 @@ void tier_pipeline::send_copies(msg::tier_kind kind, session_id s, std::vector<t
                   break;
               }
             }
+            answered();
           },
-          ignore_error());
+          // The peer is gone (shutdown): nothing left to release.
+          [this](caf::error&) { answered(); });
 }
 
 void tier_pipeline::pump(session_id s, const std::function<bool(slot_id)>& pending_snapshot) {
@@ -116,6 +127,7 @@ void tier_pipeline::store_to_l3(node_ref n) {
     (void)t.protect_host_mamba(n);
   }
   ++n_.l3_writes;
+  sent();
   self_->request(w_.storage, caf::infinite, msg::store_atom::value, job)
       .then(
           [this](l3_write_ptr& j) {
@@ -123,8 +135,9 @@ void tier_pipeline::store_to_l3(node_ref n) {
             radix_tree& tr = cache_.tree();
             if (j->state_slot != no_slot) (void)tr.release_host_mamba(j->node);
             (void)tr.release_host(j->node);
+            answered();
           },
-          ignore_error());
+          [this](caf::error&) { answered(); });
 }
 
 bool tier_pipeline::on_command(session_id s, const request_manager& m, const command& c,
@@ -209,13 +222,18 @@ void tier_pipeline::start_prefetch(session_id s, const request_record& r, prefet
                             : w_.prefetch.timeout_max_s;
   job->deadline = rec.started + from_seconds(budget);
   const record_key key_of{s, r.handle};
+  sent();
   self_->request(w_.storage, caf::infinite, msg::prefetch_atom::value, job)
       .then(
           [this, key_of](l3_read_ptr& j) {
             prefetch_done(key_of, j->usable_pages, j->report.pages_read, j->report.state_read,
                           j->report.timed_out, j->seconds);
+            answered();
           },
-          [this, key_of](caf::error&) { prefetch_done(key_of, 0, 0, false, false, 0); });
+          [this, key_of](caf::error&) {
+            prefetch_done(key_of, 0, 0, false, false, 0);
+            answered();
+          });
 }
 
 void tier_pipeline::prefetch_done(record_key key, std::size_t usable_pages, std::size_t pages_read,

@@ -63,6 +63,10 @@ class tier_pipeline {
   /// Prefetches of requests that no longer exist are abandoned (after every step).
   void sweep(session_id s, const request_manager* m);
 
+  /// Delivers `true` to `done` once none of the pipeline's requests (copies, L3 writes,
+  /// prefetch reads) is in flight — at once if none is.
+  void when_idle(caf::response_promise done);
+
   /// Host tier, prefetch and backup figures as a JSON object text ("null" if disabled).
   std::string inspect() const;
 
@@ -86,6 +90,10 @@ class tier_pipeline {
   void prefetch_done(record_key key, std::size_t usable_pages, std::size_t pages_read,
                      bool state_read, bool timed_out, double seconds);
   const std::string& ns_name(namespace_id id) const;
+  /// Every request the pipeline sends is counted from its send to the end of its reply
+  /// handler (which may send the next one first), so idle means the whole chain ended.
+  void sent() noexcept { ++in_flight_; }
+  void answered();
 
   caf::event_based_actor* self_;
   radix_cache& cache_;
@@ -96,6 +104,8 @@ class tier_pipeline {
   std::vector<std::string> ns_names_{""};
   std::vector<node_ref> deferred_;
   std::map<record_key, prefetch_record> prefetches_;
+  std::size_t in_flight_ = 0;
+  std::vector<caf::response_promise> drains_;  ///< waiting for in_flight_ == 0
   struct counters {
     std::uint64_t backups_sent = 0, backups_refused = 0, l3_writes = 0, l3_write_failures = 0;
     std::uint64_t loads = 0, demotions = 0;

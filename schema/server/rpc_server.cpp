@@ -326,6 +326,10 @@ class node_impl final : public wire::CacheNode::Server {
 
   kj::Promise<void> stats(StatsContext c) override { return gather(c, false); }
   kj::Promise<void> inspect(InspectContext c) override { return gather(c, true); }
+  kj::Promise<void> drain(DrainContext) override {
+    require_login();
+    return submit(ctx_.n, std::make_shared<drain_job>());
+  }
 
   kj::Promise<void> login(LoginContext c) override {
     auto res = c.getResults();

@@ -78,7 +78,7 @@ struct TiersRpc : ::testing::Test {
     auto s = c->open(sp);
     EXPECT_TRUE(s.ok()) << s.err().message;
     if (s.ok()) session = std::move(*s);
-    w = std::make_unique<toy_worker>(toy_worker{*session});
+    w = std::make_unique<toy_worker>(toy_worker{*session, c.get()});
     return *w;
   }
   /// A worker serves the prompt, its backup reaches L3, and the node restarts.
@@ -105,7 +105,7 @@ struct TiersRpc : ::testing::Test {
   }
   /// Waits until the prompt's pages and state are in L3.
   bool stored_in_l3() {
-    return eventually([&] { return mem.usage().values >= prompt_len + 1; });
+    return after_drain(*c, [&] { return mem.usage().values >= prompt_len + 1; });
   }
   nlohmann::json host_of_instance() {
     auto j = c->inspect();
@@ -145,7 +145,7 @@ TEST_F(TiersRpc, WarmRestartServesThePrefixFromL3ByteForByte) {
 TEST_F(TiersRpc, AnEvictedPrefixIsLoadedBackFromTheHostByteForByte) {
   toy_worker& wk = open();
   wk.serve(1);
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(after_drain(*c, [&] {
     const auto h = host_of_instance();
     return h.value("backed_up_tokens", 0u) >= prompt_len &&
            h.value("kv_available", 0u) + prompt_len == h.value("kv_capacity", 0u);
@@ -204,7 +204,7 @@ TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
   wk.serve(1);
   // Every backup of the first prompt has tried its L3 write (and failed) before the store
   // recovers: a write still on its way would land and the prompt would not be revoked.
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(after_drain(*c, [&] {
     const auto h = host_of_instance();
     const auto sent = h.value("backups_sent", 0u), writes = h.value("l3_writes", 0u);
     return sent >= 1 && writes == sent && h.value("l3_write_failures", 0u) == writes;
@@ -212,7 +212,7 @@ TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
   faults.fail_writes_after = SIZE_MAX;  // the store recovers: the next backup lands
   wk.K = iota_tokens(5000, prompt_len);
   wk.serve(3);
-  EXPECT_TRUE(eventually([&] { return mem.usage().values >= prompt_len + 1; }))
+  EXPECT_TRUE(after_drain(*c, [&] { return mem.usage().values >= prompt_len + 1; }))
       << "a failed backup stopped the later ones";
   EXPECT_GT(metric(R"(hybridcache_backup_seconds_count{result="failed"})"), 0);
   restart();
@@ -233,7 +233,7 @@ TEST_F(TiersRpc, SlowReadsPastTheTimeoutEndTheWaitAndKeepWhatArrived) {
   EXPECT_FALSE(r[1].prefetch_ready) << "the timeout policy waits first";
   faults.release_reads();
   command_result last;
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(after_drain(*c, [&] {
     last = wk.step({cmd(cmd_kind::prefetch, 2)})[0];
     return !last.prefetch_outcome.empty();
   }));
@@ -259,7 +259,7 @@ TEST_F(TiersRpc, BestEffortAdmitsAtOnceAndAnAbortedRequestReleasesItsPrefetch) {
   expect_ok(r[1]);
   EXPECT_TRUE(r[1].prefetch_ready) << "best_effort never waits";
   expect_ok(r[2]);
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(after_drain(*c, [&] {
     return host_of_instance()["prefetch"].value("aborted", 0u) == 1 &&
            host_of_instance().value("prefetches_in_flight", 1u) == 0;
   })) << host_of_instance().dump();

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/toy_worker.hpp"
@@ -21,6 +22,17 @@ extern char** environ;
 
 namespace hc::test {
 namespace {
+
+/// Waits (up to 20 s) for an event of another process — its socket answering, its exit:
+/// the time bound only decides when to give up, never what the test checks.
+template <class Pred>
+bool poll_until(Pred p) {
+  for (int i = 0; i < 2000; ++i) {
+    if (p()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return p();
+}
 
 /// One hybridcached process; SIGKILLed on destruction if still running.
 class daemon_process {
@@ -49,7 +61,7 @@ class daemon_process {
   /// A client once the socket answers (nullptr if the process died or never listened).
   std::unique_ptr<client> connect() {
     std::unique_ptr<client> c;
-    eventually([&] {
+    poll_until([&] {
       if (!running()) return true;
       auto r = client::connect("unix:" + socket_);
       if (r.ok()) c = std::move(*r);
@@ -80,7 +92,7 @@ class daemon_process {
   }
   /// Waits for the process to exit by itself (up to 20 s); its status, or -1.
   int wait_exit() {
-    eventually([&] { return !running(); });
+    poll_until([&] { return !running(); });
     return running() ? -1 : exit_status_;
   }
   std::string log() const {
@@ -109,13 +121,15 @@ TEST(WarmRestart, AStoredPrefixIsAnL3HitAfterTheDaemonRestarts) {
     ASSERT_TRUE(s.ok()) << s.err().message;
     toy_worker w{**s};
     w.serve(1);
-    // The backup reaches L3 asynchronously: wait until the node reports it written.
-    ASSERT_TRUE(eventually([&] {
-      auto j = c->inspect();
-      return j.ok() &&
-             j->find("\"pages_written\":" + std::to_string(w.K.size())) != std::string::npos;
-    })) << (c->inspect().ok() ? *c->inspect() : "")
-        << d.log();
+    // The backup reaches L3 asynchronously: once the node drained, it reports it written.
+    ASSERT_TRUE(after_drain(*c,
+                            [&] {
+                              auto j = c->inspect();
+                              return j.ok() &&
+                                     j->find("\"pages_written\":" + std::to_string(w.K.size())) !=
+                                         std::string::npos;
+                            }))
+        << (c->inspect().ok() ? *c->inspect() : "") << d.log();
     s->reset();
     c.reset();
     ASSERT_EQ(d.stop(), 0) << d.log();
@@ -134,7 +148,7 @@ TEST(WarmRestart, AStoredPrefixIsAnL3HitAfterTheDaemonRestarts) {
   }
   auto s = c->open(toy_worker::spec());
   ASSERT_TRUE(s.ok()) << s.err().message;
-  toy_worker w{**s};
+  toy_worker w{**s, c.get()};
   const command_result p = w.prefetch(2);
   EXPECT_EQ(p.prefetch_outcome, "completed") << d.log();
   EXPECT_EQ(p.storage_hit_tokens, w.K.size());

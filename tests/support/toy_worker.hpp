@@ -6,9 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "schema/client.hpp"
@@ -20,13 +18,13 @@
 
 namespace hc::test {
 
-/// Waits (up to 20 s) for an asynchronous effect of the actors; false if it never came.
+/// Waits until no tier work of `node` is in flight (CacheNode.drain), then evaluates `p`:
+/// the asynchronous effects of the steps so far (backups, L3 writes, prefetch reads) have
+/// all happened, so one look decides — no polling, no clock.
 template <class Pred>
-bool eventually(Pred p) {
-  for (int i = 0; i < 2000; ++i) {
-    if (p()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+bool after_drain(client& node, Pred p) {
+  const status d = node.drain();
+  EXPECT_TRUE(d.ok()) << d.err().message;
   return p();
 }
 
@@ -57,6 +55,7 @@ struct toy_worker {
   }
 
   client_session& s;
+  client* node = nullptr;  ///< the session's node (drain); needed by prefetch()
   std::vector<token_id> K = iota_tokens(100, prompt_len);  ///< the prompt it serves
   std::uint64_t batch = 0;
 
@@ -115,10 +114,12 @@ struct toy_worker {
     expect_ok(r[0]);
     expect_ok(r[1]);
     command_result last = r[1];
-    EXPECT_TRUE(eventually([&] {
+    EXPECT_NE(node, nullptr) << "prefetch() needs the worker's node";
+    if (node == nullptr) return last;
+    EXPECT_TRUE(after_drain(*node, [&] {
       last = step({cmd(cmd_kind::prefetch, h)})[0];
       return !last.prefetch_outcome.empty();
-    })) << "the prefetch never ended";
+    })) << "the prefetch had not ended once the node drained";
     EXPECT_TRUE(last.prefetch_ready);
     return last;
   }

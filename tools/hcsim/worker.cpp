@@ -699,25 +699,24 @@ void check_idle(const sim_config& cfg, sim_report& r) {
   check.kind = cmd_kind::check;
   check.flag = true;
   // Backups and L3 writes finish asynchronously after the last step: a leak is what is
-  // still held once they had time to end (up to 5 s of polling).
-  std::string problem;
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    auto res = (*s)->step(std::vector<command>{check});
-    if (!res || res->empty()) {
-      ++r.errors;
-      return;
-    }
-    const command_result& x = (*res)[0];
-    const pool_state& p = x.pools;
-    const bool kv_ok = p.kv_avail + p.full_evictable + p.full_protected == cfg.kv_tokens;
-    const bool slots_ok = p.slots_avail + p.mamba_evictable + p.mamba_protected == cfg.slots;
-    if (x.sanity && kv_ok && slots_ok && p.full_protected == 0 && p.mamba_protected == 0) {
-      problem.clear();
-      break;
-    }
-    problem = x.sanity ? "pool ids unaccounted for or still protected" : x.sanity_detail;
+  // still held once the node says none of them is in flight.
+  if (status d = (*c)->drain(); !d) {
+    ++r.errors;
+    if (r.first_error.empty()) r.first_error = "idle check: drain: " + d.err().message;
+    return;
   }
+  auto res = (*s)->step(std::vector<command>{check});
+  if (!res || res->empty()) {
+    ++r.errors;
+    return;
+  }
+  const command_result& x = (*res)[0];
+  const pool_state& p = x.pools;
+  const bool kv_ok = p.kv_avail + p.full_evictable + p.full_protected == cfg.kv_tokens;
+  const bool slots_ok = p.slots_avail + p.mamba_evictable + p.mamba_protected == cfg.slots;
+  std::string problem;
+  if (!x.sanity || !kv_ok || !slots_ok || p.full_protected != 0 || p.mamba_protected != 0)
+    problem = x.sanity ? "pool ids unaccounted for or still protected" : x.sanity_detail;
   if (!problem.empty()) {
     ++r.leaks;
     if (r.first_error.empty()) r.first_error = "idle check: " + problem;
