@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/node/messages.hpp"
-#include "actors/scheduler/command_executor.hpp"
+#include "actors/scheduler/step.hpp"
 #include "storage/sha256_page_hasher.hpp"
 
 namespace hc {
@@ -201,30 +201,21 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         for (command& c : job->cmds)
           c.ns = it->second.ns;
         request_manager& requests = *it->second.requests;
-        execute_batch(
+        step_outcome out = run_step(
             requests, *st->cache, job->cmds, job->results,
-            [&](const command& c, forward_ops&& ops) {
-              requests.stream_claimed(c.batch);
-              // Enqueued before the step's reply: the worker's begin_forward for
-              // this batch cannot overtake these ops (causal mailbox order).
-              if (!ops.empty())
-                self->send(st->stream, msg::ops_atom::value, sid, c.batch, std::move(ops));
-            },
-            [&](const command& c, command_result& out) {
-              return st->tiers->on_command(sid, requests, c, out);
+            [&](const command& c, command_result& r) {
+              return st->tiers->on_command(sid, requests, c, r);
             },
             *st->time);
         report(*st, before, job->cmds, job->results);
-        // Before the reply: the session's next begin_forward finds it in the stream's mailbox.
-        if (msg::writer_marks w = requests.take_read_waits(); !w.empty())
-          self->send(st->stream, msg::read_after_atom::value, sid, std::move(w));
-        // Donation copies run on the instance stream before anything queued after them
-        // (another session's COW from the donated slot included).
-        if (std::vector<slot_copy> d = requests.take_pending_snapshots(); !d.empty()) {
-          forward_ops ops;
-          ops.snapshots = std::move(d);
-          self->send(st->stream, msg::donate_atom::value, sid, std::move(ops));
-        }
+        // Sent in step.hpp's order, before the reply: the session's next begin_forward
+        // finds every one of them in the stream's mailbox (causal order).
+        for (step_outcome::batch_ops& b : out.ops)
+          self->send(st->stream, msg::ops_atom::value, sid, b.batch, std::move(b.ops));
+        if (!out.read_after.empty())
+          self->send(st->stream, msg::read_after_atom::value, sid, std::move(out.read_after));
+        if (!out.donations.empty())
+          self->send(st->stream, msg::donate_atom::value, sid, std::move(out.donations));
         // Tier copies are queued before the reply too: a load-back runs before the
         // forward that reads it.
         pump_tiers(*st, sid);
