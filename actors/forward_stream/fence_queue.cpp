@@ -7,27 +7,27 @@
 namespace hc {
 
 status fence_queue::enqueue(std::uint64_t batch, forward_ops ops) {
-  if (last_begun_ && batch <= *last_begun_)
+  if (batch <= progress_.claimed)
     return {errc::invalid_argument, "ops for batch " + std::to_string(batch) +
                                         " arrived after that batch began (last begun " +
-                                        std::to_string(*last_begun_) + ")"};
+                                        std::to_string(progress_.claimed) + ")"};
   if (!ops.empty()) queue_.push_back({batch, std::move(ops)});
   return {};
 }
 
 status fence_queue::check_begin(std::uint64_t batch) const {
-  if (last_begun_ && batch <= *last_begun_)
+  if (batch <= progress_.claimed)
     return {errc::invalid_argument, "begin_forward(" + std::to_string(batch) +
                                         "): batches must increase (last begun " +
-                                        std::to_string(*last_begun_) + ")"};
+                                        std::to_string(progress_.claimed) + ")"};
   return {};
 }
 
 result<std::vector<forward_ops>> fence_queue::begin(std::uint64_t batch) {
   if (status s = check_begin(batch); !s) return s.err();
-  if (in_flight_)
+  if (auto f = progress_.in_flight())
     return error{errc::invalid_argument, "begin_forward(" + std::to_string(batch) + "): batch " +
-                                             std::to_string(*in_flight_) + " is in flight"};
+                                             std::to_string(*f) + " is in flight"};
   auto due = std::stable_partition(queue_.begin(), queue_.end(),
                                    [batch](const tagged& t) { return t.batch <= batch; });
   std::vector<forward_ops> ops;
@@ -35,18 +35,17 @@ result<std::vector<forward_ops>> fence_queue::begin(std::uint64_t batch) {
   for (auto it = queue_.begin(); it != due; ++it)
     ops.push_back(std::move(it->ops));
   queue_.erase(queue_.begin(), due);
-  in_flight_ = batch;
-  last_begun_ = batch;
+  progress_.claim(batch);
   return ops;
 }
 
 status fence_queue::end(std::uint64_t batch) {
-  if (!in_flight_ || *in_flight_ != batch)
-    return {errc::invalid_argument,
-            "end_forward(" + std::to_string(batch) + "): " +
-                (in_flight_ ? "batch " + std::to_string(*in_flight_) + " is in flight"
-                            : std::string("no forward is in flight"))};
-  in_flight_.reset();
+  const auto f = progress_.in_flight();
+  if (!f || *f != batch)
+    return {errc::invalid_argument, "end_forward(" + std::to_string(batch) + "): " +
+                                        (f ? "batch " + std::to_string(*f) + " is in flight"
+                                           : std::string("no forward is in flight"))};
+  progress_.end(batch);
   return {};
 }
 

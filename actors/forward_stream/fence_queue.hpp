@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "actors/common/batch_progress.hpp"
 #include "actors/common/status.hpp"
 #include "actors/scheduler/forward_ops.hpp"
 
@@ -47,7 +48,9 @@ class fence_queue {
   /// Ends the in-flight batch, which must be `batch`.
   status end(std::uint64_t batch);
 
-  std::optional<std::uint64_t> in_flight() const noexcept { return in_flight_; }
+  std::optional<std::uint64_t> in_flight() const noexcept { return progress_.in_flight(); }
+  /// The last batch begun (claimed) and the last ended.
+  const batch_progress& progress() const noexcept { return progress_; }
   std::size_t queued() const noexcept { return queue_.size(); }
 
  private:
@@ -56,8 +59,7 @@ class fence_queue {
     forward_ops ops;
   };
   std::vector<tagged> queue_;
-  std::optional<std::uint64_t> in_flight_;
-  std::optional<std::uint64_t> last_begun_;
+  batch_progress progress_;
 };
 
 /// Runs clears, COWs and snapshots on the slot bytes (snapshots, then clears, then COWs of

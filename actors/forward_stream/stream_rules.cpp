@@ -19,7 +19,7 @@ void stream_rules::attach(session_id s) {
 
 bool stream_rules::has_ended(const writer_mark& w) const {
   auto it = sessions_.find(w.session);
-  return it == sessions_.end() || it->second.ended >= w.batch;
+  return it == sessions_.end() || !it->second.q.progress().writing(w.batch);
 }
 
 bool stream_rules::any_in_flight() const {
@@ -169,7 +169,6 @@ void stream_rules::end(session_id s, std::uint64_t batch, stream_ticket t, strea
   session& ss = it->second;
   status r = ss.q.end(batch);
   if (r) {
-    ss.ended = batch;
     out.push_back(stream_action::report{s, batch, true});
   }
   out.push_back(stream_action::answer{t, r});

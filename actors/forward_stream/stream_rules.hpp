@@ -113,7 +113,6 @@ class stream_rules {
     std::optional<begin_request> waiting;  ///< waits for this session's in-flight end
     std::optional<begin_request> blocked;  ///< waits for read_after
     std::vector<backup> backups;
-    std::uint64_t ended = 0;  ///< the last batch that ended
     std::vector<writer_mark> read_after;
   };
 

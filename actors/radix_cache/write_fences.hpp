@@ -21,6 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actors/common/batch_progress.hpp"
+
 namespace hc {
 
 /// A forward that writes a node's bytes: batch `batch` of session `session` (never 0).
@@ -33,29 +35,23 @@ struct writer_mark {
 class write_fences {
  public:
   /// Ops for `batch` of `session` were handed out, or its forward began.
-  void claimed(std::uint64_t session, std::uint64_t batch) {
-    progress& p = sessions_[session];
-    p.claimed = std::max(p.claimed, batch);
-  }
+  void claimed(std::uint64_t session, std::uint64_t batch) { sessions_[session].claim(batch); }
   /// The forward of `batch` (and of every earlier batch) of `session` ended.
-  void ended(std::uint64_t session, std::uint64_t batch) {
-    progress& p = sessions_[session];
-    p.ended = std::max(p.ended, batch);
-  }
+  void ended(std::uint64_t session, std::uint64_t batch) { sessions_[session].end(batch); }
   /// The session closed: nothing of it writes any more.
   void closed(std::uint64_t session) { sessions_.erase(session); }
 
   /// True while the marked forward may still write (its session open, the batch not ended).
   bool writing(const writer_mark& w) const {
     auto it = sessions_.find(w.session);
-    return it != sessions_.end() && it->second.ended < w.batch;
+    return it != sessions_.end() && it->second.writing(w.batch);
   }
   /// The mark for bytes the session's handed-out forwards may still write: its latest
   /// claimed batch, if that one has not ended (nullopt: nothing in flight).
   std::optional<writer_mark> in_flight(std::uint64_t session) const {
     auto it = sessions_.find(session);
-    if (it == sessions_.end() || it->second.claimed <= it->second.ended) return std::nullopt;
-    return writer_mark{session, it->second.claimed};
+    if (it == sessions_.end() || !it->second.in_flight()) return std::nullopt;
+    return writer_mark{session, *it->second.in_flight()};
   }
 
   /// Adds `w` to `marks` (keeping one mark per session, the latest batch) and drops the
@@ -71,11 +67,7 @@ class write_fences {
   }
 
  private:
-  struct progress {
-    std::uint64_t claimed = 0;
-    std::uint64_t ended = 0;
-  };
-  std::unordered_map<std::uint64_t, progress> sessions_;
+  std::unordered_map<std::uint64_t, batch_progress> sessions_;
 };
 
 }  // namespace hc

@@ -45,8 +45,8 @@ const request_record* request_manager::find(request_handle h) const {
 
 void request_manager::free_kv(std::span<const kv_index> ids) {
   if (ids.empty()) return;
-  if (claimed_ > ended_) {
-    quarantine_kv_.push_back({claimed_, std::vector<kv_index>(ids.begin(), ids.end())});
+  if (auto f = progress_.in_flight()) {
+    quarantine_kv_.push_back({*f, std::vector<kv_index>(ids.begin(), ids.end())});
     return;
   }
   status s = cache_.kv().free(ids);
@@ -56,8 +56,8 @@ void request_manager::free_kv(std::span<const kv_index> ids) {
 
 void request_manager::free_slot(slot_id s) {
   if (s == no_slot) return;
-  if (claimed_ > ended_) {
-    quarantine_slots_.push_back({claimed_, s});
+  if (auto f = progress_.in_flight()) {
+    quarantine_slots_.push_back({*f, s});
     return;
   }
   status st = cache_.slots().free_one(s);
@@ -66,21 +66,21 @@ void request_manager::free_slot(slot_id s) {
 }
 
 void request_manager::stream_claimed(std::uint64_t batch) {
-  claimed_ = std::max(claimed_, batch);
+  progress_.claim(batch);
   if (cfg_.session != 0) cache_.fences().claimed(cfg_.session, batch);
 }
 
 void request_manager::stream_ended(std::uint64_t batch) {
-  ended_ = std::max(ended_, batch);
+  progress_.end(batch);
   if (cfg_.session != 0) cache_.fences().ended(cfg_.session, batch);
-  release_due(write_locks_, ended_,
+  release_due(write_locks_, progress_.ended,
               [&](const write_lock& w) { (void)cache_.tree().dec_lock(w.node); });
-  release_due(quarantine_kv_, ended_, [&](const held_kv& h) {
+  release_due(quarantine_kv_, progress_.ended, [&](const held_kv& h) {
     status s = cache_.kv().free(h.ids);
     assert(s.ok());
     (void)s;
   });
-  release_due(quarantine_slots_, ended_, [&](const held_slot& h) {
+  release_due(quarantine_slots_, progress_.ended, [&](const held_slot& h) {
     status s = cache_.slots().free_one(h.slot);
     assert(s.ok());
     (void)s;
@@ -88,7 +88,7 @@ void request_manager::stream_ended(std::uint64_t batch) {
 }
 
 void request_manager::release_quarantine() {
-  stream_ended(claimed_);
+  stream_ended(progress_.claimed);
   if (cfg_.session != 0) cache_.fences().closed(cfg_.session);
 }
 

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actors/common/batch_progress.hpp"
 #include "actors/common/status.hpp"
 #include "actors/common/strategy.hpp"
 #include "actors/radix_cache/radix_cache.hpp"
@@ -249,8 +250,7 @@ class request_manager {
   };
   std::vector<write_lock> write_locks_;
   std::vector<writer_mark> read_waits_;
-  std::uint64_t claimed_ = 0;  ///< the highest batch with ops handed out or begun
-  std::uint64_t ended_ = 0;    ///< the highest batch ended
+  batch_progress progress_;  ///< of the session's forwards (fence reports)
 };
 
 }  // namespace hc
