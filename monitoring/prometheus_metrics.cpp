@@ -9,12 +9,34 @@
 
 #include <sstream>
 
+#include "actors/common/invariant.hpp"
+
 namespace hc {
 
 namespace pm = prometheus;
 
+namespace {
+
+/// hybridcache_invariant_violations_total, read from the process-wide count at each scrape.
+class invariant_count final : public pm::Collectable {
+ public:
+  std::vector<pm::MetricFamily> Collect() const override {
+    pm::MetricFamily f;
+    f.name = "hybridcache_invariant_violations_total";
+    f.help = "Internal invariants found broken (a bug in hybridcache; see inspect)";
+    f.type = pm::MetricType::Counter;
+    pm::ClientMetric m;
+    m.counter.value = static_cast<double>(invariant_violations());
+    f.metric.push_back(m);
+    return {f};
+  }
+};
+
+}  // namespace
+
 struct prometheus_metrics::impl {
   std::shared_ptr<pm::Registry> reg = std::make_shared<pm::Registry>();
+  std::shared_ptr<invariant_count> invariants = std::make_shared<invariant_count>();
   std::unique_ptr<pm::Exposer> exposer;
   std::string bound;
 
@@ -141,6 +163,7 @@ status prometheus_metrics::serve(const std::string& address) {
   try {
     impl_->exposer = std::make_unique<pm::Exposer>(address, 2);
     impl_->exposer->RegisterCollectable(impl_->reg);
+    impl_->exposer->RegisterCollectable(impl_->invariants);
     auto ports = impl_->exposer->GetListeningPorts();
     const std::string host = address.substr(0, address.rfind(':'));
     impl_->bound = host + ":" + (ports.empty() ? std::string("?") : std::to_string(ports.front()));
@@ -156,7 +179,10 @@ std::string prometheus_metrics::address() const {
 }
 
 std::string prometheus_metrics::text() const {
-  return pm::TextSerializer().Serialize(impl_->reg->Collect());
+  std::vector<pm::MetricFamily> families = impl_->reg->Collect();
+  for (pm::MetricFamily& f : impl_->invariants->Collect())
+    families.push_back(std::move(f));
+  return pm::TextSerializer().Serialize(families);
 }
 
 void prometheus_metrics::l1_match(std::uint64_t kv_matched, std::uint64_t resumable) {

@@ -1,6 +1,7 @@
 // Wiring: the actor system, the node actor (instances and sessions), and the thread-safe
 // entry points of hc::node.
 #include "actors/node/node.hpp"
+#include "actors/common/invariant.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -175,6 +176,7 @@ std::vector<std::pair<std::string, double>> totals_of(const nlohmann::json& doc)
   std::vector<std::pair<std::string, double>> out;
   out.emplace_back("sessions", doc.value("sessions", 0.0));
   out.emplace_back("instances", static_cast<double>(doc["instances"].size()));
+  out.emplace_back("invariant_violations", doc.value("invariant_violations", 0.0));
   // Sums `key` of every instance's tree document (or of its "served" part) as `name`.
   auto sum = [&](const nlohmann::json::json_pointer& key, const char* name) {
     double v = 0;
@@ -212,6 +214,8 @@ void gather_stats(caf::event_based_actor* self, node_state& st, const msg::stats
     std::lock_guard lk(st.registry->mu);
     f->doc["sessions"] = st.registry->sessions.size();
   }
+  f->doc["invariant_violations"] = invariant_violations();
+  f->doc["first_invariant_violation"] = first_invariant_violation();
   f->doc["host_storage"] = nullptr;
   f->doc["instances"] = nlohmann::json::array();
   f->pending = 1 + 2 * st.instances.size();

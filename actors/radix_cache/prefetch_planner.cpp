@@ -1,7 +1,8 @@
 #include "actors/radix_cache/prefetch_planner.hpp"
 
 #include <algorithm>
-#include <cassert>
+
+#include "actors/common/invariant.hpp"
 
 namespace hc {
 
@@ -80,9 +81,7 @@ std::variant<prefetch_ticket, prefetch_outcome> prefetch_planner::begin(
     t.host_slot = host_slots_.alloc_one();
   }
   if (t.host_slot == no_slot) {  // no room for the state: nothing usable fits
-    status s = host_kv_.free(t.host_kv);
-    assert(s.ok());
-    (void)s;
+    must(host_kv_.free(t.host_kv), "freed KV ids that were allocated");
     (void)tree_.release_host(anchor);
     return count(prefetch_outcome::skipped_below_threshold);
   }
@@ -94,9 +93,8 @@ std::variant<prefetch_ticket, prefetch_outcome> prefetch_planner::begin(
 
 void prefetch_planner::release(prefetch_ticket& t, std::size_t keep_tokens) {
   if (t.host_kv.size() > keep_tokens) {
-    status s = host_kv_.free(std::span<const kv_index>(t.host_kv).subspan(keep_tokens));
-    assert(s.ok());
-    (void)s;
+    must(host_kv_.free(std::span<const kv_index>(t.host_kv).subspan(keep_tokens)),
+         "freed KV ids that were allocated");
     t.host_kv.resize(keep_tokens);
   }
   occupied_ -= t.tokens.size() - keep_tokens;
@@ -118,9 +116,7 @@ std::optional<prefetch_outcome> prefetch_planner::on_exists(prefetch_ticket& t,
 void prefetch_planner::abort_quietly(prefetch_ticket& t) {
   release(t, 0);
   if (t.host_slot != no_slot) {
-    status s = host_slots_.free_one(t.host_slot);
-    assert(s.ok());
-    (void)s;
+    must(host_slots_.free_one(t.host_slot), "freed a slot that was allocated");
     t.host_slot = no_slot;
   }
   if (tree_.valid(t.anchor)) {
@@ -151,7 +147,7 @@ prefetch_planner::finish_result prefetch_planner::finish(prefetch_ticket& t, nam
   slot_id slot = state_read && all_pages ? t.host_slot : no_slot;
   if (completed_tokens > 0 && tree_.valid(t.anchor)) {
     auto ins = tree_.insert_host_only(ns, t.anchor, key, ids, slot);
-    assert(ins.ok());
+    must(ins.ok(), "a prefetched prefix inserts under its anchor");
     if (ins.ok()) {
       r.storage_hit_tokens = completed_tokens - ins->already_present;
       r.inserted_tokens = ins->new_leaf ? r.storage_hit_tokens : 0;

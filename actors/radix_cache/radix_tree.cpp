@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "actors/common/invariant.hpp"
+
 namespace hc {
 
 radix_tree::radix_tree(tree_config cfg, kv_allocator& kv, slot_allocator& slots,
@@ -376,15 +378,11 @@ status radix_tree::dec_lock(node_ref ref) {
 }
 
 void radix_tree::free_kv(std::span<const kv_index> ids) {
-  status s = kv_.free(ids);
-  assert(s.ok() && "tree freed a KV index it does not own");
-  (void)s;
+  must(kv_.free(ids), "tree freed a KV index it does not own");
 }
 
 void radix_tree::free_slot(slot_id s) {
-  status st = slots_.free_one(s);
-  assert(st.ok() && "tree freed a slot it does not own");
-  (void)st;
+  must(slots_.free_one(s), "tree freed a slot it does not own");
 }
 
 void radix_tree::ensure_hashes(radix_node* n) {

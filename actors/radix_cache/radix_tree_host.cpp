@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "actors/common/invariant.hpp"
 #include "actors/radix_cache/radix_tree.hpp"
 
 namespace hc {
@@ -26,16 +27,12 @@ void radix_tree::enable_host_tier(const host_tier_config& cfg, kv_allocator& hos
 void radix_tree::free_host_kv(std::span<const kv_index> ids) {
   if (ids.empty()) return;
   host_sizes_.tokens -= ids.size();
-  status s = host_kv_->free(ids);
-  assert(s.ok() && "tree freed a host KV index it does not own");
-  (void)s;
+  must(host_kv_->free(ids), "tree freed a host KV index it does not own");
 }
 
 void radix_tree::free_host_slot(radix_node* n) {
   if (n->mamba_host == no_slot) return;
-  status s = host_slots_->free_one(n->mamba_host);
-  assert(s.ok() && "tree freed a host slot it does not own");
-  (void)s;
+  must(host_slots_->free_one(n->mamba_host), "tree freed a host slot it does not own");
   n->mamba_host = no_slot;
   --host_sizes_.slots;
   host_mamba_lru_.remove(n);
@@ -90,9 +87,7 @@ result<tier_copy> radix_tree::backup_node(radix_node* n, bool lock_until_done) {
       hs = host_slots_->alloc_one();
     }
     if (hs == no_slot) {  // all or nothing
-      status s = host_kv_->free(host_ids);
-      assert(s.ok());
-      (void)s;
+      must(host_kv_->free(host_ids), "freed KV ids that were allocated");
       return error{errc::out_of_memory, "host SSM pool: no free slot"};
     }
   }
@@ -370,9 +365,7 @@ result<host_insert_result> radix_tree::insert_host_only(namespace_id ns, node_re
 
 void radix_tree::free_host_kv_unowned(std::span<const kv_index> ids) {
   if (ids.empty()) return;
-  status s = host_kv_->free(ids);
-  assert(s.ok() && "caller's host ids were not allocated");
-  (void)s;
+  must(host_kv_->free(ids), "caller's host ids were not allocated");
 }
 
 }  // namespace hc

@@ -1,9 +1,10 @@
 #include "actors/scheduler/request_manager.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <string>
 #include <unordered_set>
+
+#include "actors/common/invariant.hpp"
 
 namespace hc {
 namespace {
@@ -49,9 +50,7 @@ void request_manager::free_kv(std::span<const kv_index> ids) {
     quarantine_kv_.push_back({*f, std::vector<kv_index>(ids.begin(), ids.end())});
     return;
   }
-  status s = cache_.kv().free(ids);
-  assert(s.ok());
-  (void)s;
+  must(cache_.kv().free(ids), "freed KV ids that were allocated");
 }
 
 void request_manager::free_slot(slot_id s) {
@@ -60,9 +59,7 @@ void request_manager::free_slot(slot_id s) {
     quarantine_slots_.push_back({*f, s});
     return;
   }
-  status st = cache_.slots().free_one(s);
-  assert(st.ok());
-  (void)st;
+  must(cache_.slots().free_one(s), "freed a slot that was allocated");
 }
 
 void request_manager::stream_claimed(std::uint64_t batch) {
@@ -76,14 +73,10 @@ void request_manager::stream_ended(std::uint64_t batch) {
   release_due(write_locks_, progress_.ended,
               [&](const write_lock& w) { (void)cache_.tree().dec_lock(w.node); });
   release_due(quarantine_kv_, progress_.ended, [&](const held_kv& h) {
-    status s = cache_.kv().free(h.ids);
-    assert(s.ok());
-    (void)s;
+    must(cache_.kv().free(h.ids), "freed KV ids that were allocated");
   });
   release_due(quarantine_slots_, progress_.ended, [&](const held_slot& h) {
-    status s = cache_.slots().free_one(h.slot);
-    assert(s.ok());
-    (void)s;
+    must(cache_.slots().free_one(h.slot), "freed a slot that was allocated");
   });
 }
 
@@ -511,7 +504,7 @@ status request_manager::release(request_record& r, bool is_insert, finish_info* 
       std::vector<kv_index> dups;
       auto ins = tree.insert(r.ns, std::span<const token_id>(r.tokens.data(), len),
                              std::span<const kv_index>(r.row_kv.data(), len), slot, prot, &dups);
-      assert(ins.ok());
+      must(ins.ok(), "a request's prefix inserts into the tree");
       free_kv(dups);
       exist = !ins.ok() || ins->mamba_exist;
       if (ins.ok()) mark_written(*ins, std::span<const kv_index>(r.row_kv.data(), len), prot);

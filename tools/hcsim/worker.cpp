@@ -710,6 +710,15 @@ void check_idle(const sim_config& cfg, sim_report& r) {
     ++r.errors;
     return;
   }
+  if (auto st = (*c)->stats(); st) {
+    for (const auto& [name, value] : *st)
+      if (name == "invariant_violations" && value > 0) {
+        ++r.errors;
+        if (r.first_error.empty())
+          r.first_error = "the node counted " + std::to_string(value) +
+                          " internal invariant violations (inspect: first_invariant_violation)";
+      }
+  }
   const command_result& x = (*res)[0];
   const pool_state& p = x.pools;
   const bool kv_ok = p.kv_avail + p.full_evictable + p.full_protected == cfg.kv_tokens;
