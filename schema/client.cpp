@@ -37,6 +37,7 @@ client::~client() = default;
 result<ping_reply> client::ping() {
   return guarded([&]() -> result<ping_reply> {
     auto r = impl_->node.pingRequest().send().wait(impl_->ws());
+    if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     return ping_reply{r.getProtocolVersion(), r.getNodeVersion().cStr()};
   });
 }
@@ -64,6 +65,7 @@ result<std::unique_ptr<client_session>> client::open(const instance_spec& spec) 
 result<std::vector<std::pair<std::string, double>>> client::stats() {
   return guarded([&]() -> result<std::vector<std::pair<std::string, double>>> {
     auto r = impl_->node.statsRequest().send().wait(impl_->ws());
+    if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     std::vector<std::pair<std::string, double>> out;
     for (auto s : r.getStats())
       out.emplace_back(s.getName().cStr(), s.getValue());
@@ -74,13 +76,15 @@ result<std::vector<std::pair<std::string, double>>> client::stats() {
 result<std::string> client::inspect() {
   return guarded([&]() -> result<std::string> {
     auto r = impl_->node.inspectRequest().send().wait(impl_->ws());
+    if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     return std::string(r.getJson().cStr());
   });
 }
 
 status client::drain() {
   return guarded([&]() -> status {
-    impl_->node.drainRequest().send().wait(impl_->ws());
+    auto r = impl_->node.drainRequest().send().wait(impl_->ws());
+    if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     return {};
   });
 }

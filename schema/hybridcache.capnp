@@ -244,10 +244,12 @@ interface Store {
 }
 
 interface CacheNode {
-  ping @0 () -> (protocolVersion :UInt32, nodeVersion :Text);
+  # Every call but login answers UNAUTHENTICATED in `error` on a locked (TCP) bootstrap
+  # until login; the other results are then empty.
+  ping @0 () -> (protocolVersion :UInt32, nodeVersion :Text, error :Error);
   open @1 (spec :InstanceSpec) -> (error :Error, session :Session, info :PoolInfo);
-  stats @2 () -> (stats :List(Stat));
-  inspect @3 () -> (json :Text);  # instances, trees and pools as one JSON document
+  stats @2 () -> (stats :List(Stat), error :Error);
+  inspect @3 () -> (json :Text, error :Error);  # instances, trees and pools as one JSON document
   login @4 (token :Text) -> (error :Error, node :CacheNode);
   # The L3 store for an external client; `identity` (model, rank coordinate, layout —
   # anything that must keep two clients' values apart) namespaces its keys.
@@ -257,5 +259,5 @@ interface CacheNode {
   # turn, have all finished. For tests and tools that check the node once a load ended
   # (under a steady load it may not return). Backups deferred until a session copies the
   # state into their slot are not in flight until that happens.
-  drain @6 () -> ();
+  drain @6 () -> (error :Error);
 }

@@ -45,8 +45,10 @@ inline result<node_connection> connect_node(const std::string& address, const st
                      "login refused: " + std::string(resp.getError().getMessage().cStr())};
       c.node = resp.getNode();
     }
-    // Fail fast when nothing listens (EzRpcClient connects lazily).
-    c.node.pingRequest().send().wait(ws);
+    // Fail fast when nothing listens (EzRpcClient connects lazily), or when the node
+    // needs a login this connection did not make.
+    auto ping = c.node.pingRequest().send().wait(ws);
+    if (ping.getError().getCode() != wire::ErrorCode::OK) return get_error(ping.getError());
     return c;
   });
 }

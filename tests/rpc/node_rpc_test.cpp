@@ -329,6 +329,20 @@ TEST_F(TcpNode, OnlyTheTokenOpensTheNode) {
   wire_convert::put_spec(open.initSpec(), small_spec());
   auto r = open.send().wait(ez.getWaitScope());
   EXPECT_EQ(r.getError().getCode(), wire::ErrorCode::UNAUTHENTICATED);
+  // Every other call answers with the same error value, not an exception.
+  auto locked = ez.getMain<wire::CacheNode>();
+  auto& ws = ez.getWaitScope();
+  EXPECT_EQ(locked.pingRequest().send().wait(ws).getError().getCode(),
+            wire::ErrorCode::UNAUTHENTICATED);
+  EXPECT_EQ(locked.statsRequest().send().wait(ws).getError().getCode(),
+            wire::ErrorCode::UNAUTHENTICATED);
+  EXPECT_EQ(locked.inspectRequest().send().wait(ws).getError().getCode(),
+            wire::ErrorCode::UNAUTHENTICATED);
+  EXPECT_EQ(locked.drainRequest().send().wait(ws).getError().getCode(),
+            wire::ErrorCode::UNAUTHENTICATED);
+  auto store = locked.storeRequest();
+  store.setIdentity("x");
+  EXPECT_EQ(store.send().wait(ws).getError().getCode(), wire::ErrorCode::UNAUTHENTICATED);
   EXPECT_TRUE(connect()->ping().ok()) << "the Unix socket needs no token";
 }
 

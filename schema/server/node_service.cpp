@@ -1,0 +1,149 @@
+#include "schema/server/node_service.hpp"
+
+#include "gpu/shm_region.hpp"
+#include "schema/convert.hpp"
+#include "schema/server/session_service.hpp"
+#include "schema/server/store_service.hpp"
+
+namespace hc::rpc {
+namespace {
+
+namespace wc = wire_convert;
+
+// capnp's generated Server bases have protected non-virtual destructors behind a virtual
+// Capability::Server one; GCC warns about the generated class, not about this code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
+bool same_secret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;  // constant time in the length
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+class node_impl final : public wire::CacheNode::Server {
+ public:
+  node_impl(server_ctx& ctx, bool locked) : ctx_(ctx), locked_(locked) {}
+
+  kj::Promise<void> ping(PingContext c) override {
+    if (refused(c.getResults())) return kj::READY_NOW;
+    wc::put_error(c.getResults().initError(), {});
+    c.getResults().setProtocolVersion(wire::PROTOCOL_VERSION);
+    c.getResults().setNodeVersion(ctx_.version);
+    ctx_.metrics.rpc("ping", 0.0);
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> open(OpenContext c) override {
+    if (refused(c.getResults())) return kj::READY_NOW;
+    timed t(ctx_.metrics, "open");
+    auto spec_r = c.getParams().getSpec();
+    if (spec_r.getProtocolVersion() != wire::PROTOCOL_VERSION) {
+      auto e = c.getResults().initError();
+      e.setCode(wire::ErrorCode::VERSION_MISMATCH);
+      e.setMessage(kj::str("client speaks protocol ", spec_r.getProtocolVersion(),
+                           ", this node speaks ", wire::PROTOCOL_VERSION));
+      return kj::READY_NOW;
+    }
+    auto spec = wc::get_spec(spec_r);
+    if (!spec) {
+      wc::put_error(c.getResults().initError(), spec.err());
+      return kj::READY_NOW;
+    }
+    auto job = std::make_shared<open_job>();
+    job->spec = std::move(*spec);
+    return submit(ctx_.n, job).then([ctx = &ctx_, c, job, t]() mutable {
+      auto res = c.getResults();
+      wc::put_error(res.initError(), job->err);
+      if (job->err.code != errc::ok) return;
+      res.setSession(make_session(*ctx, job->session, job->info));
+      wc::put_pool_info(res.initInfo(), job->info);
+      t.done();
+    });
+  }
+
+  kj::Promise<void> stats(StatsContext c) override { return gather(c, false); }
+  kj::Promise<void> inspect(InspectContext c) override { return gather(c, true); }
+  kj::Promise<void> drain(DrainContext c) override {
+    if (refused(c.getResults())) return kj::READY_NOW;
+    auto job = std::make_shared<drain_job>();
+    return submit(ctx_.n, job).then([c, job]() mutable {
+      wc::put_error(c.getResults().initError(), job->err);
+    });
+  }
+
+  kj::Promise<void> login(LoginContext c) override {
+    auto res = c.getResults();
+    if (!same_secret(c.getParams().getToken().cStr(), ctx_.token) || ctx_.token.empty()) {
+      auto e = res.initError();
+      e.setCode(wire::ErrorCode::UNAUTHENTICATED);
+      e.setMessage("wrong token");
+      return kj::READY_NOW;
+    }
+    wc::put_error(res.initError(), {});
+    res.setNode(kj::heap<node_impl>(ctx_, false));
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> store(StoreContext c) override {
+    auto res = c.getResults();
+    if (refused(res)) return kj::READY_NOW;
+    const std::string identity = c.getParams().getIdentity().cStr();
+    if (status s = check_identity(identity); !s) {
+      wc::put_error(res.initError(), s.err());
+      return kj::READY_NOW;
+    }
+    const std::string name =
+        ctx_.n.config().shm_prefix + "-store-" + std::to_string(++ctx_.next_arena);
+    auto arena = shm_region::create(name, ctx_.store_arena_bytes);
+    if (!arena) {
+      wc::put_error(res.initError(), arena.err());
+      return kj::READY_NOW;
+    }
+    wc::put_error(res.initError(), {});
+    res.setStore(make_store(ctx_, identity, std::make_shared<shm_region>(std::move(*arena))));
+    return kj::READY_NOW;
+  }
+
+ private:
+  /// On a locked bootstrap: fills the results' error with UNAUTHENTICATED, true.
+  template <class Results>
+  bool refused(Results res) const {
+    if (!locked_) return false;
+    auto e = res.initError();
+    e.setCode(wire::ErrorCode::UNAUTHENTICATED);
+    e.setMessage("call login with the node's token first");
+    return true;
+  }
+  template <class Ctx>
+  kj::Promise<void> gather(Ctx c, bool inspect) {
+    if (refused(c.getResults())) return kj::READY_NOW;
+    auto job = std::make_shared<stats_job>();
+    job->want_inspect = inspect;
+    return submit(ctx_.n, job).then([c, job]() mutable {
+      wc::put_error(c.getResults().initError(), job->err);
+      if constexpr (requires { c.getResults().setJson(""); }) {
+        c.getResults().setJson(job->inspect_json);
+      } else {
+        auto l = c.getResults().initStats(static_cast<unsigned>(job->stats.size()));
+        for (unsigned i = 0; i < l.size(); ++i) {
+          l[i].setName(job->stats[i].first);
+          l[i].setValue(job->stats[i].second);
+        }
+      }
+    });
+  }
+
+  server_ctx& ctx_;
+  bool locked_;
+};
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+kj::Own<wire::CacheNode::Server> make_node_service(server_ctx& ctx, bool locked) {
+  return kj::heap<node_impl>(ctx, locked);
+}
+
+}  // namespace hc::rpc

@@ -1,0 +1,15 @@
+#pragma once
+// The CacheNode capability (the bootstrap): ping, open, stats, inspect, drain, store and
+// login. A locked one (TCP) answers every call but login with an UNAUTHENTICATED error
+// until login with the node's token returns an unlocked one.
+
+#include <kj/memory.h>
+
+#include "hybridcache.capnp.h"
+#include "schema/server/server_context.hpp"
+
+namespace hc::rpc {
+
+kj::Own<wire::CacheNode::Server> make_node_service(server_ctx& ctx, bool locked);
+
+}  // namespace hc::rpc

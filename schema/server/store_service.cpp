@@ -1,0 +1,118 @@
+#include "schema/server/store_service.hpp"
+
+#include "schema/convert.hpp"
+
+namespace hc::rpc {
+namespace {
+
+namespace wc = wire_convert;
+
+// capnp's generated Server bases have protected non-virtual destructors behind a virtual
+// Capability::Server one; GCC warns about the generated class, not about this code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
+/// An external client's view of the node's L3 store, with its own arena.
+class store_impl final : public wire::Store::Server {
+ public:
+  store_impl(server_ctx& ctx, std::string identity, std::shared_ptr<shm_region> arena)
+      : ctx_(ctx), identity_(std::move(identity)), arena_(std::move(arena)) {}
+
+  kj::Promise<void> arena(ArenaContext c) override {
+    wc::put_error(c.getResults().initError(), {});
+    c.getResults().setShm(arena_->name());
+    c.getResults().setBytes(arena_->bytes().size());
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> exists(ExistsContext c) override {
+    timed t(ctx_.metrics, "store_exists");
+    auto job = make_job(store_job::what::exists);
+    auto keys = c.getParams().getKvKeys();
+    if (keys.size() > ctx_.max_store_keys) return too_many(c, keys.size());
+    for (auto k : keys)
+      job->keys.emplace_back(k.cStr());
+    for (auto q : c.getParams().getSidecars())
+      job->sidecars.push_back({q.getPool() == wire::StorePool::KV_PAGE ? store_job::pool::kv_page
+                                                                       : store_job::pool::ssm_state,
+                               q.getPolicy() == wire::HitPolicy::TRAILING_PAGES, q.getTrailing()});
+    return submit(ctx_.n, job).then([c, job, t]() mutable {
+      auto res = c.getResults();
+      wc::put_error(res.initError(), job->err);
+      res.setKvHitPages(job->kv_hit_pages);
+      auto l = res.initRestorablePrefixPages(static_cast<unsigned>(job->restorable.size()));
+      for (unsigned i = 0; i < l.size(); ++i)
+        l.set(i, job->restorable[i]);
+      t.done();
+    });
+  }
+  kj::Promise<void> get(GetContext c) override {
+    return transfer(c, store_job::what::get, "store_get");
+  }
+  kj::Promise<void> set(SetContext c) override {
+    return transfer(c, store_job::what::set, "store_set");
+  }
+
+ private:
+  std::shared_ptr<store_job> make_job(store_job::what op) {
+    auto job = std::make_shared<store_job>();
+    job->op = op;
+    job->identity = identity_;
+    job->arena_owner = arena_;
+    job->arena = arena_->bytes();
+    return job;
+  }
+  template <class Ctx>
+  kj::Promise<void> too_many(Ctx c, std::size_t n) {
+    wc::put_error(c.getResults().initError(),
+                  {errc::invalid_argument, std::to_string(n) + " keys in one call; the limit is " +
+                                               std::to_string(ctx_.max_store_keys)});
+    return kj::READY_NOW;
+  }
+  template <class Ctx>
+  kj::Promise<void> transfer(Ctx c, store_job::what op, const char* method) {
+    timed t(ctx_.metrics, method);
+    auto job = make_job(op);
+    auto p = c.getParams();
+    job->which = p.getPool() == wire::StorePool::KV_PAGE ? store_job::pool::kv_page
+                                                         : store_job::pool::ssm_state;
+    auto entries = p.getEntries();
+    if (entries.size() > ctx_.max_store_keys) return too_many(c, entries.size());
+    for (auto e : entries) {
+      job->keys.emplace_back(e.getKey().cStr());
+      auto& segs = job->segments.emplace_back();
+      for (auto s : e.getSegments())
+        segs.push_back({s.getOffset(), s.getLength()});
+    }
+    return submit(ctx_.n, job).then([c, job, t]() mutable {
+      auto res = c.getResults();
+      wc::put_error(res.initError(), job->err);
+      auto l = res.initOk(static_cast<unsigned>(job->ok.size()));
+      for (unsigned i = 0; i < l.size(); ++i)
+        l.set(i, job->ok[i]);
+      t.done();
+    });
+  }
+
+  server_ctx& ctx_;
+  std::string identity_;
+  std::shared_ptr<shm_region> arena_;
+};
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+status check_identity(const std::string& id) {
+  if (id.empty() || id.size() > 256)
+    return {errc::invalid_argument, "store identity must have 1..256 characters"};
+  for (char ch : id)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      return {errc::invalid_argument, "store identity must be printable text"};
+  return {};
+}
+
+kj::Own<wire::Store::Server> make_store(server_ctx& ctx, std::string identity,
+                                        std::shared_ptr<shm_region> arena) {
+  return kj::heap<store_impl>(ctx, std::move(identity), std::move(arena));
+}
+
+}  // namespace hc::rpc
