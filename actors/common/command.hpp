@@ -58,6 +58,7 @@ struct command {
   std::uint64_t seqlen = 0;          ///< track
   bool flag = false;                 ///< see cmd_kind
   std::uint64_t batch = 0;           ///< take_ops: the forward batch consuming the ops
+  friend bool operator==(const command&, const command&) = default;
 };
 
 /// Pool and tree occupancy after a command (what every trace op reports).
@@ -65,6 +66,7 @@ struct pool_state {
   std::uint64_t kv_avail = 0, slots_avail = 0, rows_avail = 0;
   std::uint64_t full_evictable = 0, full_protected = 0;
   std::uint64_t mamba_evictable = 0, mamba_protected = 0;
+  friend bool operator==(const pool_state&, const pool_state&) = default;
 };
 
 struct command_result {
@@ -98,6 +100,7 @@ struct command_result {
   std::string prefetch_outcome;
   std::uint64_t storage_hit_tokens = 0;
   bool ok() const noexcept { return code == errc::ok; }
+  friend bool operator==(const command_result&, const command_result&) = default;
 };
 
 }  // namespace hc

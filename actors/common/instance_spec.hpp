@@ -39,6 +39,7 @@ struct instance_spec {
   std::size_t prefetch_threshold = 256;  ///< tokens; fewer are not prefetched. Default: 256
   bool hicache_storage = true;           ///< back up to / prefetch from the node's L3 store
   bool host_tier() const noexcept { return hicache_ratio > 0 || hicache_bytes > 0; }
+  friend bool operator==(const instance_spec&, const instance_spec&) = default;
 };
 
 }  // namespace hc

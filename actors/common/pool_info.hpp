@@ -18,6 +18,7 @@ struct pool_info {
   std::uint64_t kv_bytes_per_token = 0;
   std::uint64_t ssm_slot_bytes = 0;
   std::uint64_t instance_id = 0;
+  friend bool operator==(const pool_info&, const pool_info&) = default;
 };
 
 }  // namespace hc

@@ -1,0 +1,221 @@
+// Module tests of the tree's building blocks, one suite per module: id_ring (the free
+// lists), lru_list (the three LRU orders), kv events (block hashes, paged events) and the
+// radix_tree itself (split, match, insert dedup, eviction order) — each with the tree's
+// invariants checked after every change.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "actors/radix_cache/id_ring.hpp"
+#include "actors/radix_cache/lru_list.hpp"
+#include "storage/sha256_page_hasher.hpp"
+#include "tests/support/tree_fixture.hpp"
+
+namespace hc::test {
+namespace {
+
+// ---- id_ring ----------------------------------------------------------------------------
+
+std::vector<std::int32_t> contents(const id_ring& r) {
+  std::vector<std::int32_t> v;
+  for (std::size_t i = 0; i < r.size(); ++i)
+    v.push_back(r[i]);
+  return v;
+}
+
+TEST(IdRing, FifoWithFrontPushesAcrossTheWrap) {
+  id_ring r(5);  // not a power of two: the limit, not the buffer, decides full()
+  EXPECT_EQ(r.capacity(), 5u);
+  for (std::int32_t i = 1; i <= 5; ++i)
+    r.push_back(i);
+  EXPECT_TRUE(r.full());
+  EXPECT_EQ(r.pop_front(), 1);
+  EXPECT_EQ(r.pop_front(), 2);
+  r.push_back(6);   // wraps in the buffer
+  r.push_front(2);  // a freed id goes back in front
+  EXPECT_EQ(contents(r), (std::vector<std::int32_t>{2, 3, 4, 5, 6}));
+  std::vector<std::int32_t> out{9};
+  r.pop_front_into(3, out);
+  EXPECT_EQ(out, (std::vector<std::int32_t>{9, 2, 3, 4}));
+  EXPECT_EQ(contents(r), (std::vector<std::int32_t>{5, 6}));
+  r.clear();
+  EXPECT_TRUE(r.empty());
+  r.reset_capacity(2);
+  r.push_front(7);
+  r.push_front(8);
+  EXPECT_TRUE(r.full());
+  EXPECT_EQ(contents(r), (std::vector<std::int32_t>{8, 7}));
+}
+
+// ---- lru_list ---------------------------------------------------------------------------
+
+/// A chain root -> a -> b -> c and a sibling d under a (nodes owned here, not by a tree).
+struct lru_nodes : ::testing::Test {
+  radix_node root, a, b, c, d;
+  lru_list<lru_kind::full> full;
+  lru_list<lru_kind::mamba> mamba;
+  void SetUp() override {
+    a.parent = &root;
+    b.parent = &a;
+    c.parent = &b;
+    d.parent = &a;
+    root.children = {&a};
+    a.children = {&b, &d};
+    b.children = {&c};
+  }
+  template <class L>
+  static std::vector<const radix_node*> order(const L& l) {  // most to least recent
+    std::vector<const radix_node*> v;
+    for (radix_node* n = l.first(); n; n = l.after(n))
+      v.push_back(n);
+    return v;
+  }
+};
+
+TEST_F(lru_nodes, InsertAndResetMoveToTheMostRecentEnd) {
+  for (radix_node* n : {&a, &b, &c, &d})
+    full.insert_mru(n);
+  EXPECT_EQ(order(full), (std::vector<const radix_node*>{&d, &c, &b, &a}));
+  full.reset_mru(&a);
+  EXPECT_EQ(order(full), (std::vector<const radix_node*>{&a, &d, &c, &b}));
+  full.remove(&d);
+  EXPECT_FALSE(full.contains(&d));
+  EXPECT_EQ(full.size(), 3u);
+  EXPECT_TRUE(mamba.size() == 0 && !mamba.contains(&a)) << "the lists are independent";
+}
+
+TEST_F(lru_nodes, ANodeAndItsParentsBecomeMostRecentDescendantsFirst) {
+  for (radix_node* n : {&a, &b, &c, &d})
+    full.insert_mru(n);
+  full.reset_node_and_parents_mru(&c, &root);
+  EXPECT_EQ(order(full), (std::vector<const radix_node*>{&c, &b, &a, &d}))
+      << "ancestors are less recent than their descendants";
+  mamba.insert_mru(&a);
+  mamba.insert_mru(&c);  // b is a tombstone: not in the mamba list
+  mamba.reset_node_and_parents_mru(&c, &root);
+  EXPECT_EQ(order(mamba), (std::vector<const radix_node*>{&c, &a}));
+}
+
+TEST_F(lru_nodes, TheLeastRecentUnlockedNodeAndLeafSkipLocksAndDeviceChildren) {
+  for (radix_node* n : {&c, &d, &b, &a})  // a is the most recent, c the least
+    full.insert_mru(n);
+  c.full_lock_ref = 1;
+  EXPECT_EQ(full.lru_unlocked(), &d);
+  // c and d are on the device (not evicted): a and b have device children, no D-leaves
+  EXPECT_EQ(full.lru_unlocked_leaf(), &d);
+  EXPECT_EQ(full.prev_unlocked_leaf(&d), nullptr) << "b and a have device children";
+  c.full_lock_ref = 0;
+  EXPECT_EQ(full.lru_unlocked(), &c);
+  mamba.insert_mru(&b);
+  b.mamba_lock_ref = 1;
+  EXPECT_EQ(mamba.lru_unlocked(), nullptr) << "each list has its own lock";
+}
+
+// ---- kv events ----------------------------------------------------------------------------
+
+TEST(KvEvents, ABlockHashIsTheDigestsFirstEightBytesAsASignedBigEndianInteger) {
+  page_digest d;
+  for (std::size_t i = 0; i < d.bytes.size(); ++i)
+    d.bytes[i] = static_cast<std::uint8_t>(0xf0 + (i % 16));
+  // f0 f1 f2 f3 f4 f5 f6 f7 -> 0xf0f1f2f3f4f5f6f7 as two's complement
+  EXPECT_EQ(block_hash_of(d), static_cast<std::int64_t>(0xf0f1f2f3f4f5f6f7ull));
+  d.bytes[0] = 0x01;
+  EXPECT_EQ(block_hash_of(d), 0x01f1f2f3f4f5f6f7ll);
+}
+
+TEST(KvEvents, OneStoredEventPerPageChainedToThePreviousPage) {
+  sha256_page_hasher hasher;
+  cache_config cfg;
+  cfg.kv_tokens = 64;
+  cfg.page_size = 4;
+  cfg.slots = 4;
+  cfg.enable_events = true;
+  radix_cache cache(cfg, &hasher);
+  radix_tree& t = cache.tree();
+  const auto key = iota_tokens(10, 12);
+  std::vector<slot_id> slot;
+  ASSERT_TRUE(cache.slots().alloc(1, slot));
+  HC_ASSERT_OK(t.insert(0, key, alloc_kv(cache, 12), slot[0]));
+  const auto ev = t.drain_events();
+  ASSERT_EQ(ev.size(), 3u);
+  page_digest prior{};
+  for (std::size_t p = 0; p < 3; ++p) {
+    const std::span<const token_id> page(key.data() + 4 * p, 4);
+    const page_digest d = hasher.hash_page(p ? &prior : nullptr, page);
+    EXPECT_EQ(ev[p].type, kv_event::kind::block_stored);
+    EXPECT_EQ(ev[p].block_hash, block_hash_of(d));
+    EXPECT_EQ(ev[p].block_size, 4u);
+    EXPECT_EQ(ev[p].token_ids, std::vector<token_id>(page.begin(), page.end()));
+    if (p == 0) {
+      EXPECT_FALSE(ev[p].parent_block_hash.has_value());
+    } else {
+      EXPECT_EQ(ev[p].parent_block_hash, block_hash_of(prior));
+    }
+    prior = d;
+  }
+  EXPECT_TRUE(t.drain_events().empty()) << "drained";
+}
+
+// ---- radix_tree ---------------------------------------------------------------------------
+
+struct tree : ::testing::Test {
+  radix_cache cache{{256, 1, 8, 4}};
+  radix_tree& t = cache.tree();
+  slot_id slot() {
+    std::vector<slot_id> s;
+    EXPECT_TRUE(cache.slots().alloc(1, s));
+    return s.empty() ? no_slot : s[0];
+  }
+  void insert(const std::vector<token_id>& key) {
+    HC_ASSERT_OK(t.insert(0, key, alloc_kv(cache, key.size()), slot()));
+    HC_ASSERT_OK(t.check_invariants());
+  }
+};
+
+TEST_F(tree, ASharedStemSplitsAndEachBranchMatchesToItsState) {
+  insert(toks({1, 2, 3, 4, 5, 6}));
+  insert(toks({1, 2, 3, 9}));
+  EXPECT_EQ(t.node_count(), 3u) << "stem [1 2 3] split off, two branches";
+  EXPECT_EQ(t.leaf_count(), 2u);
+  const match_result m = t.match(0, toks({1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(m.indices.size(), 6u);
+  EXPECT_NE(m.last_slot, no_slot);
+  const match_result stem = t.match(0, toks({1, 2, 3, 7}));
+  EXPECT_EQ(stem.kv_matched, 3u);
+  EXPECT_EQ(stem.indices.size(), 0u) << "the split-off stem is a tombstone: no state";
+  EXPECT_EQ(stem.last_node.node, t.root().node);
+  HC_ASSERT_OK(t.check_invariants());
+}
+
+TEST_F(tree, AnInsertOfACachedPrefixFreesTheCallersDuplicates) {
+  insert(toks({1, 2, 3, 4}));
+  const std::size_t free_before = cache.kv().available();
+  auto kv = alloc_kv(cache, 4);
+  const slot_id s = slot();
+  auto r = t.insert(0, toks({1, 2, 3, 4}), kv, s);
+  HC_ASSERT_OK(r);
+  EXPECT_TRUE(r->mamba_exist) << "the node already has a state";
+  EXPECT_EQ(cache.kv().available(), free_before) << "the 4 duplicate ids were freed";
+  HC_ASSERT_OK(cache.slots().free_one(s));  // the caller keeps its slot when a state exists
+  HC_ASSERT_OK(t.check_invariants());
+}
+
+TEST_F(tree, EvictionTakesTheLeastRecentUnlockedLeafFirst) {
+  insert(toks({1, 2}));
+  insert(toks({3, 4}));
+  insert(toks({5, 6}));
+  (void)t.match(0, toks({1, 2}));  // now the most recent
+  const match_result locked = t.match(0, toks({3, 4}));
+  HC_ASSERT_OK(t.inc_lock(locked.last_node));
+  const evict_result r = t.evict(2, 0);
+  EXPECT_EQ(r.tokens_freed_total, 2u);
+  EXPECT_EQ(t.match(0, toks({5, 6})).kv_matched, 0u) << "[5 6] was the least recent";
+  EXPECT_EQ(t.match(0, toks({1, 2})).kv_matched, 2u);
+  EXPECT_EQ(t.match(0, toks({3, 4})).kv_matched, 2u) << "locked: never evicted";
+  HC_ASSERT_OK(t.dec_lock(locked.last_node));
+  HC_ASSERT_OK(t.sanity_check());
+}
+
+}  // namespace
+}  // namespace hc::test
