@@ -161,21 +161,20 @@ void bytes(state& st, const msg::bytes_ptr& j) {
 
 }  // namespace
 
-caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr<l1_pools> pools,
-                                   std::shared_ptr<host_pools> host, metrics_sink* metrics,
-                                   const clock* time, race_demo demo) {
-  auto st = std::make_shared<state>(demo);
-  st->time = time;
-  st->pools = std::move(pools);
+caf::behavior forward_stream_actor(caf::event_based_actor* self, stream_setup setup,
+                                   caf::actor cache) {
+  auto st = std::make_shared<state>(setup.demo);
+  st->time = setup.time;
+  st->pools = std::move(setup.pools);
   st->ops.emplace(slot_pool_view{st->pools->ssm.bytes(), st->pools->ssm_slot_bytes});
-  st->host = std::move(host);
-  st->metrics = metrics;
+  st->host = std::move(setup.host);
+  st->metrics = setup.metrics;
+  st->cache = std::move(cache);
   return {
       [st](msg::attach_atom, session_id s) { st->rules.attach(s); },
       [st](msg::ops_atom, session_id s, std::uint64_t batch, forward_ops& ops) {
         (void)st->rules.enqueue(s, batch, std::move(ops));  // refused ones are counted
       },
-      [st](msg::attach_atom, caf::actor cache) { st->cache = std::move(cache); },
       [self, st](msg::fence_atom, const msg::fence_ptr& j) { fence(self, *st, j); },
       [self, st](msg::tier_atom, msg::tier_kind kind, session_id s, msg::tier_copies& copies) {
         return tier(self, *st, kind, s, copies);

@@ -12,7 +12,7 @@
 // (bytes, bytes_ptr), (detach, session), (read_after, session, writer_marks),
 // (donate, session, forward_ops), (inspect) -> std::string JSON, and
 // (tier, tier_kind, session, tier_copies) -> tier_copies, answered once they ran.
-// (attach, caf::actor): the radix_cache it reports (fenced, session, batch, ended) to.
+// It reports (fenced, session, batch, ended) to the radix_cache that spawned it.
 
 #include <caf/fwd.hpp>
 
@@ -34,10 +34,17 @@ struct l1_pools {
   std::size_t ssm_slot_bytes = 0;
 };
 
-/// `host`: the instance's L2 pools (null without a host tier). `time` (outlives the actor)
-/// times fence waits and copies.
-caf::behavior forward_stream_actor(caf::event_based_actor* self, std::shared_ptr<l1_pools> pools,
-                                   std::shared_ptr<host_pools> host, metrics_sink* metrics,
-                                   const clock* time, race_demo demo);
+/// What an instance's stream is built from (by its radix_cache, which spawns it).
+struct stream_setup {
+  std::shared_ptr<l1_pools> pools;
+  std::shared_ptr<host_pools> host;  ///< the instance's L2 pools (null without a host tier)
+  metrics_sink* metrics = nullptr;
+  const clock* time = nullptr;  ///< times fence waits and copies; outlives the actor
+  race_demo demo;
+};
+
+/// `cache`: the instance's radix_cache, told of every begin and end.
+caf::behavior forward_stream_actor(caf::event_based_actor* self, stream_setup setup,
+                                   caf::actor cache);
 
 }  // namespace hc

@@ -168,8 +168,10 @@ std::string inspect(const state& st) {
 }  // namespace
 
 caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
-                                std::uint64_t instance_id, caf::actor forward_stream,
-                                caf::actor owner, tier_wiring tiers, metrics_sink* metrics) {
+                                std::uint64_t instance_id, stream_setup stream, caf::actor owner,
+                                tier_wiring tiers, metrics_sink* metrics) {
+  caf::actor forward_stream = self->spawn<caf::linked>(forward_stream_actor, std::move(stream),
+                                                       caf::actor_cast<caf::actor>(self));
   auto st = std::make_shared<state>();
   st->time = tiers.time;
   st->cache = std::make_unique<radix_cache>(cfg, &st->hasher);
@@ -180,7 +182,8 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
   st->owner = std::move(owner);
   st->metrics = metrics;
   return {
-      [st](msg::attach_atom, session_id s, const request_config& rc, const std::string& ns) {
+      [st, self](msg::attach_atom, session_id s, const request_config& rc,
+                 const std::string& ns) -> caf::actor {
         auto [it, fresh] =
             st->namespaces.try_emplace(ns, static_cast<namespace_id>(st->namespaces.size()));
         if (fresh) st->tiers->name_namespace(it->second, ns);
@@ -188,6 +191,8 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         session_cfg.snapshots_in_forward_ops = false;  // donation copies go out after each step
         session_cfg.session = s;  // marks what it caches while its forwards run
         st->sessions[s] = {std::make_unique<request_manager>(session_cfg, *st->cache), it->second};
+        self->send(st->stream, msg::attach_atom::value, s);  // before the open completes
+        return st->stream;
       },
       [st, self](msg::step_atom, const msg::step_ptr& job) {
         auto it = st->sessions.find(job->session);
@@ -223,6 +228,7 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         job->complete();
       },
       [st, self](msg::detach_atom, const msg::close_ptr& job) {
+        self->send(st->stream, msg::detach_atom::value, job->session);
         auto it = st->sessions.find(job->session);
         if (it != st->sessions.end()) {
           request_manager& m = *it->second.requests;

@@ -1,26 +1,32 @@
 #pragma once
 // The radix_cache actor (one per cache instance): owns the tree, the L1 id allocators and
 // every session's request table of this instance; executes scheduling steps and hands
-// the resulting data ops to the instance's forward_stream (architecture.md §1-§2).
+// the resulting data ops to the instance's forward_stream (architecture.md §1-§2). It
+// spawns that stream itself (linked: they end together) and hands it to every session it
+// attaches — the only actor that needs both ends of the instance is the one that creates
+// them, so neither is given the other after its spawn.
 //
-// Messages: (attach, session, request_config, namespace), (step, step_ptr), (detach,
-// close_ptr) with the session in the job, (inspect) -> std::string JSON. After a detach it
-// tells `owner` (detached, instance_id): the session's state is gone from this instance.
-// With a host tier, every step ends by handing its tier work to tier_pipeline.
+// Messages: (attach, session, request_config, namespace) -> caf::actor (the stream), (step,
+// step_ptr), (detach, close_ptr) with the session in the job, (fenced, session, batch,
+// ended) from its stream, (drain) -> bool, (inspect) -> std::string JSON. After a detach
+// it tells `owner` (detached, instance_id): the session's state is gone from this
+// instance. With a host tier, every step ends by handing its tier work to tier_pipeline.
 
 #include <caf/fwd.hpp>
 
 #include <cstdint>
 
 #include "actors/common/metrics_sink.hpp"
+#include "actors/node/forward_stream_actor.hpp"
 #include "actors/node/tier_pipeline.hpp"
 #include "actors/radix_cache/radix_cache.hpp"
 
 namespace hc {
 
-/// `tiers`: the instance's L2 bytes and L3 access (cfg.host_kv_tokens 0: none).
+/// `stream`: what its forward_stream is built from. `tiers`: the instance's L2 bytes and
+/// L3 access (cfg.host_kv_tokens 0: none).
 caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
-                                std::uint64_t instance_id, caf::actor forward_stream,
-                                caf::actor owner, tier_wiring tiers, metrics_sink* metrics);
+                                std::uint64_t instance_id, stream_setup stream, caf::actor owner,
+                                tier_wiring tiers, metrics_sink* metrics);
 
 }  // namespace hc

@@ -1,39 +1,326 @@
+// The scheduler actor: the node's sessions and instances (architecture.md §1). It opens a
+// session on the instance its spec names (creating the instance, its pools and its
+// radix_cache — which spawns the instance's forward_stream — on first use), registers the
+// session's route for the entry points, counts sessions per instance and destroys the
+// longest-idle instances, and answers stats and drain by asking every instance.
+// Steps, fences and byte access never pass through it: they go from the caller's thread
+// straight to the session's radix_cache or forward_stream (node.cpp).
 #include "actors/node/scheduler_actor.hpp"
 
-#include <string>
+#include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/common/invariant.hpp"
+#include "actors/node/forward_stream_actor.hpp"
+#include "actors/node/host_storage_actor.hpp"
 #include "actors/node/messages.hpp"
-#include "actors/scheduler/command_executor.hpp"
+#include "actors/node/radix_cache_actor.hpp"
+#include "storage/l3_keys.hpp"
 
 namespace hc {
+namespace {
 
-caf::behavior scheduler_actor(caf::event_based_actor* self, session_id session,
-                              scheduler_limits limits, caf::actor radix_cache,
-                              caf::actor forward_stream) {
+struct instance {
+  std::uint64_t id = 0;
+  caf::actor radix;              ///< owns the tree and the sessions' request tables
+  caf::actor stream;             ///< its forward_stream (spawned by radix, linked to it)
+  std::size_t sessions = 0;      ///< open sessions
+  std::uint64_t idle_since = 0;  ///< node tick when the last session closed
+};
+
+struct node_state {
+  node_config cfg;
+  session_registry* registry = nullptr;
+  std::unordered_map<std::string, instance> instances;
+  caf::actor host;
+  session_id next_session = 0;
+  std::uint64_t next_instance = 0;
+  std::uint64_t tick = 0;
+};
+
+/// MemAvailable of /proc/meminfo in bytes (0 if unknown).
+std::uint64_t host_memory_available() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+/// The L2 pools and L3 access of a new instance (§5.1 sizing); none without a host tier.
+result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_config& cc) {
+  tier_wiring w;
+  w.time = st.cfg.time_source;
+  if (!spec.host_tier()) return w;
+  host_pool_request req;
+  req.device_kv_tokens = spec.kv_tokens;
+  req.device_slots = spec.ssm_slots;
+  req.page_size = spec.page_size;
+  req.kv_bytes_per_token = spec.kv_bytes_per_token;
+  req.state_bytes = spec.ssm_slot_bytes;
+  req.host_bytes = spec.hicache_bytes;
+  if (spec.hicache_ratio > 0) req.ratio = spec.hicache_ratio;
+  req.host_ram_available =
+      st.cfg.host_memory_limit ? st.cfg.host_memory_limit : host_memory_available();
+  auto sizes = size_host_pools(req);
+  if (!sizes) return sizes.err();
+  cc.host_kv_tokens = sizes->kv_tokens;
+  cc.host_slots = sizes->slots;
+  w.host = std::make_shared<host_pools>(*sizes, spec.page_size);
+  w.prefetch.threshold_tokens = spec.prefetch_threshold;
+  w.prefetch.termination = spec.prefetch_policy;
+  if (spec.hicache_storage && st.cfg.l3) {
+    w.storage = st.host;
+    w.fingerprint =
+        l3::fingerprint({spec.model_id, spec.tp_rank, spec.tp_size,
+                         spec.page_size * spec.kv_bytes_per_token, spec.ssm_slot_bytes});
+  }
+  return w;
+}
+
+result<instance> make_instance(caf::event_based_actor* self, node_state& st,
+                               const instance_spec& spec) {
+  cache_config cc = cache_config_of(spec);
+  auto tiers = make_tiers(st, spec, cc);
+  if (!tiers) return tiers.err();
+  auto pools = std::make_shared<l1_pools>();
+  const std::uint64_t id = ++st.next_instance;
+  const std::string base = st.cfg.shm_prefix + "-i" + std::to_string(id);
+  pools->kv_bytes_per_token = spec.kv_bytes_per_token;
+  pools->page_size = spec.page_size;
+  pools->ssm_slot_bytes = spec.ssm_slot_bytes;
+  if (spec.kv_bytes_per_token > 0) {
+    auto r = shm_region::create(base + "-kv",
+                                (spec.kv_tokens + spec.page_size) * spec.kv_bytes_per_token);
+    if (!r) return r.err();
+    pools->kv = std::move(*r);
+  }
+  if (spec.ssm_slot_bytes > 0) {
+    auto r = shm_region::create(base + "-ssm", (spec.ssm_slots + 1) * spec.ssm_slot_bytes);
+    if (!r) return r.err();
+    pools->ssm = std::move(*r);
+  }
+  instance in;
+  in.id = id;
+  stream_setup ss{pools, tiers->host, st.cfg.metrics, st.cfg.time_source, st.cfg.demo};
+  in.radix = self->spawn(radix_cache_actor, cc, id, std::move(ss),
+                         caf::actor_cast<caf::actor>(self), std::move(*tiers), st.cfg.metrics);
+  return in;
+}
+
+/// The L1 pools' shared-memory names and sizes of instance `id` built from `sp`.
+pool_info pool_info_of(const node_state& st, std::uint64_t id, const instance_spec& sp) {
+  pool_info info;
+  info.instance_id = id;
+  info.kv_bytes_per_token = sp.kv_bytes_per_token;
+  info.ssm_slot_bytes = sp.ssm_slot_bytes;
+  const std::string base = st.cfg.shm_prefix + "-i" + std::to_string(id);
+  if (sp.kv_bytes_per_token > 0) {
+    info.kv_shm = base + "-kv";
+    info.kv_bytes = (sp.kv_tokens + sp.page_size) * sp.kv_bytes_per_token;
+  }
+  if (sp.ssm_slot_bytes > 0) {
+    info.ssm_shm = base + "-ssm";
+    info.ssm_bytes = (sp.ssm_slots + 1) * sp.ssm_slot_bytes;
+  }
+  return info;
+}
+
+void open_session(caf::event_based_actor* self, node_state& st, const msg::open_ptr& job) {
+  if (status s = validate(job->spec, st.cfg.limits); !s) {
+    job->err = s.err();
+    return job->complete();
+  }
+  const std::string fp = instance_fingerprint(job->spec);
+  auto it = st.instances.find(fp);
+  if (it == st.instances.end()) {
+    auto in = make_instance(self, st, job->spec);
+    if (!in) {
+      job->err = in.err();
+      return job->complete();
+    }
+    it = st.instances.emplace(fp, *in).first;
+  }
+  instance& in = it->second;
+  ++in.sessions;
+  const session_id sid = ++st.next_session;
+  job->session = sid;
+  job->info = pool_info_of(st, in.id, job->spec);
+  // The instance's radix_cache creates the session's request table, attaches it to its
+  // stream and answers with that stream: the session's route (steps to the one, fences
+  // and byte access to the other) is registered before the open completes.
+  self->request(in.radix, caf::infinite, msg::attach_atom::value, sid, request_config_of(job->spec),
+                job->spec.ns)
+      .then(
+          [self, &st, job, fp](caf::actor stream) {
+            auto it = st.instances.find(fp);
+            if (it != st.instances.end()) it->second.stream = stream;
+            {
+              std::lock_guard lk(st.registry->mu);
+              st.registry->sessions.emplace(job->session,
+                                            session_route{it->second.radix, std::move(stream)});
+            }
+            st.cfg.metrics->sessions(+1);
+            job->complete();
+          },
+          [job](caf::error& e) {
+            job->err = {errc::io_error,
+                        "the instance did not attach the session: " + caf::to_string(e)};
+            job->complete();
+          });
+}
+
+/// The node's totals for `stats`: pools and served counters summed over the instances.
+std::vector<std::pair<std::string, double>> totals_of(const nlohmann::json& doc) {
+  std::vector<std::pair<std::string, double>> out;
+  out.emplace_back("sessions", doc.value("sessions", 0.0));
+  out.emplace_back("instances", static_cast<double>(doc["instances"].size()));
+  out.emplace_back("invariant_violations", doc.value("invariant_violations", 0.0));
+  // Sums `key` of every instance's tree document (or of its "served" part) as `name`.
+  auto sum = [&](const nlohmann::json::json_pointer& key, const char* name) {
+    double v = 0;
+    for (const auto& in : doc["instances"])
+      if (in["tree"].contains(key)) v += in["tree"][key].get<double>();
+    out.emplace_back(name, v);
+  };
+  using ptr = nlohmann::json::json_pointer;
+  const std::pair<const char*, const char*> tree_totals[] = {
+      {"live_requests", "live_requests"},        {"kv_capacity", "kv_tokens_capacity"},
+      {"kv_available", "kv_tokens_free"},        {"full_evictable", "kv_tokens_evictable"},
+      {"full_protected", "kv_tokens_protected"}, {"slot_capacity", "ssm_slots_capacity"},
+      {"slot_available", "ssm_slots_free"},      {"mamba_evictable", "ssm_slots_evictable"},
+      {"mamba_protected", "ssm_slots_protected"}};
+  for (const auto& [key, name] : tree_totals)
+    sum(ptr() / key, name);
+  for (const char* k : {"steps", "commands", "command_errors", "matches", "matched_kv_tokens",
+                        "matched_resumable_tokens", "lookups", "inserted_tokens", "evicted_tokens",
+                        "evicted_slots", "pressure_evicted_tokens", "pressure_evicted_slots",
+                        "tombstones_by_eviction", "tombstones_by_split"})
+    sum(ptr("/served") / k, k);
+  return out;
+}
+
+/// Gathers every actor's inspect JSON into one document, and the node's totals.
+void gather_stats(caf::event_based_actor* self, node_state& st, const msg::stats_ptr& job) {
+  struct fan_in {
+    msg::stats_ptr job;
+    nlohmann::json doc;
+    std::size_t pending = 0;
+  };
+  auto f = std::make_shared<fan_in>();
+  f->job = job;
+  {
+    std::lock_guard lk(st.registry->mu);
+    f->doc["sessions"] = st.registry->sessions.size();
+  }
+  f->doc["invariant_violations"] = invariant_violations();
+  f->doc["first_invariant_violation"] = first_invariant_violation();
+  f->doc["host_storage"] = nullptr;
+  f->doc["instances"] = nlohmann::json::array();
+  f->pending = 1;
+  for (const auto& [fp, in] : st.instances)
+    f->pending += in.stream ? 2 : 1;
+  auto finish = [f] {
+    if (--f->pending != 0) return;
+    f->job->stats = totals_of(f->doc);
+    f->job->inspect_json = f->doc.dump();
+    f->job->complete();
+  };
+  auto on_err = [finish](caf::error&) { finish(); };
+  // An actor's inspect reply is JSON; a malformed one shows as a string, never throws.
+  auto parse = [](const std::string& s) {
+    auto j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+    return j.is_discarded() ? nlohmann::json(s) : j;
+  };
+  self->request(st.host, caf::infinite, msg::inspect_atom::value)
+      .then(
+          [f, finish, parse](std::string& s) {
+            f->doc["host_storage"] = parse(s);
+            finish();
+          },
+          on_err);
+  std::size_t i = 0;
+  for (const auto& [fp, in] : st.instances) {
+    f->doc["instances"].push_back({{"fingerprint", fp}, {"tree", nullptr}, {"stream", nullptr}});
+    const std::pair<const char*, caf::actor> parts[] = {{"tree", in.radix}, {"stream", in.stream}};
+    for (const auto& [part, a] : parts) {
+      if (!a) continue;  // the stream is known once the instance attached a session
+      self->request(a, caf::infinite, msg::inspect_atom::value)
+          .then(
+              [f, finish, parse, i, part](std::string& s) {
+                f->doc["instances"][i][part] = parse(s);
+                finish();
+              },
+              on_err);
+    }
+    ++i;
+  }
+}
+
+/// Completes `job` once every instance's radix_cache reports no tier work in flight.
+void drain(caf::event_based_actor* self, const node_state& st, const msg::drain_ptr& job) {
+  auto pending = std::make_shared<std::size_t>(st.instances.size() + 1);
+  auto finish = [job, pending] {
+    if (--*pending == 0) job->complete();
+  };
+  for (const auto& [fp, in] : st.instances)
+    self->request(in.radix, caf::infinite, msg::drain_atom::value)
+        .then([finish](bool) { finish(); }, [finish](caf::error&) { finish(); });
+  finish();
+}
+
+/// A session of instance `id` is gone; destroys the longest-idle instances beyond the
+/// node's max_idle_instances. Their actors hold the pools, which unmap and unlink when
+/// the actors end (a worker's own mapping stays valid until it unmaps).
+void session_detached(caf::event_based_actor* self, node_state& st, std::uint64_t id) {
+  for (auto& [fp, in] : st.instances)
+    if (in.id == id && in.sessions > 0 && --in.sessions == 0) in.idle_since = ++st.tick;
+  for (;;) {
+    std::size_t idle = 0;
+    auto oldest = st.instances.end();
+    for (auto it = st.instances.begin(); it != st.instances.end(); ++it) {
+      if (it->second.sessions != 0) continue;
+      ++idle;
+      if (oldest == st.instances.end() || it->second.idle_since < oldest->second.idle_since)
+        oldest = it;
+    }
+    if (idle <= st.cfg.max_idle_instances) return;
+    self->send_exit(oldest->second.radix, caf::exit_reason::user_shutdown);  // and its stream
+    st.cfg.metrics->instance_closed(oldest->second.id);
+    st.instances.erase(oldest);
+  }
+}
+
+}  // namespace
+
+caf::behavior scheduler_actor(caf::event_based_actor* self, node_config cfg,
+                              session_registry* registry) {
+  auto st = std::make_shared<node_state>();
+  st->cfg = std::move(cfg);
+  st->registry = registry;
+  // Blocking L3 I/O: on its own thread, never on the scheduler's.
+  st->host = self->spawn<caf::detached>(host_storage_actor, st->cfg.l3, st->cfg.metrics,
+                                        st->cfg.time_source);
   return {
-      [=](msg::step_atom, const msg::step_ptr& job) {
-        if (job->cmds.size() > limits.max_step_commands) {
-          job->err = {errc::invalid_argument, "step has " + std::to_string(job->cmds.size()) +
-                                                  " commands, more than the limit " +
-                                                  std::to_string(limits.max_step_commands)};
-          return job->complete();
-        }
-        for (std::size_t i = 0; i < job->cmds.size(); ++i)
-          if (status s = validate_command(job->cmds[i], limits.max_command_tokens); !s) {
-            job->err = {s.err().code, "command " + std::to_string(i) + ": " + s.err().message};
-            return job->complete();
-          }
-        self->send(radix_cache, msg::step_atom::value, job);
+      [self, st](msg::open_atom, const msg::open_ptr& job) { open_session(self, *st, job); },
+      [self, st](msg::stats_atom, const msg::stats_ptr& job) { gather_stats(self, *st, job); },
+      [self, st](msg::drain_atom, const msg::drain_ptr& job) { drain(self, *st, job); },
+      [self, st](msg::ext_store_atom, const msg::store_ptr& job) {
+        self->send(st->host, msg::ext_store_atom::value, job);  // its I/O thread completes it
       },
-      [=](msg::fence_atom, const msg::fence_ptr& job) {
-        self->send(forward_stream, msg::fence_atom::value, job);
+      [self, st](msg::detached_atom, std::uint64_t instance_id) {
+        session_detached(self, *st, instance_id);
       },
-      [=](msg::bytes_atom, const msg::bytes_ptr& job) {
-        self->send(forward_stream, msg::bytes_atom::value, job);
-      },
-      [=](msg::close_atom, const msg::close_ptr& job) {
-        self->send(forward_stream, msg::detach_atom::value, session);
-        self->send(radix_cache, msg::detach_atom::value, job);  // completes the job
+      [self, st](msg::shutdown_atom) {
+        for (const auto& [fp, in] : st->instances)
+          self->send_exit(in.radix, caf::exit_reason::user_shutdown);  // and its stream
+        self->send_exit(st->host, caf::exit_reason::user_shutdown);
         self->quit();
       },
   };
