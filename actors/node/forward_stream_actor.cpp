@@ -31,13 +31,13 @@ struct state {
   std::unordered_map<stream_ticket, msg::fence_ptr> fences;  ///< begins and ends not answered
   struct pending_tier {
     msg::tier_copies copies;
-    caf::response_promise answer;
+    caf::typed_response_promise<msg::tier_copies> answer;
   };
   std::unordered_map<stream_ticket, pending_tier> tiers;  ///< tier jobs not run yet
   metrics_sink* metrics = nullptr;
   const clock* time = nullptr;
   std::uint64_t now_ns() const { return static_cast<std::uint64_t>(time->now().count()); }
-  caf::actor cache;  ///< the instance's radix_cache: told of every begin and end
+  msg::cache_actor cache;  ///< the instance's radix_cache: told of every begin and end
   tier_counters tier;
 
   device_bytes device() const {
@@ -69,7 +69,7 @@ void run_tier(state& st, state::pending_tier& p) {
 
 /// Performs the rules' actions in their order. A report goes to radix_cache before the
 /// answer that follows it, so the worker's next step finds it already in that mailbox.
-void perform(caf::event_based_actor* self, state& st, stream_actions& actions) {
+void perform(msg::stream_actor::pointer self, state& st, stream_actions& actions) {
   for (stream_action_v& a : actions) {
     if (auto* o = std::get_if<stream_action::run_ops>(&a)) {
       st.ops->run(o->ops);
@@ -98,7 +98,7 @@ void perform(caf::event_based_actor* self, state& st, stream_actions& actions) {
   actions.clear();
 }
 
-void fence(caf::event_based_actor* self, state& st, const msg::fence_ptr& j) {
+void fence(msg::stream_actor::pointer self, state& st, const msg::fence_ptr& j) {
   const stream_ticket t = st.next_ticket++;
   st.fences.emplace(t, j);
   stream_actions out;
@@ -110,10 +110,10 @@ void fence(caf::event_based_actor* self, state& st, const msg::fence_ptr& j) {
   perform(self, st, out);
 }
 
-caf::response_promise tier(caf::event_based_actor* self, state& st, msg::tier_kind kind,
-                           session_id s, msg::tier_copies& copies) {
+caf::result<msg::tier_copies> tier(msg::stream_actor::pointer self, state& st, msg::tier_kind kind,
+                                   session_id s, msg::tier_copies& copies) {
   const stream_ticket t = st.next_ticket++;
-  caf::response_promise answer = self->make_response_promise();
+  auto answer = self->make_response_promise<msg::tier_copies>();
   st.tiers.emplace(t, state::pending_tier{std::move(copies), answer});
   stream_actions out;
   st.rules.tier(kind, s, t, out);
@@ -161,8 +161,8 @@ void bytes(state& st, const msg::bytes_ptr& j) {
 
 }  // namespace
 
-caf::behavior forward_stream_actor(caf::event_based_actor* self, stream_setup setup,
-                                   caf::actor cache) {
+msg::stream_actor::behavior_type forward_stream_actor(msg::stream_actor::pointer self,
+                                                      stream_setup setup, msg::cache_actor cache) {
   auto st = std::make_shared<state>(setup.demo);
   st->time = setup.time;
   st->pools = std::move(setup.pools);
@@ -176,9 +176,8 @@ caf::behavior forward_stream_actor(caf::event_based_actor* self, stream_setup se
         (void)st->rules.enqueue(s, batch, std::move(ops));  // refused ones are counted
       },
       [self, st](msg::fence_atom, const msg::fence_ptr& j) { fence(self, *st, j); },
-      [self, st](msg::tier_atom, msg::tier_kind kind, session_id s, msg::tier_copies& copies) {
-        return tier(self, *st, kind, s, copies);
-      },
+      [self, st](msg::tier_atom, msg::tier_kind kind, session_id s, msg::tier_copies& copies)
+          -> caf::result<msg::tier_copies> { return tier(self, *st, kind, s, copies); },
       [st](msg::bytes_atom, const msg::bytes_ptr& j) { bytes(*st, j); },
       [st](msg::read_after_atom, session_id s, msg::writer_marks& marks) {
         st->rules.read_after(s, marks);

@@ -8,13 +8,8 @@
 // and reports every accepted begin and end to radix_cache before answering the worker.
 // Decides nothing about ownership.
 //
-// Messages: (attach, session), (ops, session, batch, forward_ops), (fence, fence_ptr),
-// (bytes, bytes_ptr), (detach, session), (read_after, session, writer_marks),
-// (donate, session, forward_ops), (inspect) -> std::string JSON, and
-// (tier, tier_kind, session, tier_copies) -> tier_copies, answered once they ran.
-// It reports (fenced, session, batch, ended) to the radix_cache that spawned it.
-
-#include <caf/fwd.hpp>
+// Interface: msg::stream_actor (messages.hpp). It reports (fenced, session, batch, ended)
+// to the radix_cache that spawned it.
 
 #include <memory>
 
@@ -22,6 +17,7 @@
 #include "actors/common/metrics_sink.hpp"
 #include "actors/forward_stream/race_demo.hpp"
 #include "actors/host_storage/host_pools.hpp"
+#include "actors/node/messages.hpp"
 #include "gpu/shm_region.hpp"
 
 namespace hc {
@@ -44,7 +40,7 @@ struct stream_setup {
 };
 
 /// `cache`: the instance's radix_cache, told of every begin and end.
-caf::behavior forward_stream_actor(caf::event_based_actor* self, stream_setup setup,
-                                   caf::actor cache);
+msg::stream_actor::behavior_type forward_stream_actor(msg::stream_actor::pointer self,
+                                                      stream_setup setup, msg::cache_actor cache);
 
 }  // namespace hc

@@ -143,8 +143,9 @@ void read(state& st, l3_read_job& j) {
 
 }  // namespace
 
-caf::behavior host_storage_actor(caf::event_based_actor*, std::shared_ptr<l3_store> store,
-                                 metrics_sink* metrics, const clock* time) {
+msg::storage_actor::behavior_type host_storage_actor(msg::storage_actor::pointer,
+                                                     std::shared_ptr<l3_store> store,
+                                                     metrics_sink* metrics, const clock* time) {
   auto st = std::make_shared<state>();
   st->time = time;
   st->store = std::move(store);

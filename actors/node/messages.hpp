@@ -1,14 +1,17 @@
 #pragma once
-// The messages the actors exchange (CAF 0.17 atoms and payload types). Jobs travel as
+// The messages the actors exchange, as one typed interface per actor (CAF 0.17
+// typed_actor): the compiler checks every send, request and handler against them. Each
+// atom has one payload shape per actor. Jobs from outside the actor system travel as
 // shared_ptr: the actor that finishes a job completes it; nobody shares its state.
 
 #include <caf/all.hpp>
 
 #include <memory>
+#include <string>
 
 #include "actors/forward_stream/stream_rules.hpp"
-#include "actors/node/host_storage_actor.hpp"
 #include "actors/node/jobs.hpp"
+#include "actors/node/l3_jobs.hpp"
 #include "actors/radix_cache/radix_tree.hpp"
 #include "actors/scheduler/forward_ops.hpp"
 #include "actors/scheduler/request_manager.hpp"
@@ -32,17 +35,11 @@ using store_atom = caf::atom_constant<caf::atom("store")>;
 using prefetch_atom = caf::atom_constant<caf::atom("prefetch")>;
 using ext_store_atom = caf::atom_constant<caf::atom("extstore")>;
 using donate_atom = caf::atom_constant<caf::atom("donate")>;
-/// node -> radix_cache: (drain_atom) -> bool, once none of its tier work is in flight.
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
-/// forward_stream -> radix_cache: (fenced_atom, session, batch, ended) — a forward began
-/// (ended false) or ended; released request ids wait in quarantine until it ended.
 using fenced_atom = caf::atom_constant<caf::atom("fenced")>;
-/// radix_cache -> forward_stream: (read_after_atom, session, writer_marks) — the session's
-/// next begin_forward waits until these forwards of other sessions ended (their bytes,
-/// cached while they ran, are what the session's requests reached).
 using read_after_atom = caf::atom_constant<caf::atom("readafter")>;
-using writer_marks = std::vector<writer_mark>;
 
+using writer_marks = std::vector<writer_mark>;
 /// What a batch of tier copies is, which decides when forward_stream runs it
 /// (stream_rules.hpp).
 using tier_kind = hc::tier_kind;
@@ -56,6 +53,54 @@ using close_ptr = std::shared_ptr<close_job>;
 using stats_ptr = std::shared_ptr<stats_job>;
 using drain_ptr = std::shared_ptr<drain_job>;
 using store_ptr = std::shared_ptr<store_job>;
+
+/// forward_stream (one per instance): the L1 bytes and their ordered stream.
+using stream_actor = caf::typed_actor<
+    /// A session of the instance opened / closed.
+    caf::reacts_to<attach_atom, session_id>, caf::reacts_to<detach_atom, session_id>,
+    /// The clears / COWs / snapshots of a take_ops, for the session's batch.
+    caf::reacts_to<ops_atom, session_id, std::uint64_t, forward_ops>,
+    /// Donation copies (no_buffer): run before anything queued after them.
+    caf::reacts_to<donate_atom, session_id, forward_ops>,
+    /// The session's next begin waits until these forwards of other sessions ended.
+    caf::reacts_to<read_after_atom, session_id, writer_marks>,
+    /// A worker's begin_forward / end_forward, completed when the rules answer it.
+    caf::reacts_to<fence_atom, fence_ptr>,
+    /// A worker's byte access to a KV page or a slot.
+    caf::reacts_to<bytes_atom, bytes_ptr>,
+    /// Tier copies, answered once they ran.
+    caf::replies_to<tier_atom, tier_kind, session_id, tier_copies>::with<tier_copies>,
+    caf::replies_to<inspect_atom>::with<std::string>>;
+
+/// host_storage (one per node, detached: it blocks on L3 I/O).
+using storage_actor = caf::typed_actor<
+    /// A backup of one node's host copy to L3.
+    caf::replies_to<store_atom, l3_write_ptr>::with<l3_write_ptr>,
+    /// A prefetch's existence check and reads into the host pools.
+    caf::replies_to<prefetch_atom, l3_read_ptr>::with<l3_read_ptr>,
+    /// An external client's L3 batch (completed on this thread).
+    caf::reacts_to<ext_store_atom, store_ptr>, caf::replies_to<inspect_atom>::with<std::string>>;
+
+/// radix_cache (one per instance): the tree and the sessions' request tables.
+using cache_actor = caf::typed_actor<
+    /// Creates the session's request table; answers with the instance's stream.
+    caf::replies_to<attach_atom, session_id, request_config, std::string>::with<stream_actor>,
+    /// A worker's scheduling step (checked for size by the caller).
+    caf::reacts_to<step_atom, step_ptr>,
+    /// The session closed: its requests are released; completes the job.
+    caf::reacts_to<close_atom, close_ptr>,
+    /// From its stream: a forward of the session began (ended false) or ended.
+    caf::reacts_to<fenced_atom, session_id, std::uint64_t, bool>,
+    /// Answers once none of its tier work is in flight.
+    caf::replies_to<drain_atom>::with<bool>, caf::replies_to<inspect_atom>::with<std::string>>;
+
+/// scheduler (one per node): the instances and the sessions.
+using scheduler_actor_type =
+    caf::typed_actor<caf::reacts_to<open_atom, open_ptr>, caf::reacts_to<stats_atom, stats_ptr>,
+                     caf::reacts_to<drain_atom, drain_ptr>,
+                     caf::reacts_to<ext_store_atom, store_ptr>,
+                     /// From a radix_cache: a session of instance `id` is gone.
+                     caf::reacts_to<detached_atom, std::uint64_t>, caf::reacts_to<shutdown_atom>>;
 
 }  // namespace hc::msg
 

@@ -33,7 +33,7 @@ struct node::impl {
   caf::actor_system_config caf_cfg;
   caf::actor_system sys;
   session_registry registry;
-  caf::actor root;
+  msg::scheduler_actor_type root;
   std::atomic<bool> down{false};
 
   template <class Job>
@@ -120,7 +120,7 @@ void node::submit(std::shared_ptr<close_job> j) {
   impl_->cfg.metrics->sessions(-1);
   // radix_cache detaches the session from its stream, releases its requests, completes the
   // job and tells the scheduler.
-  caf::anon_send(r->radix, msg::detach_atom::value, std::move(j));
+  caf::anon_send(r->radix, msg::close_atom::value, std::move(j));
 }
 
 void node::submit(std::shared_ptr<stats_job> j) {

@@ -36,8 +36,8 @@ struct state {
   /// "" is the default namespace 0. Sessions naming the same namespace share prefixes.
   std::unordered_map<std::string, namespace_id> namespaces{{"", 0}};
   std::uint64_t instance = 0;
-  caf::actor stream;
-  caf::actor owner;  ///< the node actor
+  msg::stream_actor stream;
+  msg::scheduler_actor_type owner;
   metrics_sink* metrics = nullptr;
   const clock* time = &steady();  ///< the node's clock (times each command)
 };
@@ -167,11 +167,12 @@ std::string inspect(const state& st) {
 
 }  // namespace
 
-caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
-                                std::uint64_t instance_id, stream_setup stream, caf::actor owner,
-                                tier_wiring tiers, metrics_sink* metrics) {
-  caf::actor forward_stream = self->spawn<caf::linked>(forward_stream_actor, std::move(stream),
-                                                       caf::actor_cast<caf::actor>(self));
+msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self, cache_config cfg,
+                                                  std::uint64_t instance_id, stream_setup stream,
+                                                  msg::scheduler_actor_type owner,
+                                                  tier_wiring tiers, metrics_sink* metrics) {
+  msg::stream_actor forward_stream = self->spawn<caf::linked>(
+      forward_stream_actor, std::move(stream), caf::actor_cast<msg::cache_actor>(self));
   auto st = std::make_shared<state>();
   st->time = tiers.time;
   st->cache = std::make_unique<radix_cache>(cfg, &st->hasher);
@@ -183,7 +184,7 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
   st->metrics = metrics;
   return {
       [st, self](msg::attach_atom, session_id s, const request_config& rc,
-                 const std::string& ns) -> caf::actor {
+                 const std::string& ns) -> msg::stream_actor {
         auto [it, fresh] =
             st->namespaces.try_emplace(ns, static_cast<namespace_id>(st->namespaces.size()));
         if (fresh) st->tiers->name_namespace(it->second, ns);
@@ -227,7 +228,7 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         st->tiers->sweep(sid, &requests);
         job->complete();
       },
-      [st, self](msg::detach_atom, const msg::close_ptr& job) {
+      [st, self](msg::close_atom, const msg::close_ptr& job) {
         self->send(st->stream, msg::detach_atom::value, job->session);
         auto it = st->sessions.find(job->session);
         if (it != st->sessions.end()) {
@@ -254,8 +255,8 @@ caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
         }
       },
       [st](msg::inspect_atom) -> std::string { return inspect(*st); },
-      [st, self](msg::drain_atom) {
-        caf::response_promise done = self->make_response_promise();
+      [st, self](msg::drain_atom) -> caf::result<bool> {
+        auto done = self->make_response_promise<bool>();
         st->tiers->when_idle(done);
         return done;
       },

@@ -6,13 +6,9 @@
 // attaches — the only actor that needs both ends of the instance is the one that creates
 // them, so neither is given the other after its spawn.
 //
-// Messages: (attach, session, request_config, namespace) -> caf::actor (the stream), (step,
-// step_ptr), (detach, close_ptr) with the session in the job, (fenced, session, batch,
-// ended) from its stream, (drain) -> bool, (inspect) -> std::string JSON. After a detach
-// it tells `owner` (detached, instance_id): the session's state is gone from this
-// instance. With a host tier, every step ends by handing its tier work to tier_pipeline.
-
-#include <caf/fwd.hpp>
+// Interface: msg::cache_actor (messages.hpp). After a close it tells `owner` (detached,
+// instance_id): the session's state is gone from this instance. With a host tier, every
+// step ends by handing its tier work to tier_pipeline.
 
 #include <cstdint>
 
@@ -25,8 +21,9 @@ namespace hc {
 
 /// `stream`: what its forward_stream is built from. `tiers`: the instance's L2 bytes and
 /// L3 access (cfg.host_kv_tokens 0: none).
-caf::behavior radix_cache_actor(caf::event_based_actor* self, cache_config cfg,
-                                std::uint64_t instance_id, stream_setup stream, caf::actor owner,
-                                tier_wiring tiers, metrics_sink* metrics);
+msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self, cache_config cfg,
+                                                  std::uint64_t instance_id, stream_setup stream,
+                                                  msg::scheduler_actor_type owner,
+                                                  tier_wiring tiers, metrics_sink* metrics);
 
 }  // namespace hc

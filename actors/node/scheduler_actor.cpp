@@ -26,8 +26,8 @@ namespace {
 
 struct instance {
   std::uint64_t id = 0;
-  caf::actor radix;              ///< owns the tree and the sessions' request tables
-  caf::actor stream;             ///< its forward_stream (spawned by radix, linked to it)
+  msg::cache_actor radix;        ///< owns the tree and the sessions' request tables
+  msg::stream_actor stream;      ///< its forward_stream (spawned by radix, linked to it)
   std::size_t sessions = 0;      ///< open sessions
   std::uint64_t idle_since = 0;  ///< node tick when the last session closed
 };
@@ -36,7 +36,7 @@ struct node_state {
   node_config cfg;
   session_registry* registry = nullptr;
   std::unordered_map<std::string, instance> instances;
-  caf::actor host;
+  msg::storage_actor host;
   session_id next_session = 0;
   std::uint64_t next_instance = 0;
   std::uint64_t tick = 0;
@@ -84,7 +84,7 @@ result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_
   return w;
 }
 
-result<instance> make_instance(caf::event_based_actor* self, node_state& st,
+result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_state& st,
                                const instance_spec& spec) {
   cache_config cc = cache_config_of(spec);
   auto tiers = make_tiers(st, spec, cc);
@@ -110,7 +110,8 @@ result<instance> make_instance(caf::event_based_actor* self, node_state& st,
   in.id = id;
   stream_setup ss{pools, tiers->host, st.cfg.metrics, st.cfg.time_source, st.cfg.demo};
   in.radix = self->spawn(radix_cache_actor, cc, id, std::move(ss),
-                         caf::actor_cast<caf::actor>(self), std::move(*tiers), st.cfg.metrics);
+                         caf::actor_cast<msg::scheduler_actor_type>(self), std::move(*tiers),
+                         st.cfg.metrics);
   return in;
 }
 
@@ -132,7 +133,8 @@ pool_info pool_info_of(const node_state& st, std::uint64_t id, const instance_sp
   return info;
 }
 
-void open_session(caf::event_based_actor* self, node_state& st, const msg::open_ptr& job) {
+void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
+                  const msg::open_ptr& job) {
   if (status s = validate(job->spec, st.cfg.limits); !s) {
     job->err = s.err();
     return job->complete();
@@ -158,7 +160,7 @@ void open_session(caf::event_based_actor* self, node_state& st, const msg::open_
   self->request(in.radix, caf::infinite, msg::attach_atom::value, sid, request_config_of(job->spec),
                 job->spec.ns)
       .then(
-          [self, &st, job, fp](caf::actor stream) {
+          [self, &st, job, fp](msg::stream_actor stream) {
             auto it = st.instances.find(fp);
             if (it != st.instances.end()) it->second.stream = stream;
             {
@@ -207,7 +209,8 @@ std::vector<std::pair<std::string, double>> totals_of(const nlohmann::json& doc)
 }
 
 /// Gathers every actor's inspect JSON into one document, and the node's totals.
-void gather_stats(caf::event_based_actor* self, node_state& st, const msg::stats_ptr& job) {
+void gather_stats(msg::scheduler_actor_type::pointer self, node_state& st,
+                  const msg::stats_ptr& job) {
   struct fan_in {
     msg::stats_ptr job;
     nlohmann::json doc;
@@ -248,9 +251,8 @@ void gather_stats(caf::event_based_actor* self, node_state& st, const msg::stats
   std::size_t i = 0;
   for (const auto& [fp, in] : st.instances) {
     f->doc["instances"].push_back({{"fingerprint", fp}, {"tree", nullptr}, {"stream", nullptr}});
-    const std::pair<const char*, caf::actor> parts[] = {{"tree", in.radix}, {"stream", in.stream}};
-    for (const auto& [part, a] : parts) {
-      if (!a) continue;  // the stream is known once the instance attached a session
+    auto ask = [&](const char* part, const auto& a) {
+      if (!a) return;  // the stream is known once the instance attached a session
       self->request(a, caf::infinite, msg::inspect_atom::value)
           .then(
               [f, finish, parse, i, part](std::string& s) {
@@ -258,13 +260,16 @@ void gather_stats(caf::event_based_actor* self, node_state& st, const msg::stats
                 finish();
               },
               on_err);
-    }
+    };
+    ask("tree", in.radix);
+    ask("stream", in.stream);
     ++i;
   }
 }
 
 /// Completes `job` once every instance's radix_cache reports no tier work in flight.
-void drain(caf::event_based_actor* self, const node_state& st, const msg::drain_ptr& job) {
+void drain(msg::scheduler_actor_type::pointer self, const node_state& st,
+           const msg::drain_ptr& job) {
   auto pending = std::make_shared<std::size_t>(st.instances.size() + 1);
   auto finish = [job, pending] {
     if (--*pending == 0) job->complete();
@@ -278,7 +283,7 @@ void drain(caf::event_based_actor* self, const node_state& st, const msg::drain_
 /// A session of instance `id` is gone; destroys the longest-idle instances beyond the
 /// node's max_idle_instances. Their actors hold the pools, which unmap and unlink when
 /// the actors end (a worker's own mapping stays valid until it unmaps).
-void session_detached(caf::event_based_actor* self, node_state& st, std::uint64_t id) {
+void session_detached(msg::scheduler_actor_type::pointer self, node_state& st, std::uint64_t id) {
   for (auto& [fp, in] : st.instances)
     if (in.id == id && in.sessions > 0 && --in.sessions == 0) in.idle_since = ++st.tick;
   for (;;) {
@@ -299,8 +304,9 @@ void session_detached(caf::event_based_actor* self, node_state& st, std::uint64_
 
 }  // namespace
 
-caf::behavior scheduler_actor(caf::event_based_actor* self, node_config cfg,
-                              session_registry* registry) {
+msg::scheduler_actor_type::behavior_type scheduler_actor(msg::scheduler_actor_type::pointer self,
+                                                         node_config cfg,
+                                                         session_registry* registry) {
   auto st = std::make_shared<node_state>();
   st->cfg = std::move(cfg);
   st->registry = registry;

@@ -1,9 +1,8 @@
 #pragma once
 // The scheduler actor (one per node): owns the node's instances (by spec fingerprint, with
 // their radix_cache and forward_stream) and its sessions (which instance each one uses).
-// Messages: (open, open_ptr), (stats, stats_ptr), (drain, drain_ptr), (extstore,
-// store_ptr), (detached, instance id) from a radix_cache whose session closed, (shutdown).
-// Every job it takes it completes (open once the instance attached the session).
+// Interface: msg::scheduler_actor_type (messages.hpp). Every job it takes it completes
+// (an open once the instance attached the session).
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -13,6 +12,7 @@
 #include <unordered_map>
 
 #include "actors/common/ids.hpp"
+#include "actors/node/messages.hpp"
 #include "actors/node/node.hpp"
 
 namespace hc {
@@ -21,8 +21,8 @@ namespace hc {
 /// owner of the tree and of the session's request table), fences and byte access to the
 /// instance's forward_stream (the owner of the L1 bytes).
 struct session_route {
-  caf::actor radix;
-  caf::actor stream;
+  msg::cache_actor radix;
+  msg::stream_actor stream;
 };
 
 /// The sessions reachable from outside the actor system: written by the scheduler (open)
@@ -48,7 +48,8 @@ struct session_registry {
 };
 
 /// `registry` outlives the actor.
-caf::behavior scheduler_actor(caf::event_based_actor* self, node_config cfg,
-                              session_registry* registry);
+msg::scheduler_actor_type::behavior_type scheduler_actor(msg::scheduler_actor_type::pointer self,
+                                                         node_config cfg,
+                                                         session_registry* registry);
 
 }  // namespace hc

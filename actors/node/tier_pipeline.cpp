@@ -7,8 +7,8 @@
 namespace hc {
 namespace {}  // namespace
 
-tier_pipeline::tier_pipeline(caf::event_based_actor* self, radix_cache& cache, caf::actor stream,
-                             tier_wiring wiring, metrics_sink* metrics)
+tier_pipeline::tier_pipeline(msg::cache_actor::pointer self, radix_cache& cache,
+                             msg::stream_actor stream, tier_wiring wiring, metrics_sink* metrics)
     : self_(self),
       cache_(cache),
       stream_(std::move(stream)),
@@ -29,7 +29,7 @@ const std::string& tier_pipeline::ns_name(namespace_id id) const {
   return id < ns_names_.size() ? ns_names_[id] : none;
 }
 
-void tier_pipeline::when_idle(caf::response_promise done) {
+void tier_pipeline::when_idle(caf::typed_response_promise<bool> done) {
   if (in_flight_ == 0) {
     done.deliver(true);
     return;
@@ -39,7 +39,7 @@ void tier_pipeline::when_idle(caf::response_promise done) {
 
 void tier_pipeline::answered() {
   if (--in_flight_ != 0) return;
-  for (caf::response_promise& d : std::exchange(drains_, {}))
+  for (caf::typed_response_promise<bool>& d : std::exchange(drains_, {}))
     d.deliver(true);
 }
 

@@ -39,7 +39,7 @@ namespace hc {
 /// How an instance reaches its tiers (built by the node).
 struct tier_wiring {
   std::shared_ptr<host_pools> host;  ///< L2 bytes; null: no host tier
-  caf::actor storage;                ///< host_storage; invalid: no L3 for this instance
+  msg::storage_actor storage;        ///< host_storage; invalid: no L3 for this instance
   std::string fingerprint;           ///< L3 key prefix (l3::fingerprint of the instance)
   prefetch_config prefetch;
   const clock* time = &steady();  ///< prefetch timeouts and deadlines; outlives the pipeline
@@ -48,7 +48,7 @@ struct tier_wiring {
 class tier_pipeline {
  public:
   /// `self`, `cache` and `metrics` must outlive the pipeline (all belong to one actor).
-  tier_pipeline(caf::event_based_actor* self, radix_cache& cache, caf::actor stream,
+  tier_pipeline(msg::cache_actor::pointer self, radix_cache& cache, msg::stream_actor stream,
                 tier_wiring wiring, metrics_sink* metrics);
 
   bool enabled() const noexcept { return cache_.has_host_tier(); }
@@ -65,7 +65,7 @@ class tier_pipeline {
 
   /// Delivers `true` to `done` once none of the pipeline's requests (copies, L3 writes,
   /// prefetch reads) is in flight — at once if none is.
-  void when_idle(caf::response_promise done);
+  void when_idle(caf::typed_response_promise<bool> done);
 
   /// Host tier, prefetch and backup figures as a JSON object text ("null" if disabled).
   std::string inspect() const;
@@ -95,9 +95,9 @@ class tier_pipeline {
   void sent() noexcept { ++in_flight_; }
   void answered();
 
-  caf::event_based_actor* self_;
+  msg::cache_actor::pointer self_;
   radix_cache& cache_;
-  caf::actor stream_;
+  msg::stream_actor stream_;
   tier_wiring w_;
   metrics_sink* metrics_;
   std::unique_ptr<prefetch_planner> planner_;
@@ -105,7 +105,7 @@ class tier_pipeline {
   std::vector<node_ref> deferred_;
   std::map<record_key, prefetch_record> prefetches_;
   std::size_t in_flight_ = 0;
-  std::vector<caf::response_promise> drains_;  ///< waiting for in_flight_ == 0
+  std::vector<caf::typed_response_promise<bool>> drains_;  ///< waiting for in_flight_ == 0
   struct counters {
     std::uint64_t backups_sent = 0, backups_refused = 0, l3_writes = 0, l3_write_failures = 0;
     std::uint64_t loads = 0, demotions = 0;
