@@ -3,16 +3,20 @@
 # TCP with a token), then the same benchmarks against an in-process node, in one run.
 #   bash scripts/bench-rpc.sh [extra Google Benchmark flags]
 # Needs a release build (cmake --preset release && cmake --build --preset release).
+# HC_BENCH_BIN=DIR: another build directory; HC_BENCH_SEPARATE_ONLY=1: skip the in-process
+# part (scripts/bench-rpc-compare.sh uses both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=build/release
+bin=${HC_BENCH_BIN:-build/release}
 [ -x "$bin/tools/hcbench/hcbench" ] || { echo "build first: cmake --build --preset release"; exit 1; }
+daemon=$bin/actors/daemon/hybridcached
+[ -x "$daemon" ] || daemon=$bin/actors/node/hybridcached  # builds before the daemon moved
 tmp=$(mktemp -d)
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/token"
-"$bin/actors/daemon/hybridcached" --socket "$tmp/node.sock" --tcp 127.0.0.1:0 \
+"$daemon" --socket "$tmp/node.sock" --tcp 127.0.0.1:0 \
   --token-file "$tmp/token" --metrics off --data-dir "$tmp/data" >"$tmp/log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do
@@ -28,5 +32,6 @@ common=(--benchmark_filter="$filter" --benchmark_min_time=0.5 --benchmark_repeti
 echo "== separate process: hybridcached pid $pid (unix:$tmp/node.sock, tcp $tcp)"
 HC_BENCH_NODE="unix:$tmp/node.sock" HC_BENCH_NODE_TCP="$tcp" HC_BENCH_TOKEN="$(cat "$tmp/token")" \
   "$bin/tools/hcbench/hcbench" "${common[@]}"
+[ "${HC_BENCH_SEPARATE_ONLY:-0}" = 1 ] && exit 0
 echo "== in process (client, RPC server and actors in one process)"
 "$bin/tools/hcbench/hcbench" "${common[@]}"

@@ -88,8 +88,8 @@ struct store_job : job_base<store_job> {
 struct drain_job : job_base<drain_job> {};
 
 struct stats_job : job_base<stats_job> {
-  std::vector<std::pair<std::string, double>> stats;
-  std::string inspect_json;  ///< filled when want_inspect
+  std::vector<std::pair<std::string, double>> stats;  ///< filled unless want_inspect
+  std::string inspect_json;                           ///< filled when want_inspect
   bool want_inspect = false;
 };
 

@@ -12,6 +12,7 @@
 #include "actors/forward_stream/stream_rules.hpp"
 #include "actors/node/jobs.hpp"
 #include "actors/node/l3_jobs.hpp"
+#include "actors/radix_cache/instance_stats.hpp"
 #include "actors/radix_cache/radix_tree.hpp"
 #include "actors/scheduler/forward_ops.hpp"
 #include "actors/scheduler/request_manager.hpp"
@@ -92,7 +93,10 @@ using cache_actor = caf::typed_actor<
     /// From its stream: a forward of the session began (ended false) or ended.
     caf::reacts_to<fenced_atom, session_id, std::uint64_t, bool>,
     /// Answers once none of its tier work is in flight.
-    caf::replies_to<drain_atom>::with<bool>, caf::replies_to<inspect_atom>::with<std::string>>;
+    caf::replies_to<drain_atom>::with<bool>,
+    /// What the instance holds and served (summed by the scheduler for `stats`).
+    caf::replies_to<stats_atom>::with<instance_stats>,
+    caf::replies_to<inspect_atom>::with<std::string>>;
 
 /// scheduler (one per node): the instances and the sessions.
 using scheduler_actor_type =
@@ -120,3 +124,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::tier_copies)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::writer_marks)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::l3_write_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::l3_read_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::instance_stats)

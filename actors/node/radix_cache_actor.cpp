@@ -123,46 +123,55 @@ void pump_tiers(state& st, session_id s) {
   });
 }
 
-std::string inspect(const state& st) {
+/// What the instance holds and served, as numbers.
+instance_stats stats_of(const state& st) {
   const radix_cache& c = *st.cache;
   const tree_sizes& s = c.tree().sizes();
   const tree_counters& tc = c.tree().counters();
   const served_counters& sv = st.served;
-  std::size_t reqs = 0;
+  instance_stats out;
   for (const auto& [id, m] : st.sessions)
-    reqs += m.requests->live_requests();
-  nlohmann::json served = {
-      {"steps", sv.steps},
-      {"commands", sv.commands},
-      {"command_errors", sv.command_errors},
-      {"matches", sv.matches},
-      {"matched_kv_tokens", sv.matched_kv_tokens},
-      {"matched_resumable_tokens", sv.matched_resumable_tokens},
-      {"lookups", sv.lookups},
-      {"inserted_tokens", sv.inserted_tokens},
-      {"evicted_tokens", tc.evicted_tokens},
-      {"evicted_slots", tc.evicted_slots},
-      {"pressure_evicted_tokens", tc.evicted_tokens - sv.explicit_evicted_tokens},
-      {"pressure_evicted_slots", tc.evicted_slots - sv.explicit_evicted_slots},
-      {"tombstones_by_eviction", tc.tombstones_by_eviction},
-      {"tombstones_by_split", tc.tombstones_by_split}};
-  return nlohmann::json{{"instance", st.instance},
+    out.live_requests += m.requests->live_requests();
+  out.kv_capacity = c.kv().capacity();
+  out.kv_available = c.kv().available();
+  out.full_evictable = s.full_evictable;
+  out.full_protected = s.full_protected;
+  out.slot_capacity = c.slots().capacity();
+  out.slot_available = c.slots().available();
+  out.mamba_evictable = s.mamba_evictable;
+  out.mamba_protected = s.mamba_protected;
+  out.steps = sv.steps;
+  out.commands = sv.commands;
+  out.command_errors = sv.command_errors;
+  out.matches = sv.matches;
+  out.matched_kv_tokens = sv.matched_kv_tokens;
+  out.matched_resumable_tokens = sv.matched_resumable_tokens;
+  out.lookups = sv.lookups;
+  out.inserted_tokens = sv.inserted_tokens;
+  out.evicted_tokens = tc.evicted_tokens;
+  out.evicted_slots = tc.evicted_slots;
+  out.pressure_evicted_tokens = tc.evicted_tokens - sv.explicit_evicted_tokens;
+  out.pressure_evicted_slots = tc.evicted_slots - sv.explicit_evicted_slots;
+  out.tombstones_by_eviction = tc.tombstones_by_eviction;
+  out.tombstones_by_split = tc.tombstones_by_split;
+  return out;
+}
+
+std::string inspect(const state& st) {
+  const radix_cache& c = *st.cache;
+  const instance_stats stats = stats_of(st);
+  nlohmann::json doc = {{"instance", st.instance},
                         {"page_size", c.page_size()},
                         {"nodes", c.tree().node_count()},
                         {"leaves", c.tree().leaf_count()},
-                        {"kv_capacity", c.kv().capacity()},
-                        {"kv_available", c.kv().available()},
-                        {"slot_capacity", c.slots().capacity()},
-                        {"slot_available", c.slots().available()},
-                        {"full_evictable", s.full_evictable},
-                        {"full_protected", s.full_protected},
-                        {"mamba_evictable", s.mamba_evictable},
-                        {"mamba_protected", s.mamba_protected},
-                        {"sessions", st.sessions.size()},
-                        {"live_requests", reqs},
-                        {"served", std::move(served)},
-                        {"host", nlohmann::json::parse(st.tiers->inspect())}}
-      .dump();
+                        {"sessions", st.sessions.size()}};
+  nlohmann::json served = nlohmann::json::object();
+  instance_stats::for_each_field(
+      [&](std::string_view, std::string_view name, std::uint64_t instance_stats::*f,
+          bool is_served) { (is_served ? served : doc)[std::string(name)] = stats.*f; });
+  doc["served"] = std::move(served);
+  doc["host"] = nlohmann::json::parse(st.tiers->inspect());
+  return doc.dump();
 }
 
 }  // namespace
@@ -255,6 +264,7 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
         }
       },
       [st](msg::inspect_atom) -> std::string { return inspect(*st); },
+      [st](msg::stats_atom) -> instance_stats { return stats_of(*st); },
       [st, self](msg::drain_atom) -> caf::result<bool> {
         auto done = self->make_response_promise<bool>();
         st->tiers->when_idle(done);

@@ -178,39 +178,49 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
           });
 }
 
-/// The node's totals for `stats`: pools and served counters summed over the instances.
-std::vector<std::pair<std::string, double>> totals_of(const nlohmann::json& doc) {
-  std::vector<std::pair<std::string, double>> out;
-  out.emplace_back("sessions", doc.value("sessions", 0.0));
-  out.emplace_back("instances", static_cast<double>(doc["instances"].size()));
-  out.emplace_back("invariant_violations", doc.value("invariant_violations", 0.0));
-  // Sums `key` of every instance's tree document (or of its "served" part) as `name`.
-  auto sum = [&](const nlohmann::json::json_pointer& key, const char* name) {
-    double v = 0;
-    for (const auto& in : doc["instances"])
-      if (in["tree"].contains(key)) v += in["tree"][key].get<double>();
-    out.emplace_back(name, v);
+/// The node's `stats`: sessions, instances and invariant violations, then every
+/// instance's instance_stats summed (+=) in its fixed order.
+void sum_stats(msg::scheduler_actor_type::pointer self, node_state& st, const msg::stats_ptr& job) {
+  struct fan_in {
+    msg::stats_ptr job;
+    instance_stats total;
+    std::size_t pending = 0;
+    double sessions = 0, instances = 0;
   };
-  using ptr = nlohmann::json::json_pointer;
-  const std::pair<const char*, const char*> tree_totals[] = {
-      {"live_requests", "live_requests"},        {"kv_capacity", "kv_tokens_capacity"},
-      {"kv_available", "kv_tokens_free"},        {"full_evictable", "kv_tokens_evictable"},
-      {"full_protected", "kv_tokens_protected"}, {"slot_capacity", "ssm_slots_capacity"},
-      {"slot_available", "ssm_slots_free"},      {"mamba_evictable", "ssm_slots_evictable"},
-      {"mamba_protected", "ssm_slots_protected"}};
-  for (const auto& [key, name] : tree_totals)
-    sum(ptr() / key, name);
-  for (const char* k : {"steps", "commands", "command_errors", "matches", "matched_kv_tokens",
-                        "matched_resumable_tokens", "lookups", "inserted_tokens", "evicted_tokens",
-                        "evicted_slots", "pressure_evicted_tokens", "pressure_evicted_slots",
-                        "tombstones_by_eviction", "tombstones_by_split"})
-    sum(ptr("/served") / k, k);
-  return out;
+  auto f = std::make_shared<fan_in>();
+  f->job = job;
+  {
+    std::lock_guard lk(st.registry->mu);
+    f->sessions = static_cast<double>(st.registry->sessions.size());
+  }
+  f->instances = static_cast<double>(st.instances.size());
+  f->pending = st.instances.size() + 1;
+  auto finish = [f] {
+    if (--f->pending != 0) return;
+    auto& out = f->job->stats;
+    out.emplace_back("sessions", f->sessions);
+    out.emplace_back("instances", f->instances);
+    out.emplace_back("invariant_violations", static_cast<double>(invariant_violations()));
+    instance_stats::for_each_field(
+        [&](std::string_view name, std::string_view, std::uint64_t instance_stats::*m, bool) {
+          out.emplace_back(std::string(name), static_cast<double>(f->total.*m));
+        });
+    f->job->complete();
+  };
+  for (const auto& [fp, in] : st.instances)
+    self->request(in.radix, caf::infinite, msg::stats_atom::value)
+        .then(
+            [f, finish](const instance_stats& s) {
+              f->total += s;
+              finish();
+            },
+            [finish](caf::error&) { finish(); });
+  finish();
 }
 
-/// Gathers every actor's inspect JSON into one document, and the node's totals.
-void gather_stats(msg::scheduler_actor_type::pointer self, node_state& st,
-                  const msg::stats_ptr& job) {
+/// Gathers every actor's inspect JSON into one document.
+void gather_inspect(msg::scheduler_actor_type::pointer self, node_state& st,
+                    const msg::stats_ptr& job) {
   struct fan_in {
     msg::stats_ptr job;
     nlohmann::json doc;
@@ -231,7 +241,6 @@ void gather_stats(msg::scheduler_actor_type::pointer self, node_state& st,
     f->pending += in.stream ? 2 : 1;
   auto finish = [f] {
     if (--f->pending != 0) return;
-    f->job->stats = totals_of(f->doc);
     f->job->inspect_json = f->doc.dump();
     f->job->complete();
   };
@@ -315,7 +324,13 @@ msg::scheduler_actor_type::behavior_type scheduler_actor(msg::scheduler_actor_ty
                                         st->cfg.time_source);
   return {
       [self, st](msg::open_atom, const msg::open_ptr& job) { open_session(self, *st, job); },
-      [self, st](msg::stats_atom, const msg::stats_ptr& job) { gather_stats(self, *st, job); },
+      [self, st](msg::stats_atom, const msg::stats_ptr& job) {
+        if (job->want_inspect) {
+          gather_inspect(self, *st, job);
+        } else {
+          sum_stats(self, *st, job);
+        }
+      },
       [self, st](msg::drain_atom, const msg::drain_ptr& job) { drain(self, *st, job); },
       [self, st](msg::ext_store_atom, const msg::store_ptr& job) {
         self->send(st->host, msg::ext_store_atom::value, job);  // its I/O thread completes it

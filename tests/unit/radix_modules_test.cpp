@@ -7,7 +7,11 @@
 #include <memory>
 #include <vector>
 
+#include <set>
+#include <string>
+
 #include "actors/radix_cache/id_ring.hpp"
+#include "actors/radix_cache/instance_stats.hpp"
 #include "actors/radix_cache/lru_list.hpp"
 #include "storage/sha256_page_hasher.hpp"
 #include "tests/support/tree_fixture.hpp"
@@ -215,6 +219,30 @@ TEST_F(tree, EvictionTakesTheLeastRecentUnlockedLeafFirst) {
   EXPECT_EQ(t.match(0, toks({3, 4})).kv_matched, 2u) << "locked: never evicted";
   HC_ASSERT_OK(t.dec_lock(locked.last_node));
   HC_ASSERT_OK(t.sanity_check());
+}
+
+// ---- instance_stats ---------------------------------------------------------------------
+
+TEST(InstanceStats, PlusEqualsSumsEveryFieldAndEveryFieldHasUniqueNames) {
+  instance_stats a, b;
+  std::uint64_t i = 0;
+  std::set<std::string> stats_names, inspect_names;
+  instance_stats::for_each_field([&](std::string_view name, std::string_view inspect_name,
+                                     std::uint64_t instance_stats::*f, bool) {
+    ++i;
+    a.*f = i;
+    b.*f = 10 * i;
+    EXPECT_TRUE(stats_names.insert(std::string(name)).second) << name;
+    EXPECT_TRUE(inspect_names.insert(std::string(inspect_name)).second) << inspect_name;
+  });
+  EXPECT_EQ(i * sizeof(std::uint64_t), sizeof(instance_stats)) << "a field is not listed";
+  a += b;
+  i = 0;
+  instance_stats::for_each_field(
+      [&](std::string_view name, std::string_view, std::uint64_t instance_stats::*f, bool) {
+        ++i;
+        EXPECT_EQ(a.*f, 11 * i) << name;
+      });
 }
 
 }  // namespace
