@@ -13,7 +13,10 @@ daemon=$bin/actors/daemon/hybridcached
 [ -x "$daemon" ] || daemon=$bin/actors/node/hybridcached  # builds before the daemon moved
 tmp=$(mktemp -d)
 pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"; }
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
 trap cleanup EXIT
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/token"
 "$daemon" --socket "$tmp/node.sock" --tcp 127.0.0.1:0 \
