@@ -1,7 +1,6 @@
 #include "actors/forward_stream/fence_queue.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 namespace hc {
@@ -50,21 +49,16 @@ status fence_queue::end(std::uint64_t batch) {
 }
 
 void slot_op_runner::run(const forward_ops& ops) {
+  const bool bytes = pool_.slot_bytes() != 0;
   for (slot_copy c : ops.snapshots) {
     copy(c);
     ++stats_.snapshots;
   }
   for (slot_id s : ops.clears) {
-    if (pool_.slot_bytes == 0) {  // bookkeeping-only instance: no bytes to touch
-      ++stats_.clears;
-      continue;
-    }
-    if (s <= 0 || static_cast<std::size_t>(s) >= pool_.slots()) {
+    if (bytes && !pool_.clear_slot(s)) {
       ++stats_.bad_ops;
       continue;
     }
-    auto row = pool_.row(s);
-    std::memset(row.data(), 0, row.size());
     ++stats_.clears;
   }
   for (slot_copy c : ops.cows) {
@@ -74,15 +68,8 @@ void slot_op_runner::run(const forward_ops& ops) {
 }
 
 void slot_op_runner::copy(slot_copy c) {
-  if (pool_.slot_bytes == 0) return;  // bookkeeping-only instance
-  const std::size_t n = pool_.slots();
-  if (c.src <= 0 || c.dst <= 0 || static_cast<std::size_t>(c.src) >= n ||
-      static_cast<std::size_t>(c.dst) >= n || c.src == c.dst) {
-    ++stats_.bad_ops;
-    return;
-  }
-  auto src = pool_.row(c.src);
-  std::memcpy(pool_.row(c.dst).data(), src.data(), src.size());
+  if (pool_.slot_bytes() == 0) return;  // bookkeeping-only instance
+  if (!pool_.copy_slot(c.src, c.dst)) ++stats_.bad_ops;
 }
 
 }  // namespace hc

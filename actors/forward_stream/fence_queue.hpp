@@ -12,25 +12,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <vector>
 
 #include "actors/common/batch_progress.hpp"
+#include "actors/common/l1_pool.hpp"
 #include "actors/common/status.hpp"
 #include "actors/scheduler/forward_ops.hpp"
 
 namespace hc {
-
-/// The SSM slot bytes the ops act on (slot_bytes 0: a bookkeeping-only instance whose
-/// ops are counted but touch nothing): row s is bytes [s * slot_bytes, (s+1) * slot_bytes).
-struct slot_pool_view {
-  std::span<std::byte> bytes;
-  std::size_t slot_bytes = 0;
-  std::size_t slots() const noexcept { return slot_bytes ? bytes.size() / slot_bytes : 0; }
-  std::span<std::byte> row(slot_id s) const noexcept {
-    return bytes.subspan(static_cast<std::size_t>(s) * slot_bytes, slot_bytes);
-  }
-};
 
 struct fence_stats {
   std::uint64_t snapshots = 0, clears = 0, cows = 0, bad_ops = 0;
@@ -62,17 +51,18 @@ class fence_queue {
   batch_progress progress_;
 };
 
-/// Runs clears, COWs and snapshots on the slot bytes (snapshots, then clears, then COWs of
-/// one forward_ops), counting what it ran and the ops naming slots out of range.
+/// Runs clears, COWs and snapshots on the L1 slots (snapshots, then clears, then COWs of
+/// one forward_ops), counting what it ran and the ops naming slots out of range. On a pool
+/// without slot bytes (bookkeeping only) every op is counted and touches nothing.
 class slot_op_runner {
  public:
-  explicit slot_op_runner(slot_pool_view pool) : pool_(pool) {}
+  explicit slot_op_runner(l1_pool& pool) : pool_(pool) {}
   void run(const forward_ops& ops);
   const fence_stats& stats() const noexcept { return stats_; }
 
  private:
   void copy(slot_copy c);
-  slot_pool_view pool_;
+  l1_pool& pool_;
   fence_stats stats_;
 };
 

@@ -1,55 +1,50 @@
 #include "actors/forward_stream/tier_copier.hpp"
 
-#include <cstring>
-
 namespace hc {
 namespace {
 
-bool ids_in_range(const device_bytes& dev, const host_pools& host, const tier_copy& c) {
+bool ids_in_range(const l1_pool& dev, const host_pools& host, const tier_copy& c) {
   if (c.device_kv.size() != c.host_kv.size()) return false;
-  if (dev.token_bytes != 0 && host.kv_bytes_per_token() != dev.token_bytes) return false;
-  const std::size_t dev_tokens = dev.token_bytes ? dev.kv.size() / dev.token_bytes : 0;
+  const std::size_t tb = dev.token_bytes();
+  if (tb != 0 && host.kv_bytes_per_token() != tb) return false;
   for (std::size_t i = 0; i < c.device_kv.size(); ++i) {
     if (c.device_kv[i] < 0 || c.host_kv[i] < 0) return false;
-    if (dev.token_bytes != 0 && static_cast<std::size_t>(c.device_kv[i]) >= dev_tokens)
-      return false;
+    if (tb != 0 && static_cast<std::size_t>(c.device_kv[i]) >= dev.kv_tokens()) return false;
     if (static_cast<std::size_t>(c.host_kv[i]) >= host.kv_tokens()) return false;
   }
   if (c.device_slot == no_slot || c.host_slot == no_slot) return true;
   if (c.host_slot <= 0 || static_cast<std::size_t>(c.host_slot) > host.slots()) return false;
-  if (dev.slot_bytes == 0) return true;
-  return c.device_slot > 0 &&
-         static_cast<std::size_t>(c.device_slot) < dev.ssm.size() / dev.slot_bytes &&
-         host.state_bytes() == dev.slot_bytes;
+  if (dev.slot_bytes() == 0) return true;
+  return c.device_slot > 0 && static_cast<std::size_t>(c.device_slot) < dev.slots() &&
+         host.state_bytes() == dev.slot_bytes();
 }
 
 }  // namespace
 
-std::uint64_t run_tier_copy(const device_bytes& dev, host_pools& host, const tier_copy& c) {
+std::uint64_t run_tier_copy(l1_pool& dev, host_pools& host, const tier_copy& c) {
   if (!ids_in_range(dev, host, c)) return 0;
   const bool d2h = c.dir == tier_copy::direction::device_to_host;
   std::uint64_t moved = 0;
-  const std::size_t tb = dev.token_bytes;
+  const std::size_t tb = dev.token_bytes();
   if (tb != 0) {
     std::size_t i = 0;
-    while (i < c.device_kv.size()) {  // one memcpy per run of consecutive ids on both sides
+    while (i < c.device_kv.size()) {  // one transfer per run of consecutive ids on both sides
       std::size_t n = 1;
       while (i + n < c.device_kv.size() &&
              c.device_kv[i + n] == c.device_kv[i] + static_cast<kv_index>(n) &&
              c.host_kv[i + n] == c.host_kv[i] + static_cast<kv_index>(n))
         ++n;
-      std::byte* d = dev.kv.data() + static_cast<std::size_t>(c.device_kv[i]) * tb;
-      std::byte* h = host.kv(c.host_kv[i], n).data();
-      d2h ? std::memcpy(h, d, n * tb) : std::memcpy(d, h, n * tb);
+      std::span<std::byte> h = host.kv(c.host_kv[i], n);
+      const status s = d2h ? dev.read_kv(c.device_kv[i], n, h) : dev.write_kv(c.device_kv[i], n, h);
+      if (!s) return 0;  // checked above; a pool refusing it moved nothing more
       moved += n * tb;
       i += n;
     }
   }
-  if (c.device_slot != no_slot && c.host_slot != no_slot && dev.slot_bytes != 0) {
-    std::byte* d = dev.ssm.data() + static_cast<std::size_t>(c.device_slot) * dev.slot_bytes;
-    std::byte* h = host.state(c.host_slot).data();
-    d2h ? std::memcpy(h, d, dev.slot_bytes) : std::memcpy(d, h, dev.slot_bytes);
-    moved += dev.slot_bytes;
+  if (c.device_slot != no_slot && c.host_slot != no_slot && dev.slot_bytes() != 0) {
+    std::span<std::byte> h = host.state(c.host_slot);
+    const status s = d2h ? dev.read_slot(c.device_slot, h) : dev.write_slot(c.device_slot, h);
+    if (s) moved += dev.slot_bytes();
   }
   return moved;
 }

@@ -24,9 +24,10 @@ struct tier_counters {
 struct state {
   explicit state(race_demo demo) : rules(demo) {}
   stream_rules rules;
-  std::shared_ptr<l1_pools> pools;
+  std::shared_ptr<l1_pool> pools;
+  std::size_t page_size = 1;
   std::shared_ptr<host_pools> host;
-  std::optional<slot_op_runner> ops;  ///< on pools->ssm
+  std::optional<slot_op_runner> ops;  ///< on *pools
   stream_ticket next_ticket = 1;
   std::unordered_map<stream_ticket, msg::fence_ptr> fences;  ///< begins and ends not answered
   struct pending_tier {
@@ -39,11 +40,6 @@ struct state {
   std::uint64_t now_ns() const { return static_cast<std::uint64_t>(time->now().count()); }
   msg::cache_actor cache;  ///< the instance's radix_cache: told of every begin and end
   tier_counters tier;
-
-  device_bytes device() const {
-    return {pools->kv.bytes(), pools->kv_bytes_per_token, pools->ssm.bytes(),
-            pools->ssm_slot_bytes};
-  }
 };
 
 /// Runs a tier job's copies and answers with them.
@@ -53,9 +49,8 @@ void run_tier(state& st, state::pending_tier& p) {
     std::uint64_t to_host = 0, to_device = 0;
     for (const tier_copy& c : p.copies) {
       const bool any = !c.device_kv.empty() || (c.device_slot != no_slot && c.host_slot != no_slot);
-      const std::uint64_t moved = run_tier_copy(st.device(), *st.host, c);
-      if (any && moved == 0 && (st.pools->kv_bytes_per_token || st.pools->ssm_slot_bytes))
-        ++st.tier.bad;
+      const std::uint64_t moved = run_tier_copy(*st.pools, *st.host, c);
+      if (any && moved == 0 && (st.pools->token_bytes() || st.pools->slot_bytes())) ++st.tier.bad;
       (c.dir == tier_copy::direction::device_to_host ? to_host : to_device) += moved;
     }
     st.tier.bytes_to_host += to_host;
@@ -126,24 +121,24 @@ void bytes(state& st, const msg::bytes_ptr& j) {
     j->err = {errc::not_found, "session " + std::to_string(j->session) + " is closed"};
     return j->complete();
   }
-  const l1_pools& p = *st.pools;
+  l1_pool& p = *st.pools;
   const bool kv = j->op == bytes_job::what::read_kv_page || j->op == bytes_job::what::write_kv_page;
   const bool write =
       j->op == bytes_job::what::write_kv_page || j->op == bytes_job::what::write_slot;
-  std::span<std::byte> region = kv ? p.kv.bytes() : p.ssm.bytes();
-  const std::size_t unit = kv ? p.kv_bytes_per_token * p.page_size : p.ssm_slot_bytes;
+  const std::size_t unit = kv ? p.token_bytes() * st.page_size : p.slot_bytes();
+  const std::size_t count = kv ? (p.token_bytes() ? p.kv_tokens() / st.page_size : 0) : p.slots();
   const char* what = kv ? "KV page" : "slot";
-  if (unit == 0 || region.empty()) {
+  if (unit == 0 || count == 0) {
     j->err = {errc::invalid_argument, std::string("this instance has no ") + what + " bytes"};
     return j->complete();
   }
-  const std::size_t count = region.size() / unit;
   if (j->index <= 0 || static_cast<std::size_t>(j->index) >= count) {
     j->err = {errc::invalid_argument, std::string(what) + " " + std::to_string(j->index) +
                                           " is out of range 1.." + std::to_string(count - 1)};
     return j->complete();
   }
-  auto row = region.subspan(static_cast<std::size_t>(j->index) * unit, unit);
+  const auto first = static_cast<kv_index>(static_cast<std::size_t>(j->index) * st.page_size);
+  status s;
   if (write) {
     if (j->data.size() != unit) {
       j->err = {errc::invalid_argument, std::string(what) + " payload has " +
@@ -151,11 +146,13 @@ void bytes(state& st, const msg::bytes_ptr& j) {
                                             std::to_string(unit)};
       return j->complete();
     }
-    std::memcpy(row.data(), j->data.data(), unit);
+    s = kv ? p.write_kv(first, st.page_size, j->data) : p.write_slot(j->index, j->data);
     j->data.clear();
   } else {
-    j->data.assign(row.begin(), row.end());
+    j->data.resize(unit);
+    s = kv ? p.read_kv(first, st.page_size, j->data) : p.read_slot(j->index, j->data);
   }
+  if (!s) j->err = s.err();
   j->complete();
 }
 
@@ -166,7 +163,8 @@ msg::stream_actor::behavior_type forward_stream_actor(msg::stream_actor::pointer
   auto st = std::make_shared<state>(setup.demo);
   st->time = setup.time;
   st->pools = std::move(setup.pools);
-  st->ops.emplace(slot_pool_view{st->pools->ssm.bytes(), st->pools->ssm_slot_bytes});
+  st->page_size = setup.page_size;
+  st->ops.emplace(*st->pools);
   st->host = std::move(setup.host);
   st->metrics = setup.metrics;
   st->cache = std::move(cache);
@@ -195,10 +193,10 @@ msg::stream_actor::behavior_type forward_stream_actor(msg::stream_actor::pointer
       [st](msg::inspect_atom) -> std::string {
         const fence_stats& total = st->ops->stats();
         const stream_counters& rc = st->rules.counters();
-        return "{\"kv_shm\":\"" + st->pools->kv.name() +
-               "\",\"kv_bytes\":" + std::to_string(st->pools->kv.bytes().size()) +
-               ",\"ssm_shm\":\"" + st->pools->ssm.name() +
-               "\",\"ssm_bytes\":" + std::to_string(st->pools->ssm.bytes().size()) +
+        const l1_pool_names names = st->pools->names();
+        return "{\"kv_shm\":\"" + names.kv + "\",\"kv_bytes\":" + std::to_string(names.kv_bytes) +
+               ",\"ssm_shm\":\"" + names.ssm +
+               "\",\"ssm_bytes\":" + std::to_string(names.ssm_bytes) +
                ",\"snapshots_run\":" + std::to_string(total.snapshots) +
                ",\"clears_run\":" + std::to_string(total.clears) +
                ",\"cows_run\":" + std::to_string(total.cows) +

@@ -14,25 +14,18 @@
 #include <memory>
 
 #include "actors/common/clock.hpp"
+#include "actors/common/l1_pool.hpp"
 #include "actors/common/metrics_sink.hpp"
 #include "actors/forward_stream/race_demo.hpp"
 #include "actors/host_storage/host_pools.hpp"
 #include "actors/node/messages.hpp"
-#include "gpu/shm_region.hpp"
 
 namespace hc {
 
-struct l1_pools {
-  shm_region kv;   ///< empty when the instance has no KV bytes
-  shm_region ssm;  ///< empty when the instance has no slot bytes
-  std::size_t kv_bytes_per_token = 0;
-  std::size_t page_size = 1;
-  std::size_t ssm_slot_bytes = 0;
-};
-
 /// What an instance's stream is built from (by its radix_cache, which spawns it).
 struct stream_setup {
-  std::shared_ptr<l1_pools> pools;
+  std::shared_ptr<l1_pool> pools;    ///< the L1 bytes (the device seam)
+  std::size_t page_size = 1;         ///< tokens per KV page (workers' page access)
   std::shared_ptr<host_pools> host;  ///< the instance's L2 pools (null without a host tier)
   metrics_sink* metrics = nullptr;
   const clock* time = nullptr;  ///< times fence waits and copies; outlives the actor

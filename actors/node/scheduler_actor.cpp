@@ -19,6 +19,7 @@
 #include "actors/node/host_storage_actor.hpp"
 #include "actors/node/messages.hpp"
 #include "actors/node/radix_cache_actor.hpp"
+#include "gpu/shm_l1_pool.hpp"
 #include "storage/l3_keys.hpp"
 
 namespace hc {
@@ -89,26 +90,21 @@ result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_sta
   cache_config cc = cache_config_of(spec);
   auto tiers = make_tiers(st, spec, cc);
   if (!tiers) return tiers.err();
-  auto pools = std::make_shared<l1_pools>();
   const std::uint64_t id = ++st.next_instance;
   const std::string base = st.cfg.shm_prefix + "-i" + std::to_string(id);
-  pools->kv_bytes_per_token = spec.kv_bytes_per_token;
-  pools->page_size = spec.page_size;
-  pools->ssm_slot_bytes = spec.ssm_slot_bytes;
-  if (spec.kv_bytes_per_token > 0) {
-    auto r = shm_region::create(base + "-kv",
-                                (spec.kv_tokens + spec.page_size) * spec.kv_bytes_per_token);
-    if (!r) return r.err();
-    pools->kv = std::move(*r);
-  }
-  if (spec.ssm_slot_bytes > 0) {
-    auto r = shm_region::create(base + "-ssm", (spec.ssm_slots + 1) * spec.ssm_slot_bytes);
-    if (!r) return r.err();
-    pools->ssm = std::move(*r);
-  }
+  // Page 0 and slot 0 are reserved: one more page and slot than the spec's usable ones.
+  auto pools =
+      shm_l1_pool::create(base + "-kv", spec.kv_tokens + spec.page_size, spec.kv_bytes_per_token,
+                          base + "-ssm", spec.ssm_slots + 1, spec.ssm_slot_bytes);
+  if (!pools) return pools.err();
   instance in;
   in.id = id;
-  stream_setup ss{pools, tiers->host, st.cfg.metrics, st.cfg.time_source, st.cfg.demo};
+  stream_setup ss{std::shared_ptr<l1_pool>(std::move(*pools)),
+                  spec.page_size,
+                  tiers->host,
+                  st.cfg.metrics,
+                  st.cfg.time_source,
+                  st.cfg.demo};
   in.radix = self->spawn(radix_cache_actor, cc, id, std::move(ss),
                          caf::actor_cast<msg::scheduler_actor_type>(self), std::move(*tiers),
                          st.cfg.metrics);

@@ -320,7 +320,8 @@ TEST(FenceQueue, HandsBackTheOpsOfBatchesUpToTheBegunOne) {
 
 TEST(SlotOpRunner, SnapshotsThenClearsThenCows) {
   std::vector<std::byte> bytes(4 * 8);
-  slot_op_runner r({bytes, 8});
+  byte_l1_pool pool({}, 0, bytes, 8);
+  slot_op_runner r(pool);
   bytes[8 * 1] = std::byte{5};
   forward_ops ops;
   ops.snapshots.push_back({1, 2});
@@ -337,7 +338,8 @@ TEST(SlotOpRunner, SnapshotsThenClearsThenCows) {
 
 TEST(SlotOpRunner, OutOfRangeSlotsAreCountedNotTouched) {
   std::vector<std::byte> bytes(2 * 8);
-  slot_op_runner r({bytes, 8});
+  byte_l1_pool pool({}, 0, bytes, 8);
+  slot_op_runner r(pool);
   forward_ops bad;
   bad.clears.push_back(7);
   bad.cows.push_back({0, 1});

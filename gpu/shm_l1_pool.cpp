@@ -1,0 +1,38 @@
+#include "gpu/shm_l1_pool.hpp"
+
+#include <utility>
+
+namespace hc {
+namespace {
+
+l1_pool_names names_of(const shm_region& kv, const shm_region& ssm) {
+  return {kv.name(), kv.bytes().size(), ssm.name(), ssm.bytes().size()};
+}
+
+}  // namespace
+
+shm_l1_pool::shm_l1_pool(shm_region kv, std::size_t token_bytes, shm_region ssm,
+                         std::size_t slot_bytes)
+    : detail::shm_l1_regions{std::move(kv), std::move(ssm)},
+      byte_l1_pool(shm_l1_regions::kv.bytes(), token_bytes, shm_l1_regions::ssm.bytes(), slot_bytes,
+                   names_of(shm_l1_regions::kv, shm_l1_regions::ssm)) {}
+
+result<std::unique_ptr<shm_l1_pool>> shm_l1_pool::create(
+    const std::string& kv_name, std::size_t tokens, std::size_t token_bytes,
+    const std::string& ssm_name, std::size_t slots, std::size_t slot_bytes) {
+  shm_region kv, ssm;
+  if (token_bytes > 0) {
+    auto r = shm_region::create(kv_name, tokens * token_bytes);
+    if (!r) return r.err();
+    kv = std::move(*r);
+  }
+  if (slot_bytes > 0) {
+    auto r = shm_region::create(ssm_name, slots * slot_bytes);
+    if (!r) return r.err();
+    ssm = std::move(*r);
+  }
+  return std::unique_ptr<shm_l1_pool>(
+      new shm_l1_pool(std::move(kv), token_bytes, std::move(ssm), slot_bytes));
+}
+
+}  // namespace hc
