@@ -29,6 +29,7 @@ struct instance {
   std::uint64_t id = 0;
   msg::cache_actor radix;        ///< owns the tree and the sessions' request tables
   msg::stream_actor stream;      ///< its forward_stream (spawned by radix, linked to it)
+  l1_pool_names pool_names;      ///< where its L1 pools are (what a worker maps)
   std::size_t sessions = 0;      ///< open sessions
   std::uint64_t idle_since = 0;  ///< node tick when the last session closed
 };
@@ -99,6 +100,7 @@ result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_sta
   if (!pools) return pools.err();
   instance in;
   in.id = id;
+  in.pool_names = (*pools)->names();
   stream_setup ss{std::shared_ptr<l1_pool>(std::move(*pools)),
                   spec.page_size,
                   tiers->host,
@@ -111,21 +113,16 @@ result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_sta
   return in;
 }
 
-/// The L1 pools' shared-memory names and sizes of instance `id` built from `sp`.
-pool_info pool_info_of(const node_state& st, std::uint64_t id, const instance_spec& sp) {
+/// What a worker of instance `in` needs to map its L1 pools.
+pool_info pool_info_of(const instance& in, const instance_spec& sp) {
   pool_info info;
-  info.instance_id = id;
+  info.instance_id = in.id;
   info.kv_bytes_per_token = sp.kv_bytes_per_token;
   info.ssm_slot_bytes = sp.ssm_slot_bytes;
-  const std::string base = st.cfg.shm_prefix + "-i" + std::to_string(id);
-  if (sp.kv_bytes_per_token > 0) {
-    info.kv_shm = base + "-kv";
-    info.kv_bytes = (sp.kv_tokens + sp.page_size) * sp.kv_bytes_per_token;
-  }
-  if (sp.ssm_slot_bytes > 0) {
-    info.ssm_shm = base + "-ssm";
-    info.ssm_bytes = (sp.ssm_slots + 1) * sp.ssm_slot_bytes;
-  }
+  info.kv_shm = in.pool_names.kv;
+  info.kv_bytes = in.pool_names.kv_bytes;
+  info.ssm_shm = in.pool_names.ssm;
+  info.ssm_bytes = in.pool_names.ssm_bytes;
   return info;
 }
 
@@ -149,7 +146,7 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
   ++in.sessions;
   const session_id sid = ++st.next_session;
   job->session = sid;
-  job->info = pool_info_of(st, in.id, job->spec);
+  job->info = pool_info_of(in, job->spec);
   // The instance's radix_cache creates the session's request table, attaches it to its
   // stream and answers with that stream: the session's route (steps to the one, fences
   // and byte access to the other) is registered before the open completes.
