@@ -1,5 +1,7 @@
 #include "gpu/shm_l1_pool.hpp"
 
+#include <sys/mman.h>
+
 #include <utility>
 
 namespace hc {
@@ -11,9 +13,9 @@ l1_pool_names names_of(const shm_region& kv, const shm_region& ssm) {
 
 }  // namespace
 
-shm_l1_pool::shm_l1_pool(shm_region kv, std::size_t token_bytes, shm_region ssm,
+shm_l1_pool::shm_l1_pool(shm_region kv_region, std::size_t token_bytes, shm_region ssm_region,
                          std::size_t slot_bytes)
-    : detail::shm_l1_regions{std::move(kv), std::move(ssm)},
+    : detail::shm_l1_regions{std::move(kv_region), std::move(ssm_region)},
       byte_l1_pool(shm_l1_regions::kv.bytes(), token_bytes, shm_l1_regions::ssm.bytes(), slot_bytes,
                    names_of(shm_l1_regions::kv, shm_l1_regions::ssm)) {}
 
@@ -33,6 +35,11 @@ result<std::unique_ptr<shm_l1_pool>> shm_l1_pool::create(
   }
   return std::unique_ptr<shm_l1_pool>(
       new shm_l1_pool(std::move(kv), token_bytes, std::move(ssm), slot_bytes));
+}
+
+void shm_l1_pool::unlink(const l1_pool_names& names) noexcept {
+  for (const std::string* n : {&names.kv, &names.ssm})
+    if (!n->empty()) ::shm_unlink(n->c_str());
 }
 
 }  // namespace hc

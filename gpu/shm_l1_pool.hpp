@@ -26,9 +26,14 @@ class shm_l1_pool final : private detail::shm_l1_regions, public byte_l1_pool {
                                                      std::size_t token_bytes,
                                                      const std::string& ssm_name, std::size_t slots,
                                                      std::size_t slot_bytes);
+  /// Removes the names of a pool's regions now (empty names are skipped, a name already
+  /// gone is not an error); mappings, the pool's own included, stay valid until unmapped.
+  /// The pool's destructor then finds them gone.
+  static void unlink(const l1_pool_names& names) noexcept;
 
  private:
-  shm_l1_pool(shm_region kv, std::size_t token_bytes, shm_region ssm, std::size_t slot_bytes);
+  shm_l1_pool(shm_region kv_region, std::size_t token_bytes, shm_region ssm_region,
+              std::size_t slot_bytes);
 };
 
 }  // namespace hc

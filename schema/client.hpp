@@ -45,6 +45,8 @@ class client_session {
   status write_slot(slot_id s, std::span<const std::byte> data);
   result<std::vector<std::byte>> read_kv_page(std::uint64_t page);
   status write_kv_page(std::uint64_t page, std::span<const std::byte> data);
+  /// Releases the session's requests; returns once its instance is idle (or, beyond
+  /// max_idle_instances, destroyed with its shared memory unlinked).
   status close();
 
  private:
@@ -111,7 +113,8 @@ class client {
   /// Instances, trees and pools as one JSON document.
   result<std::string> inspect();
   /// Returns once no tier work of any instance is in flight (copies, L3 writes, prefetch
-  /// reads, and what they started): the node's state after a load has settled.
+  /// reads, and what they started) and every close the node had received (a dropped
+  /// session included) is done: the node's state after a load has settled.
   status drain();
   /// The node's L3 store under `identity` (1..256 printable characters naming the model,
   /// rank coordinate and layout of the caller); maps its arena.

@@ -194,7 +194,9 @@ interface Session {
   writeKvPage @5 (page :UInt64, data :Data) -> (error :Error);
   readSlot @6 (slot :Int32) -> (error :Error, data :Data);
   writeSlot @7 (slot :Int32, data :Data) -> (error :Error);
-  # Releases every request, lock and slot of the session (also done on disconnect).
+  # Releases every request, lock and slot of the session (also done on disconnect);
+  # returns once the instance is idle (or, beyond the node's idle limit, destroyed and
+  # its shared memory unlinked).
   close @8 () -> (error :Error);
 }
 
@@ -256,8 +258,9 @@ interface CacheNode {
   store @5 (identity :Text) -> (error :Error, store :Store);
   # Returns once no tier work of any instance is in flight: the D→H / H→D copies, L3
   # writes and prefetch reads that the steps so far started, and the work they started in
-  # turn, have all finished. For tests and tools that check the node once a load ended
-  # (under a steady load it may not return). Backups deferred until a session copies the
+  # turn, have all finished, and every close the node had received (a dropped
+  # connection's sessions included) is done. For tests and tools that check the node once
+  # a load ended (under a steady load it may not return). Backups deferred until a session copies the
   # state into their slot are not in flight until that happens.
   drain @6 () -> (error :Error);
 }

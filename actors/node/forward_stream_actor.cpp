@@ -138,6 +138,7 @@ void bytes(state& st, const msg::bytes_ptr& j) {
     return j->complete();
   }
   const auto first = static_cast<kv_index>(static_cast<std::size_t>(j->index) * st.page_size);
+  const auto slot = static_cast<slot_id>(j->index);  // in range: below the pool's size
   status s;
   if (write) {
     if (j->data.size() != unit) {
@@ -146,11 +147,11 @@ void bytes(state& st, const msg::bytes_ptr& j) {
                                             std::to_string(unit)};
       return j->complete();
     }
-    s = kv ? p.write_kv(first, st.page_size, j->data) : p.write_slot(j->index, j->data);
+    s = kv ? p.write_kv(first, st.page_size, j->data) : p.write_slot(slot, j->data);
     j->data.clear();
   } else {
     j->data.resize(unit);
-    s = kv ? p.read_kv(first, st.page_size, j->data) : p.read_slot(j->index, j->data);
+    s = kv ? p.read_kv(first, st.page_size, j->data) : p.read_slot(slot, j->data);
   }
   if (!s) j->err = s.err();
   j->complete();

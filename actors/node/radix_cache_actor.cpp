@@ -249,8 +249,9 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
           pump_tiers(*st, job->session);
         }
         st->tiers->sweep(job->session, nullptr);
-        job->complete();
-        self->send(st->owner, msg::detached_atom::value, st->instance);
+        // The scheduler completes the close once its instance bookkeeping is done: when
+        // close returns, the instance is idle (or dropped and unlinked) for every caller.
+        self->send(st->owner, msg::detached_atom::value, st->instance, job);
       },
       [st](msg::fenced_atom, session_id s, std::uint64_t batch, bool ended) {
         // The session's stream began (or queued the begin of) / ended a forward.

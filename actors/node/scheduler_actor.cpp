@@ -153,13 +153,12 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
   self->request(in.radix, caf::infinite, msg::attach_atom::value, sid, request_config_of(job->spec),
                 job->spec.ns)
       .then(
-          [self, &st, job, fp](msg::stream_actor stream) {
-            auto it = st.instances.find(fp);
-            if (it != st.instances.end()) it->second.stream = stream;
+          [self, &st, job, fp, radix = in.radix](msg::stream_actor stream) {
+            auto at = st.instances.find(fp);
+            if (at != st.instances.end()) at->second.stream = stream;
             {
               std::lock_guard lk(st.registry->mu);
-              st.registry->sessions.emplace(job->session,
-                                            session_route{it->second.radix, std::move(stream)});
+              st.registry->sessions.emplace(job->session, session_route{radix, std::move(stream)});
             }
             st.cfg.metrics->sessions(+1);
             job->complete();
@@ -283,8 +282,9 @@ void drain(msg::scheduler_actor_type::pointer self, const node_state& st,
 }
 
 /// A session of instance `id` is gone; destroys the longest-idle instances beyond the
-/// node's max_idle_instances. Their actors hold the pools, which unmap and unlink when
-/// the actors end (a worker's own mapping stays valid until it unmaps).
+/// node's max_idle_instances: their shared-memory names are unlinked at once, their
+/// actors (which hold the mappings) are told to end (a worker's own mapping stays valid
+/// until it unmaps).
 void session_detached(msg::scheduler_actor_type::pointer self, node_state& st, std::uint64_t id) {
   for (auto& [fp, in] : st.instances)
     if (in.id == id && in.sessions > 0 && --in.sessions == 0) in.idle_since = ++st.tick;
@@ -298,6 +298,9 @@ void session_detached(msg::scheduler_actor_type::pointer self, node_state& st, s
         oldest = it;
     }
     if (idle <= st.cfg.max_idle_instances) return;
+    // The names go now (a worker's mapping stays valid); the regions unmap when the
+    // actors that hold them end.
+    shm_l1_pool::unlink(oldest->second.pool_names);
     self->send_exit(oldest->second.radix, caf::exit_reason::user_shutdown);  // and its stream
     st.cfg.metrics->instance_closed(oldest->second.id);
     st.instances.erase(oldest);
@@ -328,8 +331,9 @@ msg::scheduler_actor_type::behavior_type scheduler_actor(msg::scheduler_actor_ty
       [self, st](msg::ext_store_atom, const msg::store_ptr& job) {
         self->send(st->host, msg::ext_store_atom::value, job);  // its I/O thread completes it
       },
-      [self, st](msg::detached_atom, std::uint64_t instance_id) {
+      [self, st](msg::detached_atom, std::uint64_t instance_id, const msg::close_ptr& job) {
         session_detached(self, *st, instance_id);
+        job->complete();
       },
       [self, st](msg::shutdown_atom) {
         for (const auto& [fp, in] : st->instances)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,26 @@ TEST(L1Pool, SharedMemoryPoolsAreNamedMappableAndSized) {
   auto kv_only = shm_l1_pool::create(base + "-kv2", 8, 4, base + "-ssm2", 3, 0);
   ASSERT_TRUE(kv_only.ok()) << kv_only.err().message;
   EXPECT_EQ((*kv_only)->names().ssm, "") << "no slot bytes: no region";
+}
+
+TEST(L1Pool, UnlinkedNamesAreGoneWhileTheMappingsStayValid) {
+  const std::string base = "/hc-l1pool-unlink-" + std::to_string(::getpid());
+  auto p = shm_l1_pool::create(base + "-kv", 8, 4, base + "-ssm", 3, 16);
+  ASSERT_TRUE(p.ok()) << p.err().message;
+  const l1_pool_names n = (*p)->names();
+  auto worker = shm_region::map(n.ssm, n.ssm_bytes);
+  ASSERT_TRUE(worker.ok()) << worker.err().message;
+  shm_l1_pool::unlink(n);
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + n.kv));
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + n.ssm));
+  EXPECT_FALSE(shm_region::map(n.ssm, n.ssm_bytes).ok()) << "no new worker can map it";
+  const auto state = filled(16, 5);
+  ASSERT_TRUE((*p)->write_slot(1, state).ok()) << "the pool's own mapping stays valid";
+  EXPECT_EQ(std::vector<std::byte>(worker->bytes().begin() + 16, worker->bytes().begin() + 32),
+            state)
+      << "and so does a worker's";
+  shm_l1_pool::unlink(n);  // a second time: nothing left, no error
+  p->reset();              // the destructor finds the names gone
 }
 
 TEST(L1Pool, TierCopiesGoThroughTheInterfaceBothWays) {
