@@ -1,5 +1,8 @@
 #include "schema/convert.hpp"
 
+#include <optional>
+#include <variant>
+
 namespace hc::wire_convert {
 namespace {
 
@@ -164,79 +167,280 @@ result<instance_spec> get_spec(wire::InstanceSpec::Reader r) {
   return s;
 }
 
-void put_command(wire::Command::Builder b, const command& c) {
-  b.setKind(static_cast<wire::CommandKind>(c.kind));
-  b.setReq(c.req);
-  if (!c.tokens.empty()) {
-    auto t = b.initTokens(static_cast<unsigned>(c.tokens.size()));
-    for (unsigned i = 0; i < t.size(); ++i)
-      t.set(i, c.tokens[i]);
-  }
-  if (!c.reqs.empty()) {
-    auto t = b.initReqs(static_cast<unsigned>(c.reqs.size()));
-    for (unsigned i = 0; i < t.size(); ++i)
-      t.set(i, c.reqs[i]);
-  }
-  b.setStart(c.start);
-  b.setN(c.n);
-  b.setM(c.m);
-  b.setSeqlen(c.seqlen);
-  b.setFlag(c.flag);
-  b.setBatch(c.batch);
+namespace {
+
+/// Sets a list through `init(size)` (the builder's initX); an empty vector leaves it unset.
+template <class T, class Init>
+void put_list(Init&& init, const std::vector<T>& v) {
+  if (v.empty()) return;
+  auto l = init(static_cast<unsigned>(v.size()));
+  for (unsigned i = 0; i < l.size(); ++i)
+    l.set(i, v[i]);
 }
 
-command get_command(wire::Command::Reader r) {
-  command c;
-  // An unknown kind passes through as its number; validate_command rejects it.
-  c.kind = static_cast<cmd_kind>(static_cast<std::uint16_t>(r.getKind()) > 255
-                                     ? 255
-                                     : static_cast<std::uint16_t>(r.getKind()));
-  c.req = r.getReq();
-  copy_list(c.tokens, r.getTokens());
-  copy_list(c.reqs, r.getReqs());
-  c.start = r.getStart();
-  c.n = r.getN();
-  c.m = r.getM();
-  c.seqlen = r.getSeqlen();
-  c.flag = r.getFlag();
-  c.batch = r.getBatch();
-  return c;
+/// The wire's branching: a flag and a value.
+template <class B>
+void put_branching(B b, const std::optional<std::uint64_t>& v) {
+  b.setHasBranching(v.has_value());
+  b.setBranching(v.value_or(0));
+}
+template <class R>
+std::optional<std::uint64_t> get_branching(R r) {
+  if (!r.getHasBranching()) return std::nullopt;
+  return r.getBranching();
+}
+
+/// Writes one command kind into its union member.
+struct command_writer {
+  wire::Command::Builder b;
+  void operator()(const cmd::create& c) {
+    auto x = b.initCreate();
+    x.setReq(c.req);
+    put_list([&](unsigned n) { return x.initTokens(n); }, c.tokens);
+  }
+  void operator()(const cmd::append& c) {
+    auto x = b.initAppend();
+    x.setReq(c.req);
+    put_list([&](unsigned n) { return x.initTokens(n); }, c.tokens);
+  }
+  void operator()(const cmd::match& c) { b.initMatch().setReq(c.req); }
+  void operator()(const cmd::lock& c) { b.initLock().setReq(c.req); }
+  void operator()(const cmd::unlock& c) { b.initUnlock().setReq(c.req); }
+  void operator()(const cmd::alloc_req& c) { b.initAllocReq().setReq(c.req); }
+  void operator()(const cmd::alloc_kv& c) {
+    auto x = b.initAllocKv();
+    x.setReq(c.req);
+    x.setStart(c.start);
+    x.setCount(c.count);
+  }
+  void operator()(const cmd::track& c) {
+    auto x = b.initTrack();
+    x.setReq(c.req);
+    x.setSeqlen(c.seqlen);
+    x.setFlip(c.flip);
+  }
+  void operator()(const cmd::prepare_extend& c) {
+    auto x = b.initPrepareExtend();
+    x.setReq(c.req);
+    x.setStart(c.start);
+    x.setCount(c.count);
+  }
+  void operator()(const cmd::prepare_decode& c) { b.initPrepareDecode().setReq(c.req); }
+  void operator()(const cmd::process_decode& c) {
+    auto x = b.initProcessDecode();
+    x.setReq(c.req);
+    x.setFinished(c.finished);
+    x.setAcceptedDrafts(c.accepted_drafts);
+  }
+  void operator()(const cmd::cache_unfinished& c) {
+    auto x = b.initCacheUnfinished();
+    x.setReq(c.req);
+    x.setFillLen(c.fill_len);
+  }
+  void operator()(const cmd::finish& c) {
+    auto x = b.initFinish();
+    x.setReq(c.req);
+    x.setExpectedLen(c.expected_len);
+  }
+  void operator()(const cmd::abort& c) { b.initAbort().setReq(c.req); }
+  void operator()(const cmd::not_admitted& c) { b.initNotAdmitted().setReq(c.req); }
+  void operator()(const cmd::evict& c) {
+    auto x = b.initEvict();
+    x.setTokens(c.tokens);
+    x.setSlots(c.slots);
+  }
+  void operator()(const cmd::check& c) { b.initCheck().setFull(c.full); }
+  void operator()(const cmd::take_ops& c) {
+    auto x = b.initTakeOps();
+    put_list([&](unsigned n) { return x.initReqs(n); }, c.reqs);
+    x.setBatch(c.batch);
+  }
+  void operator()(const cmd::lookup& c) {
+    auto x = b.initLookup();
+    put_list([&](unsigned n) { return x.initTokens(n); }, c.tokens);
+  }
+  void operator()(const cmd::prefetch& c) {
+    auto x = b.initPrefetch();
+    x.setReq(c.req);
+    x.setAdmitNow(c.admit_now);
+  }
+};
+
+/// Writes one result body into its union member.
+struct body_writer {
+  wire::CommandResult::Builder b;
+  void operator()(std::monostate) { b.setNone(); }
+  void operator()(const res::match& r) {
+    auto x = b.initMatch();
+    x.setPrefixLen(r.prefix_len);
+    x.setKvMatched(r.kv_matched);
+    put_list([&](unsigned n) { return x.initIndices(n); }, r.indices);
+    x.setNodeSlot(r.node_slot);
+    put_branching(x, r.branching);
+    x.setWorking(r.working);
+    x.setLoadedTokens(r.loaded_tokens);
+  }
+  void operator()(const res::lookup& r) {
+    auto x = b.initLookup();
+    x.setPrefixLen(r.prefix_len);
+    x.setKvMatched(r.kv_matched);
+    put_list([&](unsigned n) { return x.initIndices(n); }, r.indices);
+    x.setNodeSlot(r.node_slot);
+    put_branching(x, r.branching);
+  }
+  void operator()(const res::alloc_req& r) {
+    auto x = b.initAllocReq();
+    x.setRow(r.row);
+    x.setWorking(r.working);
+    if (r.pingpong) {
+      auto l = x.initPingpong(2);
+      l.set(0, (*r.pingpong)[0]);
+      l.set(1, (*r.pingpong)[1]);
+    }
+  }
+  void operator()(const res::alloc_kv& r) {
+    auto x = b.initAllocKv();
+    put_list([&](unsigned n) { return x.initIndices(n); }, r.indices);
+  }
+  void operator()(const res::track& r) { b.initTrack().setKeepSlot(r.keep_slot); }
+  void operator()(const res::prepare_extend& r) {
+    auto x = b.initPrepareExtend();
+    x.setMask(r.mask);
+    x.setKernelSeqlen(r.kernel_seqlen);
+    x.setTrackSlot(r.track_slot);
+  }
+  void operator()(const res::prepare_decode& r) {
+    auto x = b.initPrepareDecode();
+    x.setMask(r.mask);
+    x.setTrackSlot(r.track_slot);
+  }
+  void operator()(const res::cache_unfinished& r) {
+    auto x = b.initCacheUnfinished();
+    x.setInserted(r.inserted);
+    x.setProtectedLen(r.protected_len);
+    put_list([&](unsigned n) { return x.initPrefix(n); }, r.prefix);
+    x.setNodeSlot(r.node_slot);
+  }
+  void operator()(const res::finish& r) {
+    auto x = b.initFinish();
+    x.setInserted(r.inserted);
+    x.setCachedLen(r.cached_len);
+    x.setMambaExist(r.mamba_exist);
+  }
+  void operator()(const res::evict& r) {
+    auto x = b.initEvict();
+    x.setTokensEvicted(r.tokens_evicted);
+    x.setMambaEvicted(r.mamba_evicted);
+    x.setTokensFreedTotal(r.tokens_freed_total);
+    x.setSlotsFreedTotal(r.slots_freed_total);
+  }
+  void operator()(const res::check& r) {
+    auto x = b.initCheck();
+    x.setTreeTokens(r.tree_tokens);
+    x.setTreeSlots(r.tree_slots);
+    x.setSanity(r.sanity);
+    if (!r.sanity_detail.empty()) x.setSanityDetail(r.sanity_detail);
+  }
+  void operator()(const res::take_ops& r) {
+    auto x = b.initTakeOps();
+    x.setSnapshots(r.snapshots);
+    x.setClears(r.clears);
+    x.setCows(r.cows);
+  }
+  void operator()(const res::prefetch& r) {
+    auto x = b.initPrefetch();
+    x.setReady(r.ready);
+    if (!r.outcome.empty()) x.setOutcome(r.outcome);
+    x.setStorageHitTokens(r.storage_hit_tokens);
+  }
+};
+
+}  // namespace
+
+void put_command(wire::Command::Builder b, const command& c) {
+  std::visit(command_writer{b}, c);
+}
+
+result<command> get_command(wire::Command::Reader r) {
+  using W = wire::Command;
+  switch (r.which()) {
+    case W::CREATE: {
+      cmd::create c{r.getCreate().getReq(), 0, {}};
+      copy_list(c.tokens, r.getCreate().getTokens());
+      return command(std::move(c));
+    }
+    case W::APPEND: {
+      cmd::append c{r.getAppend().getReq(), {}};
+      copy_list(c.tokens, r.getAppend().getTokens());
+      return command(std::move(c));
+    }
+    case W::MATCH:
+      return command(cmd::match{r.getMatch().getReq()});
+    case W::LOCK:
+      return command(cmd::lock{r.getLock().getReq()});
+    case W::UNLOCK:
+      return command(cmd::unlock{r.getUnlock().getReq()});
+    case W::ALLOC_REQ:
+      return command(cmd::alloc_req{r.getAllocReq().getReq()});
+    case W::ALLOC_KV: {
+      auto x = r.getAllocKv();
+      return command(cmd::alloc_kv{x.getReq(), x.getStart(), x.getCount()});
+    }
+    case W::TRACK: {
+      auto x = r.getTrack();
+      return command(cmd::track{x.getReq(), x.getSeqlen(), x.getFlip()});
+    }
+    case W::PREPARE_EXTEND: {
+      auto x = r.getPrepareExtend();
+      return command(cmd::prepare_extend{x.getReq(), x.getStart(), x.getCount()});
+    }
+    case W::PREPARE_DECODE:
+      return command(cmd::prepare_decode{r.getPrepareDecode().getReq()});
+    case W::PROCESS_DECODE: {
+      auto x = r.getProcessDecode();
+      return command(cmd::process_decode{x.getReq(), x.getFinished(), x.getAcceptedDrafts()});
+    }
+    case W::CACHE_UNFINISHED: {
+      auto x = r.getCacheUnfinished();
+      return command(cmd::cache_unfinished{x.getReq(), x.getFillLen()});
+    }
+    case W::FINISH: {
+      auto x = r.getFinish();
+      return command(cmd::finish{x.getReq(), x.getExpectedLen()});
+    }
+    case W::ABORT:
+      return command(cmd::abort{r.getAbort().getReq()});
+    case W::NOT_ADMITTED:
+      return command(cmd::not_admitted{r.getNotAdmitted().getReq()});
+    case W::EVICT: {
+      auto x = r.getEvict();
+      return command(cmd::evict{x.getTokens(), x.getSlots()});
+    }
+    case W::CHECK:
+      return command(cmd::check{r.getCheck().getFull()});
+    case W::TAKE_OPS: {
+      cmd::take_ops c;
+      copy_list(c.reqs, r.getTakeOps().getReqs());
+      c.batch = r.getTakeOps().getBatch();
+      return command(std::move(c));
+    }
+    case W::LOOKUP: {
+      cmd::lookup c;
+      copy_list(c.tokens, r.getLookup().getTokens());
+      return command(std::move(c));
+    }
+    case W::PREFETCH: {
+      auto x = r.getPrefetch();
+      return command(cmd::prefetch{x.getReq(), x.getAdmitNow()});
+    }
+  }
+  return error{errc::invalid_argument,
+               "command kind " + std::to_string(static_cast<unsigned>(r.which())) +
+                   " is unknown (protocol " + std::to_string(wire::PROTOCOL_VERSION) + ")"};
 }
 
 void put_result(wire::CommandResult::Builder b, const command_result& r) {
   put_error(b.initError(), {r.code, r.error});
-  b.setPrefixLen(r.prefix_len);
-  if (!r.indices.empty()) {
-    auto l = b.initIndices(static_cast<unsigned>(r.indices.size()));
-    for (unsigned i = 0; i < l.size(); ++i)
-      l.set(i, r.indices[i]);
-  }
-  b.setNodeSlot(r.node_slot);
-  b.setHasBranching(r.branching.has_value());
-  b.setBranching(r.branching.value_or(0));
-  b.setWorking(r.working);
-  b.setRow(r.row);
-  if (r.pingpong) {
-    auto l = b.initPingpong(2);
-    l.set(0, (*r.pingpong)[0]);
-    l.set(1, (*r.pingpong)[1]);
-  }
-  b.setSlot(r.slot);
-  b.setMask(r.mask);
-  b.setKernelSeqlen(r.kernel_seqlen);
-  b.setInserted(r.inserted);
-  b.setMambaExist(r.mamba_exist);
-  b.setTokensEvicted(r.tokens_evicted);
-  b.setMambaEvicted(r.mamba_evicted);
-  b.setTokensFreedTotal(r.tokens_freed_total);
-  b.setSlotsFreedTotal(r.slots_freed_total);
-  b.setTreeTokens(r.tree_tokens);
-  b.setTreeSlots(r.tree_slots);
-  b.setSanity(r.sanity);
-  if (!r.sanity_detail.empty()) b.setSanityDetail(r.sanity_detail);
-  b.setOpsSnapshots(r.ops_snapshots);
-  b.setOpsClears(r.ops_clears);
-  b.setOpsCows(r.ops_cows);
   auto p = b.initPools();
   p.setKvAvail(r.pools.kv_avail);
   p.setSlotsAvail(r.pools.slots_avail);
@@ -246,11 +450,7 @@ void put_result(wire::CommandResult::Builder b, const command_result& r) {
   p.setMambaEvictable(r.pools.mamba_evictable);
   p.setMambaProtected(r.pools.mamba_protected);
   b.setElapsedNs(r.elapsed_ns);
-  b.setKvMatched(r.kv_matched);
-  b.setLoadedTokens(r.loaded_tokens);
-  b.setPrefetchReady(r.prefetch_ready);
-  if (!r.prefetch_outcome.empty()) b.setPrefetchOutcome(r.prefetch_outcome);
-  b.setStorageHitTokens(r.storage_hit_tokens);
+  std::visit(body_writer{b}, r.body);
 }
 
 command_result get_result(wire::CommandResult::Reader b) {
@@ -258,40 +458,108 @@ command_result get_result(wire::CommandResult::Reader b) {
   error e = get_error(b.getError());
   r.code = e.code;
   r.error = std::move(e.message);
-  r.prefix_len = b.getPrefixLen();
-  copy_list(r.indices, b.getIndices());
-  r.node_slot = b.getNodeSlot();
-  if (b.getHasBranching()) r.branching = b.getBranching();
-  r.working = b.getWorking();
-  r.row = b.getRow();
-  if (b.getPingpong().size() == 2)
-    r.pingpong = std::array<slot_id, 2>{b.getPingpong()[0], b.getPingpong()[1]};
-  r.slot = b.getSlot();
-  r.mask = b.getMask();
-  r.kernel_seqlen = b.getKernelSeqlen();
-  r.inserted = b.getInserted();
-  r.mamba_exist = b.getMambaExist();
-  r.tokens_evicted = b.getTokensEvicted();
-  r.mamba_evicted = b.getMambaEvicted();
-  r.tokens_freed_total = b.getTokensFreedTotal();
-  r.slots_freed_total = b.getSlotsFreedTotal();
-  r.tree_tokens = b.getTreeTokens();
-  r.tree_slots = b.getTreeSlots();
-  r.sanity = b.getSanity();
-  r.sanity_detail = b.getSanityDetail().cStr();
-  r.ops_snapshots = b.getOpsSnapshots();
-  r.ops_clears = b.getOpsClears();
-  r.ops_cows = b.getOpsCows();
   auto p = b.getPools();
   r.pools = {p.getKvAvail(),       p.getSlotsAvail(),    p.getRowsAvail(),
              p.getFullEvictable(), p.getFullProtected(), p.getMambaEvictable(),
              p.getMambaProtected()};
   r.elapsed_ns = b.getElapsedNs();
-  r.kv_matched = b.getKvMatched();
-  r.loaded_tokens = b.getLoadedTokens();
-  r.prefetch_ready = b.getPrefetchReady();
-  r.prefetch_outcome = b.getPrefetchOutcome().cStr();
-  r.storage_hit_tokens = b.getStorageHitTokens();
+  using W = wire::CommandResult;
+  switch (b.which()) {
+    case W::NONE:
+      break;
+    case W::MATCH: {
+      auto x = b.getMatch();
+      res::match m;
+      m.prefix_len = x.getPrefixLen();
+      m.kv_matched = x.getKvMatched();
+      copy_list(m.indices, x.getIndices());
+      m.node_slot = x.getNodeSlot();
+      m.branching = get_branching(x);
+      m.working = x.getWorking();
+      m.loaded_tokens = x.getLoadedTokens();
+      r.body = std::move(m);
+      break;
+    }
+    case W::LOOKUP: {
+      auto x = b.getLookup();
+      res::lookup l;
+      l.prefix_len = x.getPrefixLen();
+      l.kv_matched = x.getKvMatched();
+      copy_list(l.indices, x.getIndices());
+      l.node_slot = x.getNodeSlot();
+      l.branching = get_branching(x);
+      r.body = std::move(l);
+      break;
+    }
+    case W::ALLOC_REQ: {
+      auto x = b.getAllocReq();
+      res::alloc_req a{x.getRow(), x.getWorking(), std::nullopt};
+      if (x.getPingpong().size() == 2)
+        a.pingpong = std::array<slot_id, 2>{x.getPingpong()[0], x.getPingpong()[1]};
+      r.body = a;
+      break;
+    }
+    case W::ALLOC_KV: {
+      res::alloc_kv a;
+      copy_list(a.indices, b.getAllocKv().getIndices());
+      r.body = std::move(a);
+      break;
+    }
+    case W::TRACK:
+      r.body = res::track{b.getTrack().getKeepSlot()};
+      break;
+    case W::PREPARE_EXTEND: {
+      auto x = b.getPrepareExtend();
+      r.body = res::prepare_extend{x.getMask(), x.getKernelSeqlen(), x.getTrackSlot()};
+      break;
+    }
+    case W::PREPARE_DECODE: {
+      auto x = b.getPrepareDecode();
+      r.body = res::prepare_decode{x.getMask(), x.getTrackSlot()};
+      break;
+    }
+    case W::CACHE_UNFINISHED: {
+      auto x = b.getCacheUnfinished();
+      res::cache_unfinished c{x.getInserted(), x.getProtectedLen(), {}, x.getNodeSlot()};
+      copy_list(c.prefix, x.getPrefix());
+      r.body = std::move(c);
+      break;
+    }
+    case W::FINISH: {
+      auto x = b.getFinish();
+      r.body = res::finish{x.getInserted(), x.getCachedLen(), x.getMambaExist()};
+      break;
+    }
+    case W::EVICT: {
+      auto x = b.getEvict();
+      r.body = res::evict{x.getTokensEvicted(), x.getMambaEvicted(), x.getTokensFreedTotal(),
+                          x.getSlotsFreedTotal()};
+      break;
+    }
+    case W::CHECK: {
+      auto x = b.getCheck();
+      r.body = res::check{x.getTreeTokens(), x.getTreeSlots(), x.getSanity(),
+                          x.getSanityDetail().cStr()};
+      break;
+    }
+    case W::TAKE_OPS: {
+      auto x = b.getTakeOps();
+      r.body = res::take_ops{x.getSnapshots(), x.getClears(), x.getCows()};
+      break;
+    }
+    case W::PREFETCH: {
+      auto x = b.getPrefetch();
+      r.body = res::prefetch{x.getReady(), x.getOutcome().cStr(), x.getStorageHitTokens()};
+      break;
+    }
+    default:
+      if (r.ok()) {
+        r.code = errc::parse_error;
+        r.error = "result kind " + std::to_string(static_cast<unsigned>(b.which())) +
+                  " is unknown (protocol " + std::to_string(wire::PROTOCOL_VERSION) + ")";
+      }
+      break;
+  }
   return r;
 }
 

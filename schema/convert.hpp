@@ -24,9 +24,11 @@ void put_spec(wire::InstanceSpec::Builder b, const instance_spec& s);
 result<instance_spec> get_spec(wire::InstanceSpec::Reader r);
 
 void put_command(wire::Command::Builder b, const command& c);
-command get_command(wire::Command::Reader r);
+/// invalid_argument naming the kind's number for a kind this node does not know.
+result<command> get_command(wire::Command::Reader r);
 
 void put_result(wire::CommandResult::Builder b, const command_result& r);
+/// A body of a kind this side does not know reads as a parse_error naming its number.
 command_result get_result(wire::CommandResult::Reader r);
 
 void put_pool_info(wire::PoolInfo::Builder b, const pool_info& p);

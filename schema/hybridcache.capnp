@@ -1,4 +1,4 @@
-# hybridcache wire protocol, version 1.
+# hybridcache wire protocol, version 2 (per-kind commands and results).
 #
 # Rules: field ordinals are only ever appended; a change that alters the meaning of an
 # existing field bumps `protocolVersion`. Every method that can fail returns an `Error`
@@ -11,7 +11,7 @@
 
 $import "/capnp/c++.capnp".namespace("hc::wire");
 
-const protocolVersion :UInt32 = 1;
+const protocolVersion :UInt32 = 2;  # 1: commands and results as one bag of fields
 
 enum ErrorCode {
   ok @0;
@@ -81,42 +81,72 @@ enum PrefetchPolicy {
   timeout @2;       # wait at most min(30, 2 + 0.1 * tokens / 1024) seconds
 }
 
-enum CommandKind {
-  create @0;           # register `req` with prompt `tokens`
-  append @1;           # append generated `tokens` to `req`
-  match @2;            # prefix match of prompt[:input_len-1] with copy-on-write
-  lock @3;             # lock req's last node
-  unlock @4;
-  allocReq @5;         # row, working slot, ping-pong slots
-  allocKv @6;          # `n` KV ids at row position `start`
-  track @7;            # snapshot recorded at `seqlen`; `flag` = flip next_track_idx
-  prepareExtend @8;    # prefill tracking for `n` tokens after `start`
-  prepareDecode @9;    # decode tracking (lazy pre-allocation)
-  processDecode @10;   # decode result: `flag` = finished, `n` = accepted drafts (spec)
-  cacheUnfinished @11; # cache_unfinished_req with fill length `n`
-  finish @12;          # cache_finished_req; `n` > 0: expected total length (checked)
-  abort @13;           # release without insert (abort / retraction)
-  notAdmitted @14;     # free the COW slot of a matched request that was not admitted
-  evict @15;           # evict `n` tokens then `m` slots
-  check @16;           # tree totals; `flag`: full sanity check (idle only)
-  takeOps @17;         # queue the deferred data ops of extend batch `reqs` for forward `batch`
-  lookup @18;          # match `tokens` without a request (no copy-on-write, no lock; only the
-                       # LRU moves): prefix length, indices and node slot for routing/policies
-  prefetch @19;        # storage prefetch of req's prompt (host tier + L3): the first call
-                       # starts it, later calls poll; `flag` = the worker admits req now
-}
-
+# A command is one of the kinds below (the union's tag); each carries the fields it uses,
+# each with one meaning. The request handle `req` is chosen by the worker, unique per
+# session. The node sets the namespace of create / lookup to the session's.
 struct Command {
-  kind @0 :CommandKind;
-  req @1 :UInt64;               # request handle, chosen by the worker, unique per session
-  tokens @2 :List(Int32);
-  reqs @3 :List(UInt64);
-  start @4 :UInt64;
-  n @5 :UInt64;
-  m @6 :UInt64;
-  seqlen @7 :UInt64;
-  flag @8 :Bool;
-  batch @9 :UInt64;             # takeOps: the forward batch that consumes the ops
+  union {
+    create @0 :Create;                  # register `req` with prompt `tokens`
+    append @1 :Append;                  # append generated `tokens` to `req`
+    match @2 :ForRequest;               # prefix match of prompt[:input_len-1], copy-on-write
+    lock @3 :ForRequest;                # lock req's last node
+    unlock @4 :ForRequest;
+    allocReq @5 :ForRequest;            # row, working slot, ping-pong slots
+    allocKv @6 :AllocKv;
+    track @7 :Track;
+    prepareExtend @8 :PrepareExtend;
+    prepareDecode @9 :ForRequest;       # decode tracking (lazy pre-allocation)
+    processDecode @10 :ProcessDecode;
+    cacheUnfinished @11 :CacheUnfinished;
+    finish @12 :Finish;
+    abort @13 :ForRequest;              # release without insert (abort / retraction)
+    notAdmitted @14 :ForRequest;        # free the COW slot of a matched, not admitted request
+    evict @15 :Evict;
+    check @16 :Check;
+    takeOps @17 :TakeOps;
+    lookup @18 :Lookup;
+    prefetch @19 :Prefetch;
+  }
+
+  struct ForRequest { req @0 :UInt64; }
+  struct Create { req @0 :UInt64; tokens @1 :List(Int32); }
+  struct Append { req @0 :UInt64; tokens @1 :List(Int32); }
+  struct AllocKv {                      # `count` KV ids at row position `start`
+    req @0 :UInt64;
+    start @1 :UInt64;
+    count @2 :UInt64;
+  }
+  struct Track {                        # snapshot recorded at `seqlen`
+    req @0 :UInt64;
+    seqlen @1 :UInt64;
+    flip @2 :Bool;                      # flip next_track_idx
+  }
+  struct PrepareExtend {                # prefill tracking for `count` tokens after `start`
+    req @0 :UInt64;
+    start @1 :UInt64;
+    count @2 :UInt64;
+  }
+  struct ProcessDecode {
+    req @0 :UInt64;
+    finished @1 :Bool;
+    acceptedDrafts @2 :UInt64;          # > 0: speculative decoding
+  }
+  struct CacheUnfinished { req @0 :UInt64; fillLen @1 :UInt64; }
+  struct Finish {                       # cache_finished_req
+    req @0 :UInt64;
+    expectedLen @1 :UInt64;             # > 0: the total length, checked against the commit
+  }
+  struct Evict { tokens @0 :UInt64; slots @1 :UInt64; }  # tokens first, then slots
+  struct Check { full @0 :Bool; }       # tree totals; full: the sanity check (idle only)
+  struct TakeOps {                      # queue the deferred data ops of extend batch `reqs`
+    reqs @0 :List(UInt64);
+    batch @1 :UInt64;                   # the forward batch that consumes them
+  }
+  struct Lookup { tokens @0 :List(Int32); }  # match without a request: no COW, no lock
+  struct Prefetch {                     # storage prefetch of req's prompt (host tier + L3):
+    req @0 :UInt64;                     # the first call starts it, later calls poll
+    admitNow @1 :Bool;                  # the worker admits req now
+  }
 }
 
 struct PoolState {
@@ -129,41 +159,99 @@ struct PoolState {
   mambaProtected @6 :UInt64;
 }
 
+# What every command reports, and the body of its kind when it succeeded (`none` for the
+# kinds that only succeed or fail: create, append, lock, unlock, processDecode, abort,
+# notAdmitted; and for every failure).
 struct CommandResult {
   error @0 :Error;
-  prefixLen @1 :UInt64;         # match: prefix length; cacheUnfinished: protected length; finish: cached length
-  indices @2 :List(Int32);      # match / allocKv / cacheUnfinished: KV ids
-  nodeSlot @3 :Int32 = -1;
-  hasBranching @4 :Bool;
-  branching @5 :UInt64;
-  working @6 :Int32 = -1;
-  row @7 :Int32 = -1;
-  pingpong @8 :List(Int32);     # allocReq: entries (-1 = empty); empty list = none
-  slot @9 :Int32 = -1;          # track: keep slot; prepare*: track slot
-  mask @10 :Bool;
-  kernelSeqlen @11 :Int64 = -1;
-  inserted @12 :Bool;
-  mambaExist @13 :Bool;
-  tokensEvicted @14 :UInt64;
-  mambaEvicted @15 :UInt64;
-  tokensFreedTotal @16 :UInt64;
-  slotsFreedTotal @17 :UInt64;
-  treeTokens @18 :UInt64;
-  treeSlots @19 :UInt64;
-  sanity @20 :Bool = true;
-  sanityDetail @21 :Text;
-  opsSnapshots @22 :UInt64;
-  opsClears @23 :UInt64;
-  opsCows @24 :UInt64;
-  pools @25 :PoolState;
-  elapsedNs @26 :UInt64;        # time inside the cache
-  kvMatched @27 :UInt64;        # match: KV tokens matched, resumable or not (>= prefixLen)
-  loadedTokens @28 :UInt64;     # match: tokens of the prefix loaded back from the host tier
-  prefetchReady @29 :Bool;      # prefetch: the request may be admitted now (policy)
-  prefetchOutcome @30 :Text;    # prefetch: "" while running, else completed | truncated |
-                                # partial | skipped_below_threshold | rate_limited |
-                                # timed_out | revoked | aborted
-  storageHitTokens @31 :UInt64; # prefetch: tokens it brought from L3 to the host tier
+  pools @1 :PoolState;
+  elapsedNs @2 :UInt64;         # time inside the cache
+  union {
+    none @3 :Void;
+    match @4 :Match;
+    lookup @5 :Lookup;
+    allocReq @6 :AllocReq;
+    allocKv @7 :AllocKv;
+    track @8 :Track;
+    prepareExtend @9 :PrepareExtend;
+    prepareDecode @10 :PrepareDecode;
+    cacheUnfinished @11 :CacheUnfinished;
+    finish @12 :Finish;
+    evict @13 :Evict;
+    check @14 :Check;
+    takeOps @15 :TakeOps;
+    prefetch @16 :Prefetch;
+  }
+
+  struct Match {
+    prefixLen @0 :UInt64;       # resumable prefix: the request starts here
+    kvMatched @1 :UInt64;       # KV tokens matched, resumable or not (>= prefixLen)
+    indices @2 :List(Int32);
+    nodeSlot @3 :Int32 = -1;
+    hasBranching @4 :Bool;
+    branching @5 :UInt64;
+    working @6 :Int32 = -1;
+    loadedTokens @7 :UInt64;    # of the prefix, loaded back from the host tier
+  }
+  struct Lookup {
+    prefixLen @0 :UInt64;
+    kvMatched @1 :UInt64;
+    indices @2 :List(Int32);
+    nodeSlot @3 :Int32 = -1;
+    hasBranching @4 :Bool;
+    branching @5 :UInt64;
+  }
+  struct AllocReq {
+    row @0 :Int32 = -1;
+    working @1 :Int32 = -1;
+    pingpong @2 :List(Int32);   # entries (-1 = empty); empty list = none
+  }
+  struct AllocKv { indices @0 :List(Int32); }
+  struct Track { keepSlot @0 :Int32 = -1; }
+  struct PrepareExtend {
+    mask @0 :Bool;              # snapshot this step
+    kernelSeqlen @1 :Int64 = -1;  # position the kernel tracks to
+    trackSlot @2 :Int32 = -1;
+  }
+  struct PrepareDecode {
+    mask @0 :Bool;
+    trackSlot @1 :Int32 = -1;
+  }
+  struct CacheUnfinished {
+    inserted @0 :Bool;
+    protectedLen @1 :UInt64;
+    prefix @2 :List(Int32);     # the request's KV ids after the insert
+    nodeSlot @3 :Int32 = -1;
+  }
+  struct Finish {
+    inserted @0 :Bool;
+    cachedLen @1 :UInt64;
+    mambaExist @2 :Bool;
+  }
+  struct Evict {
+    tokensEvicted @0 :UInt64;
+    mambaEvicted @1 :UInt64;
+    tokensFreedTotal @2 :UInt64;
+    slotsFreedTotal @3 :UInt64;
+  }
+  struct Check {
+    treeTokens @0 :UInt64;
+    treeSlots @1 :UInt64;
+    sanity @2 :Bool = true;
+    sanityDetail @3 :Text;
+  }
+  struct TakeOps {
+    snapshots @0 :UInt64;
+    clears @1 :UInt64;
+    cows @2 :UInt64;
+  }
+  struct Prefetch {
+    ready @0 :Bool;             # the request may be admitted now (policy)
+    outcome @1 :Text;           # "" while running, else completed | truncated | partial |
+                                # skipped_below_threshold | rate_limited | timed_out |
+                                # revoked | aborted
+    storageHitTokens @2 :UInt64;  # tokens it brought from L3 to the host tier
+  }
 }
 
 struct PoolInfo {

@@ -17,9 +17,7 @@ struct rpc_probe::impl {
   kj::Promise<void> send() {
     if (kind == call::ping) return node.pingRequest().send().ignoreResult();
     auto req = session.stepRequest();
-    command evict0;
-    evict0.kind = cmd_kind::evict;
-    wire_convert::put_command(req.initCommands(1)[0], evict0);
+    wire_convert::put_command(req.initCommands(1)[0], cmd::evict{});
     return req.send().ignoreResult();
   }
 };

@@ -4,12 +4,18 @@
 // scheduling step is a batch of commands executed in order; every command gets its own
 // result (an error in one does not stop the batch — the worker decides).
 //
+// Protocol v2: every kind is its own struct (cmd::*) with the fields it uses, each with one
+// meaning; a command is the variant of them. A result carries what every command reports
+// (error, pool occupancy, time) and the body of its kind (res::*; none for the kinds that
+// only succeed or fail).
+//
 // Vocabulary header: standard library only.
 
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "actors/common/ids.hpp"
@@ -17,49 +23,171 @@
 
 namespace hc {
 
+/// The kinds, in the order of the command variant's alternatives (kind_of == index).
 enum class cmd_kind : std::uint8_t {
-  create,            ///< register req with prompt `tokens` in namespace `ns`
-  append,            ///< append generated `tokens` to req
-  match,             ///< match prompt[:input_len-1] with COW
-  lock,              ///< inc_lock_ref of req's last node
-  unlock,            ///< dec_lock_ref of req's last node
-  alloc_req,         ///< row, working slot, ping-pong
-  alloc_kv,          ///< `n` KV ids at row position `start`
-  track,             ///< record a snapshot at `seqlen`; `flag` = flip next_track_idx
-  prepare_extend,    ///< prefill tracking for `n` tokens after `start`
-  prepare_decode,    ///< decode tracking (lazy prealloc)
-  process_decode,    ///< decode result; `flag` = finished; `n` = accepted drafts (spec)
-  cache_unfinished,  ///< cache_unfinished_req with fill_len `n`
-  finish,            ///< cache_finished_req; `n` > 0: expected total length (check)
-  abort,             ///< release without insert
-  not_admitted,      ///< free the COW slot of a matched, not admitted request
-  evict,             ///< evict(`n` tokens, `m` slots)
-  check,             ///< tree totals; `flag`: full sanity check (idle only)
-  take_ops,          ///< deferred data ops for extend batch `reqs` (handed to the stream)
-  lookup,            ///< match `tokens` without a request: no COW, no lock; only the LRU
-                     ///< moves (SGLang's match_prefix for scheduling policies / routing)
-  prefetch,          ///< storage prefetch of req's prompt (§5.4): the first call starts it,
-                     ///< later calls poll; `flag` = the worker admits the request now
+  create,
+  append,
+  match,
+  lock,
+  unlock,
+  alloc_req,
+  alloc_kv,
+  track,
+  prepare_extend,
+  prepare_decode,
+  process_decode,
+  cache_unfinished,
+  finish,
+  abort,
+  not_admitted,
+  evict,
+  check,
+  take_ops,
+  lookup,
+  prefetch,
 };
 inline constexpr std::size_t cmd_kind_count = 20;
 
 /// Stable lowercase name ("cache_unfinished"); "?" for an out-of-range value.
 const char* to_string(cmd_kind k) noexcept;
 
-struct command {
-  cmd_kind kind = cmd_kind::check;
+namespace cmd {
+
+/// Registers request `req` (chosen by the worker, unique per session) with its prompt.
+struct create {
   request_handle req = 0;
-  namespace_id ns = 0;               ///< create, lookup (the node sets the session's)
-  std::vector<token_id> tokens;      ///< create, append, lookup
-  std::vector<request_handle> reqs;  ///< take_ops
-  std::uint64_t start = 0;           ///< alloc_kv, prepare_extend
-  std::uint64_t n = 0;               ///< see cmd_kind
-  std::uint64_t m = 0;               ///< evict
-  std::uint64_t seqlen = 0;          ///< track
-  bool flag = false;                 ///< see cmd_kind
-  std::uint64_t batch = 0;           ///< take_ops: the forward batch consuming the ops
-  friend bool operator==(const command&, const command&) = default;
+  namespace_id ns = 0;  ///< set by the node to the session's namespace
+  std::vector<token_id> tokens;
+  friend bool operator==(const create&, const create&) = default;
 };
+/// Appends generated tokens to req.
+struct append {
+  request_handle req = 0;
+  std::vector<token_id> tokens;
+  friend bool operator==(const append&, const append&) = default;
+};
+/// Prefix match of prompt[:input_len-1] with copy-on-write of the node's state.
+struct match {
+  request_handle req = 0;
+  friend bool operator==(const match&, const match&) = default;
+};
+/// inc_lock_ref of req's last node.
+struct lock {
+  request_handle req = 0;
+  friend bool operator==(const lock&, const lock&) = default;
+};
+/// dec_lock_ref of req's last node.
+struct unlock {
+  request_handle req = 0;
+  friend bool operator==(const unlock&, const unlock&) = default;
+};
+/// Request row, working slot and ping-pong slots.
+struct alloc_req {
+  request_handle req = 0;
+  friend bool operator==(const alloc_req&, const alloc_req&) = default;
+};
+/// `count` KV ids at row position `start`.
+struct alloc_kv {
+  request_handle req = 0;
+  std::uint64_t start = 0;
+  std::uint64_t count = 0;
+  friend bool operator==(const alloc_kv&, const alloc_kv&) = default;
+};
+/// A snapshot recorded at `seqlen`; `flip` flips next_track_idx.
+struct track {
+  request_handle req = 0;
+  std::uint64_t seqlen = 0;
+  bool flip = false;
+  friend bool operator==(const track&, const track&) = default;
+};
+/// Prefill tracking for `count` tokens after `start`.
+struct prepare_extend {
+  request_handle req = 0;
+  std::uint64_t start = 0;
+  std::uint64_t count = 0;
+  friend bool operator==(const prepare_extend&, const prepare_extend&) = default;
+};
+/// Decode tracking (lazy pre-allocation).
+struct prepare_decode {
+  request_handle req = 0;
+  friend bool operator==(const prepare_decode&, const prepare_decode&) = default;
+};
+/// A decode step's result; `accepted_drafts` > 0 for speculative decoding.
+struct process_decode {
+  request_handle req = 0;
+  bool finished = false;
+  std::uint64_t accepted_drafts = 0;
+  friend bool operator==(const process_decode&, const process_decode&) = default;
+};
+/// cache_unfinished_req with fill length `fill_len`.
+struct cache_unfinished {
+  request_handle req = 0;
+  std::uint64_t fill_len = 0;
+  friend bool operator==(const cache_unfinished&, const cache_unfinished&) = default;
+};
+/// cache_finished_req; `expected_len` > 0: the request's total length, checked against
+/// what it committed (+1 for the last token).
+struct finish {
+  request_handle req = 0;
+  std::uint64_t expected_len = 0;
+  friend bool operator==(const finish&, const finish&) = default;
+};
+/// Release without insert (abort / retraction).
+struct abort {
+  request_handle req = 0;
+  friend bool operator==(const abort&, const abort&) = default;
+};
+/// Frees the COW slot of a matched request that was not admitted.
+struct not_admitted {
+  request_handle req = 0;
+  friend bool operator==(const not_admitted&, const not_admitted&) = default;
+};
+/// Evicts `tokens` KV tokens, then `slots` SSM slots.
+struct evict {
+  std::uint64_t tokens = 0;
+  std::uint64_t slots = 0;
+  friend bool operator==(const evict&, const evict&) = default;
+};
+/// Tree totals and invariants; `full`: the full sanity check (idle only).
+struct check {
+  bool full = false;
+  friend bool operator==(const check&, const check&) = default;
+};
+/// Queues the deferred data ops of extend batch `reqs` for forward `batch`.
+struct take_ops {
+  std::vector<request_handle> reqs;
+  std::uint64_t batch = 0;
+  friend bool operator==(const take_ops&, const take_ops&) = default;
+};
+/// Matches `tokens` without a request: no COW, no lock; only the LRU moves (SGLang's
+/// match_prefix for scheduling policies / routing).
+struct lookup {
+  namespace_id ns = 0;  ///< set by the node to the session's namespace
+  std::vector<token_id> tokens;
+  friend bool operator==(const lookup&, const lookup&) = default;
+};
+/// Storage prefetch of req's prompt (§5.4): the first call starts it, later calls poll;
+/// `admit_now`: the worker admits the request now.
+struct prefetch {
+  request_handle req = 0;
+  bool admit_now = false;
+  friend bool operator==(const prefetch&, const prefetch&) = default;
+};
+
+}  // namespace cmd
+
+using command = std::variant<cmd::create, cmd::append, cmd::match, cmd::lock, cmd::unlock,
+                             cmd::alloc_req, cmd::alloc_kv, cmd::track, cmd::prepare_extend,
+                             cmd::prepare_decode, cmd::process_decode, cmd::cache_unfinished,
+                             cmd::finish, cmd::abort, cmd::not_admitted, cmd::evict, cmd::check,
+                             cmd::take_ops, cmd::lookup, cmd::prefetch>;
+static_assert(std::variant_size_v<command> == cmd_kind_count);
+
+inline cmd_kind kind_of(const command& c) noexcept {
+  return static_cast<cmd_kind>(c.index());
+}
+/// The request a command is about; nullopt for evict, check, take_ops and lookup.
+std::optional<request_handle> request_of(const command& c) noexcept;
 
 /// Pool and tree occupancy after a command (what every trace op reports).
 struct pool_state {
@@ -69,37 +197,113 @@ struct pool_state {
   friend bool operator==(const pool_state&, const pool_state&) = default;
 };
 
-struct command_result {
-  errc code = errc::ok;
-  std::string error;  ///< empty when code == ok
-  std::uint64_t prefix_len = 0;
-  std::uint64_t kv_matched = 0;   ///< match: KV tokens matched (resumable or not)
-  std::vector<kv_index> indices;  ///< match / alloc_kv / cache_unfinished prefix
+namespace res {
+
+struct match {
+  std::uint64_t prefix_len = 0;  ///< resumable prefix (the request starts here)
+  std::uint64_t kv_matched = 0;  ///< KV tokens matched, resumable or not (>= prefix_len)
+  std::vector<kv_index> indices;
   slot_id node_slot = no_slot;
   std::optional<std::uint64_t> branching;
   slot_id working = no_slot;
+  std::uint64_t loaded_tokens = 0;  ///< of the prefix, loaded back from the host tier
+  friend bool operator==(const match&, const match&) = default;
+};
+struct lookup {
+  std::uint64_t prefix_len = 0;
+  std::uint64_t kv_matched = 0;
+  std::vector<kv_index> indices;
+  slot_id node_slot = no_slot;
+  std::optional<std::uint64_t> branching;
+  friend bool operator==(const lookup&, const lookup&) = default;
+};
+struct alloc_req {
   row_id row = no_row;
+  slot_id working = no_slot;
   std::optional<std::array<slot_id, 2>> pingpong;
-  slot_id slot = no_slot;           ///< track: keep slot; prepare_*: track slot
-  bool mask = false;                ///< prepare_*: snapshot this step
-  std::int64_t kernel_seqlen = -1;  ///< prepare_extend: position the kernel tracks to
-  bool inserted = false;            ///< cache_unfinished / finish
+  friend bool operator==(const alloc_req&, const alloc_req&) = default;
+};
+struct alloc_kv {
+  std::vector<kv_index> indices;
+  friend bool operator==(const alloc_kv&, const alloc_kv&) = default;
+};
+struct track {
+  slot_id keep_slot = no_slot;
+  friend bool operator==(const track&, const track&) = default;
+};
+struct prepare_extend {
+  bool mask = false;                ///< snapshot this step
+  std::int64_t kernel_seqlen = -1;  ///< position the kernel tracks to
+  slot_id track_slot = no_slot;
+  friend bool operator==(const prepare_extend&, const prepare_extend&) = default;
+};
+struct prepare_decode {
+  bool mask = false;
+  slot_id track_slot = no_slot;
+  friend bool operator==(const prepare_decode&, const prepare_decode&) = default;
+};
+struct cache_unfinished {
+  bool inserted = false;
+  std::uint64_t protected_len = 0;
+  std::vector<kv_index> prefix;  ///< the request's KV ids after the insert
+  slot_id node_slot = no_slot;
+  friend bool operator==(const cache_unfinished&, const cache_unfinished&) = default;
+};
+struct finish {
+  bool inserted = false;
+  std::uint64_t cached_len = 0;
   bool mamba_exist = false;
+  friend bool operator==(const finish&, const finish&) = default;
+};
+struct evict {
   std::uint64_t tokens_evicted = 0, mamba_evicted = 0;
   std::uint64_t tokens_freed_total = 0, slots_freed_total = 0;
+  friend bool operator==(const evict&, const evict&) = default;
+};
+struct check {
   std::uint64_t tree_tokens = 0, tree_slots = 0;
   bool sanity = true;
   std::string sanity_detail;
-  std::uint64_t ops_snapshots = 0, ops_clears = 0, ops_cows = 0;  ///< take_ops
-  pool_state pools;
-  std::uint64_t elapsed_ns = 0;     ///< time inside the cache call
-  std::uint64_t loaded_tokens = 0;  ///< match: tokens loaded back from the host tier
-  /// prefetch: the request may be admitted now (termination policy), the outcome once the
-  /// prefetch ended ("" while it runs; see prefetch_outcome), tokens it brought to the host.
-  bool prefetch_ready = false;
-  std::string prefetch_outcome;
+  friend bool operator==(const check&, const check&) = default;
+};
+struct take_ops {
+  std::uint64_t snapshots = 0, clears = 0, cows = 0;
+  friend bool operator==(const take_ops&, const take_ops&) = default;
+};
+/// The request may be admitted now (termination policy), the outcome once the prefetch
+/// ended ("" while it runs; see prefetch_outcome), tokens it brought to the host tier.
+struct prefetch {
+  bool ready = false;
+  std::string outcome;
   std::uint64_t storage_hit_tokens = 0;
+  friend bool operator==(const prefetch&, const prefetch&) = default;
+};
+
+}  // namespace res
+
+/// A successful command's body: monostate for the kinds that report nothing of their own
+/// (create, append, lock, unlock, process_decode, abort, not_admitted) and for failures.
+using result_body =
+    std::variant<std::monostate, res::match, res::lookup, res::alloc_req, res::alloc_kv, res::track,
+                 res::prepare_extend, res::prepare_decode, res::cache_unfinished, res::finish,
+                 res::evict, res::check, res::take_ops, res::prefetch>;
+
+struct command_result {
+  errc code = errc::ok;
+  std::string error;  ///< empty when code == ok
+  pool_state pools;
+  std::uint64_t elapsed_ns = 0;  ///< time inside the cache call
+  result_body body;
   bool ok() const noexcept { return code == errc::ok; }
+  /// The body as kind T; throws std::bad_variant_access if it is another (or none).
+  template <class T>
+  const T& as() const {
+    return std::get<T>(body);
+  }
+  template <class T>
+  const T* get_if() const noexcept {
+    return std::get_if<T>(&body);
+  }
   friend bool operator==(const command_result&, const command_result&) = default;
 };
 

@@ -55,39 +55,31 @@ void report(state& st, const tree_counters& before, std::span<const command> cmd
     const command_result& r = res[i];
     if (!r.ok()) {
       ++sv.command_errors;
-      m.command_error(to_string(cmds[i].kind));
+      m.command_error(to_string(kind_of(cmds[i])));
       continue;
     }
-    switch (cmds[i].kind) {
-      case cmd_kind::match:
-        ++sv.matches;
-        sv.matched_kv_tokens += r.kv_matched;
-        sv.matched_resumable_tokens += r.prefix_len;
-        m.l1_match(r.kv_matched - r.loaded_tokens, r.prefix_len - r.loaded_tokens);
-        if (r.loaded_tokens) m.l2_hit(r.loaded_tokens);
-        break;
-      case cmd_kind::lookup:
-        ++sv.lookups;
-        break;
-      case cmd_kind::evict:
-        m.evicted("explicit", r.tokens_freed_total, r.slots_freed_total);
-        explicit_tokens += r.tokens_freed_total;
-        explicit_slots += r.slots_freed_total;
-        sv.explicit_evicted_tokens += r.tokens_freed_total;
-        sv.explicit_evicted_slots += r.slots_freed_total;
-        break;
-      case cmd_kind::take_ops:
-        m.forward_ops(r.ops_snapshots, r.ops_clears, r.ops_cows);
-        break;
-      case cmd_kind::cache_unfinished:
-      case cmd_kind::finish:
-        if (r.inserted) {
-          sv.inserted_tokens += r.prefix_len;
-          m.inserted_tokens(r.prefix_len);
-        }
-        break;
-      default:
-        break;
+    if (const auto* x = r.get_if<res::match>()) {
+      ++sv.matches;
+      sv.matched_kv_tokens += x->kv_matched;
+      sv.matched_resumable_tokens += x->prefix_len;
+      m.l1_match(x->kv_matched - x->loaded_tokens, x->prefix_len - x->loaded_tokens);
+      if (x->loaded_tokens) m.l2_hit(x->loaded_tokens);
+    } else if (r.get_if<res::lookup>()) {
+      ++sv.lookups;
+    } else if (const auto* e = r.get_if<res::evict>()) {
+      m.evicted("explicit", e->tokens_freed_total, e->slots_freed_total);
+      explicit_tokens += e->tokens_freed_total;
+      explicit_slots += e->slots_freed_total;
+      sv.explicit_evicted_tokens += e->tokens_freed_total;
+      sv.explicit_evicted_slots += e->slots_freed_total;
+    } else if (const auto* t = r.get_if<res::take_ops>()) {
+      m.forward_ops(t->snapshots, t->clears, t->cows);
+    } else if (const auto* u = r.get_if<res::cache_unfinished>(); u && u->inserted) {
+      sv.inserted_tokens += u->protected_len;
+      m.inserted_tokens(u->protected_len);
+    } else if (const auto* f = r.get_if<res::finish>(); f && f->inserted) {
+      sv.inserted_tokens += f->cached_len;
+      m.inserted_tokens(f->cached_len);
     }
   }
   const radix_cache& c = *st.cache;
@@ -213,8 +205,10 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
         }
         const session_id sid = job->session;
         const tree_counters before = st->cache->tree().counters();
-        for (command& c : job->cmds)
-          c.ns = it->second.ns;
+        for (command& c : job->cmds) {  // the session's namespace, whatever the worker sent
+          if (auto* x = std::get_if<cmd::create>(&c)) x->ns = it->second.ns;
+          if (auto* x = std::get_if<cmd::lookup>(&c)) x->ns = it->second.ns;
+        }
         request_manager& requests = *it->second.requests;
         step_outcome out = run_step(
             requests, *st->cache, job->cmds, job->results,

@@ -140,9 +140,10 @@ void tier_pipeline::store_to_l3(node_ref n) {
           [this](caf::error&) { answered(); });
 }
 
-bool tier_pipeline::on_command(session_id s, const request_manager& m, const command& c,
+bool tier_pipeline::on_command(session_id s, const request_manager& m, const command& cmd,
                                command_result& out) {
-  if (c.kind != cmd_kind::prefetch) return false;
+  const auto* c = std::get_if<cmd::prefetch>(&cmd);
+  if (c == nullptr) return false;
   if (!planner_ || !w_.storage) {
     out.code = errc::invalid_argument;
     out.error =
@@ -150,39 +151,42 @@ bool tier_pipeline::on_command(session_id s, const request_manager& m, const com
         "hicacheStorage, on a node with an L3 store)";
     return true;
   }
-  const record_key key{s, c.req};
+  const record_key key{s, c->req};
   auto it = prefetches_.find(key);
   if (it == prefetches_.end()) {
-    const request_record* r = m.find(c.req);
+    const request_record* r = m.find(c->req);
     if (r == nullptr) {
       out.code = errc::not_found;
-      out.error = "prefetch: request " + std::to_string(c.req) + " is unknown";
+      out.error = "prefetch: request " + std::to_string(c->req) + " is unknown";
       return true;
     }
     it = prefetches_.emplace(key, prefetch_record{}).first;
     start_prefetch(s, *r, it->second);
   }
   prefetch_record& rec = it->second;
+  res::prefetch body;
   if (rec.running) {
     const double waited = seconds_between(rec.started, w_.time->now());
     switch (w_.prefetch.termination) {
       case prefetch_termination::best_effort:
-        out.prefetch_ready = true;
+        body.ready = true;
         break;
       case prefetch_termination::wait_complete:
-        out.prefetch_ready = false;
+        body.ready = false;
         break;
       case prefetch_termination::timeout:
-        out.prefetch_ready = waited >= rec.timeout_s;
+        body.ready = waited >= rec.timeout_s;
         break;
     }
-    if (c.flag) rec.admitted_early = true;  // what arrives later still lands in the tree
+    if (c->admit_now) rec.admitted_early = true;  // what arrives later still lands in the tree
+    out.body = std::move(body);
     return true;
   }
-  out.prefetch_ready = true;
-  out.prefetch_outcome = rec.outcome;
-  out.storage_hit_tokens = rec.storage_hit_tokens;
-  if (c.flag) prefetches_.erase(it);
+  body.ready = true;
+  body.outcome = rec.outcome;
+  body.storage_hit_tokens = rec.storage_hit_tokens;
+  out.body = std::move(body);
+  if (c->admit_now) prefetches_.erase(it);
   return true;
 }
 

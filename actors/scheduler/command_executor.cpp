@@ -23,154 +23,133 @@ void fill_pools(const request_manager& m, const radix_cache& cache, pool_state& 
   p.mamba_protected = s.mamba_protected;
 }
 
-void run(request_manager& m, radix_cache& cache, const command& c, command_result& out,
-         forward_ops& ops) {
-  const request_handle h = c.req;
-  switch (c.kind) {
-    case cmd_kind::create:
-      if (status s = m.create(h, c.ns, c.tokens); !s) fail(out, s.err());
-      return;
-    case cmd_kind::append:
-      if (status s = m.append_tokens(h, c.tokens); !s) fail(out, s.err());
-      return;
-    case cmd_kind::match: {
-      auto r = m.match(h);
-      if (!r) return fail(out, r.err());
-      out.prefix_len = r->prefix_len;
-      out.kv_matched = r->kv_matched;
-      out.indices.assign(r->indices.begin(), r->indices.end());
-      out.node_slot = r->node_slot;
-      if (r->branching) out.branching = *r->branching;
-      out.working = r->working;
-      out.loaded_tokens = r->loaded_tokens;
-      return;
-    }
-    case cmd_kind::prefetch:
-      return fail(out, {errc::invalid_argument,
-                        "prefetch needs a node whose instance has a host tier (hicacheRatio)"});
-    case cmd_kind::lock:
-      if (status s = m.lock(h); !s) fail(out, s.err());
-      return;
-    case cmd_kind::unlock:
-      if (status s = m.unlock(h); !s) fail(out, s.err());
-      return;
-    case cmd_kind::alloc_req: {
-      auto r = m.alloc_req(h);
-      if (!r) return fail(out, r.err());
-      out.row = r->row;
-      out.working = r->working;
-      out.pingpong = r->pingpong;
-      return;
-    }
-    case cmd_kind::alloc_kv: {
-      auto r = m.alloc_kv(h, c.start, c.n);
-      if (!r) return fail(out, r.err());
-      out.indices.assign(r->begin(), r->end());
-      return;
-    }
-    case cmd_kind::track: {
-      auto r = m.record_track(h, c.seqlen, c.flag);
-      if (!r) return fail(out, r.err());
-      out.slot = *r;
-      return;
-    }
-    case cmd_kind::prepare_extend: {
-      auto r = m.prepare_extend(h, c.start, c.n);
-      if (!r) return fail(out, r.err());
-      out.mask = r->plan.mask;
-      out.kernel_seqlen = r->plan.kernel_seqlen;
-      out.slot = r->track_slot;
-      return;
-    }
-    case cmd_kind::prepare_decode: {
-      auto r = m.prepare_decode(h);
-      if (!r) return fail(out, r.err());
-      out.mask = r->mask;
-      out.slot = r->track_slot;
-      return;
-    }
-    case cmd_kind::process_decode: {
-      status s = c.n > 0 ? m.process_spec_decode(h, c.n, c.flag) : m.process_decode(h, c.flag);
-      if (!s) fail(out, s.err());
-      return;
-    }
-    case cmd_kind::cache_unfinished: {
-      auto r = m.cache_unfinished(h, c.n);
-      if (!r) return fail(out, r.err());
-      out.inserted = r->inserted;
-      out.prefix_len = r->protected_len;
-      out.indices.assign(r->prefix.begin(), r->prefix.end());
-      out.node_slot = r->node_slot;
-      return;
-    }
-    case cmd_kind::finish: {
-      if (c.n > 0) {
-        const request_record* rec = m.find(h);
-        if (rec && rec->kv_committed + 1 != c.n)
-          return fail(out, {errc::invalid_argument,
-                            "finish: committed length " + std::to_string(rec->kv_committed) +
-                                " != expected total length - 1 (" + std::to_string(c.n - 1) + ")"});
-      }
-      auto r = m.finish(h);
-      if (!r) return fail(out, r.err());
-      out.inserted = r->inserted;
-      out.prefix_len = r->cached_len;
-      out.mamba_exist = r->mamba_exist;
-      return;
-    }
-    case cmd_kind::abort:
-      if (status s = m.abort(h); !s) fail(out, s.err());
-      return;
-    case cmd_kind::not_admitted:
-      if (status s = m.not_admitted(h); !s) fail(out, s.err());
-      return;
-    case cmd_kind::evict: {
-      evict_result r = cache.tree().evict(c.n, c.m);
-      out.tokens_evicted = r.tokens_evicted;
-      out.mamba_evicted = r.mamba_evicted;
-      out.tokens_freed_total = r.tokens_freed_total;
-      out.slots_freed_total = r.slots_freed_total;
-      return;
-    }
-    case cmd_kind::check: {
-      const tree_sizes& s = cache.tree().sizes();
-      out.tree_tokens = s.total_tokens();
-      out.tree_slots = s.total_slots();
-      status st = c.flag ? cache.tree().sanity_check() : cache.tree().check_invariants();
-      if (st && c.flag) st = m.check_pool_invariants();
-      out.sanity = st.ok();
-      if (!st) out.sanity_detail = st.err().message;
-      return;
-    }
-    case cmd_kind::lookup: {
-      match_result r = cache.tree().match(c.ns, c.tokens);
-      out.prefix_len = r.indices.size();
-      out.kv_matched = r.kv_matched;
-      out.indices = std::move(r.indices);
-      out.node_slot = r.last_slot;
-      out.branching = r.branching;
-      return;
-    }
-    case cmd_kind::take_ops: {
-      forward_ops taken = m.take_forward_ops(c.reqs);
-      out.ops_snapshots = taken.snapshots.size();
-      out.ops_clears = taken.clears.size();
-      out.ops_cows = taken.cows.size();
-      ops.snapshots.insert(ops.snapshots.end(), taken.snapshots.begin(), taken.snapshots.end());
-      ops.clears.insert(ops.clears.end(), taken.clears.begin(), taken.clears.end());
-      ops.cows.insert(ops.cows.end(), taken.cows.begin(), taken.cows.end());
-      return;
-    }
+/// Runs one command of each kind; a failure sets the code and leaves the body empty.
+struct runner {
+  request_manager& m;
+  radix_cache& cache;
+  command_result& out;
+  forward_ops& ops;
+
+  void check(status s) {
+    if (!s) fail(out, s.err());
   }
-  fail(out, {errc::invalid_argument, "unknown command kind"});
-}
+  template <class T>
+  void body_or_fail(result<T>&& r, auto&& fill) {
+    if (!r) return fail(out, r.err());
+    out.body = fill(*r);
+  }
+
+  void operator()(const cmd::create& c) { check(m.create(c.req, c.ns, c.tokens)); }
+  void operator()(const cmd::append& c) { check(m.append_tokens(c.req, c.tokens)); }
+  void operator()(const cmd::match& c) {
+    body_or_fail(m.match(c.req), [](const auto& r) {
+      res::match b;
+      b.prefix_len = r.prefix_len;
+      b.kv_matched = r.kv_matched;
+      b.indices.assign(r.indices.begin(), r.indices.end());
+      b.node_slot = r.node_slot;
+      if (r.branching) b.branching = *r.branching;
+      b.working = r.working;
+      b.loaded_tokens = r.loaded_tokens;
+      return b;
+    });
+  }
+  void operator()(const cmd::prefetch&) {
+    fail(out, {errc::invalid_argument,
+               "prefetch needs a node whose instance has a host tier (hicacheRatio)"});
+  }
+  void operator()(const cmd::lock& c) { check(m.lock(c.req)); }
+  void operator()(const cmd::unlock& c) { check(m.unlock(c.req)); }
+  void operator()(const cmd::alloc_req& c) {
+    body_or_fail(m.alloc_req(c.req), [](const auto& r) {
+      return res::alloc_req{r.row, r.working, r.pingpong};
+    });
+  }
+  void operator()(const cmd::alloc_kv& c) {
+    body_or_fail(m.alloc_kv(c.req, c.start, c.count), [](const auto& r) {
+      return res::alloc_kv{{r.begin(), r.end()}};
+    });
+  }
+  void operator()(const cmd::track& c) {
+    body_or_fail(m.record_track(c.req, c.seqlen, c.flip),
+                 [](slot_id keep) { return res::track{keep}; });
+  }
+  void operator()(const cmd::prepare_extend& c) {
+    body_or_fail(m.prepare_extend(c.req, c.start, c.count), [](const auto& r) {
+      return res::prepare_extend{r.plan.mask, r.plan.kernel_seqlen, r.track_slot};
+    });
+  }
+  void operator()(const cmd::prepare_decode& c) {
+    body_or_fail(m.prepare_decode(c.req), [](const auto& r) {
+      return res::prepare_decode{r.mask, r.track_slot};
+    });
+  }
+  void operator()(const cmd::process_decode& c) {
+    check(c.accepted_drafts > 0 ? m.process_spec_decode(c.req, c.accepted_drafts, c.finished)
+                                : m.process_decode(c.req, c.finished));
+  }
+  void operator()(const cmd::cache_unfinished& c) {
+    body_or_fail(m.cache_unfinished(c.req, c.fill_len), [](const auto& r) {
+      return res::cache_unfinished{
+          r.inserted, r.protected_len, {r.prefix.begin(), r.prefix.end()}, r.node_slot};
+    });
+  }
+  void operator()(const cmd::finish& c) {
+    if (c.expected_len > 0) {
+      const request_record* rec = m.find(c.req);
+      if (rec && rec->kv_committed + 1 != c.expected_len)
+        return fail(out, {errc::invalid_argument, "finish: committed length " +
+                                                      std::to_string(rec->kv_committed) +
+                                                      " != expected total length - 1 (" +
+                                                      std::to_string(c.expected_len - 1) + ")"});
+    }
+    body_or_fail(m.finish(c.req), [](const auto& r) {
+      return res::finish{r.inserted, r.cached_len, r.mamba_exist};
+    });
+  }
+  void operator()(const cmd::abort& c) { check(m.abort(c.req)); }
+  void operator()(const cmd::not_admitted& c) { check(m.not_admitted(c.req)); }
+  void operator()(const cmd::evict& c) {
+    const evict_result r = cache.tree().evict(c.tokens, c.slots);
+    out.body =
+        res::evict{r.tokens_evicted, r.mamba_evicted, r.tokens_freed_total, r.slots_freed_total};
+  }
+  void operator()(const cmd::check& c) {
+    const tree_sizes& s = cache.tree().sizes();
+    res::check b;
+    b.tree_tokens = s.total_tokens();
+    b.tree_slots = s.total_slots();
+    status st = c.full ? cache.tree().sanity_check() : cache.tree().check_invariants();
+    if (st && c.full) st = m.check_pool_invariants();
+    b.sanity = st.ok();
+    if (!st) b.sanity_detail = st.err().message;
+    out.body = std::move(b);
+  }
+  void operator()(const cmd::lookup& c) {
+    match_result r = cache.tree().match(c.ns, c.tokens);
+    res::lookup b;
+    b.prefix_len = r.indices.size();
+    b.kv_matched = r.kv_matched;
+    b.indices = std::move(r.indices);
+    b.node_slot = r.last_slot;
+    b.branching = r.branching;
+    out.body = std::move(b);
+  }
+  void operator()(const cmd::take_ops& c) {
+    forward_ops taken = m.take_forward_ops(c.reqs);
+    out.body = res::take_ops{taken.snapshots.size(), taken.clears.size(), taken.cows.size()};
+    ops.snapshots.insert(ops.snapshots.end(), taken.snapshots.begin(), taken.snapshots.end());
+    ops.clears.insert(ops.clears.end(), taken.clears.begin(), taken.clears.end());
+    ops.cows.insert(ops.cows.end(), taken.cows.begin(), taken.cows.end());
+  }
+};
 
 }  // namespace
 
 void execute_command(request_manager& m, radix_cache& cache, const command& c, command_result& out,
                      forward_ops& ops, const clock& time) {
   const clock_ns t0 = time.now();
-  run(m, cache, c, out, ops);
+  std::visit(runner{m, cache, out, ops}, c);
   out.elapsed_ns = static_cast<std::uint64_t>((time.now() - t0).count());
   fill_pools(m, cache, out.pools);
 }
@@ -182,12 +161,11 @@ void execute_batch(request_manager& m, radix_cache& cache, std::span<const comma
   std::vector<request_handle> failed;
   for (std::size_t i = 0; i < cmds.size(); ++i) {
     const command& c = cmds[i];
-    const bool per_request = c.kind != cmd_kind::evict && c.kind != cmd_kind::check &&
-                             c.kind != cmd_kind::take_ops && c.kind != cmd_kind::lookup;
-    if (per_request && std::find(failed.begin(), failed.end(), c.req) != failed.end()) {
+    const std::optional<request_handle> req = request_of(c);
+    if (req && std::find(failed.begin(), failed.end(), *req) != failed.end()) {
       results[i].code = errc::invalid_argument;
       results[i].error = std::string("skipped: an earlier command for request ") +
-                         std::to_string(c.req) + " in this batch failed";
+                         std::to_string(*req) + " in this batch failed";
       fill_pools(m, cache, results[i].pools);
       continue;
     }
@@ -197,26 +175,30 @@ void execute_batch(request_manager& m, radix_cache& cache, std::span<const comma
     } else {
       execute_command(m, cache, c, results[i], ops, time);
     }
-    if (!results[i].ok() && per_request) failed.push_back(c.req);
+    if (!results[i].ok() && req) failed.push_back(*req);
     // A successful take_ops is reported even when empty: the batch is claimed (a release
     // after it quarantines what the forward may still write).
-    const bool taken = c.kind == cmd_kind::take_ops && results[i].ok();
-    if (on_ops && (!ops.empty() || taken)) on_ops(c, std::move(ops));
+    const auto* taken = std::get_if<cmd::take_ops>(&c);
+    if (on_ops && (!ops.empty() || (taken && results[i].ok()))) on_ops(c, std::move(ops));
   }
 }
 
 status validate_command(const command& c, std::size_t max_tokens) {
-  if (static_cast<std::size_t>(c.kind) >= cmd_kind_count)
+  const char* kind = to_string(kind_of(c));
+  const std::vector<token_id>* tokens = nullptr;
+  if (const auto* x = std::get_if<cmd::create>(&c)) tokens = &x->tokens;
+  if (const auto* x = std::get_if<cmd::append>(&c)) tokens = &x->tokens;
+  if (const auto* x = std::get_if<cmd::lookup>(&c)) tokens = &x->tokens;
+  if (tokens && tokens->size() > max_tokens)
     return {errc::invalid_argument,
-            "command kind " + std::to_string(static_cast<unsigned>(c.kind)) + " is unknown"};
-  if (c.tokens.size() > max_tokens)
-    return {errc::invalid_argument,
-            std::string(to_string(c.kind)) + ": tokens has " + std::to_string(c.tokens.size()) +
+            std::string(kind) + ": tokens has " + std::to_string(tokens->size()) +
                 " entries, more than the limit " + std::to_string(max_tokens)};
-  if ((c.kind == cmd_kind::alloc_kv || c.kind == cmd_kind::prepare_extend) && c.n > max_tokens)
-    return {errc::invalid_argument, std::string(to_string(c.kind)) +
-                                        ": n = " + std::to_string(c.n) + " exceeds the limit " +
-                                        std::to_string(max_tokens)};
+  std::optional<std::uint64_t> count;
+  if (const auto* x = std::get_if<cmd::alloc_kv>(&c)) count = x->count;
+  if (const auto* x = std::get_if<cmd::prepare_extend>(&c)) count = x->count;
+  if (count && *count > max_tokens)
+    return {errc::invalid_argument, std::string(kind) + ": count = " + std::to_string(*count) +
+                                        " exceeds the limit " + std::to_string(max_tokens)};
   return {};
 }
 

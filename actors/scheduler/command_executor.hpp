@@ -24,7 +24,8 @@ void execute_command(request_manager& m, radix_cache& cache, const command& c, c
 /// Runs a batch in order, one result per command. A command whose request already had a
 /// failed command earlier in the batch is skipped (errc::invalid_argument, "skipped: ...");
 /// other requests' commands are unaffected.
-/// The ops of each successful take_ops command go to `on_ops` (with the command).
+/// The ops of each successful take_ops command go to `on_ops` (with the command, always a
+/// cmd::take_ops).
 using ops_sink = std::function<void(const command&, forward_ops&&)>;
 /// A command the caller runs itself (the node's prefetch): returns true if it filled the
 /// result, false to let the executor run the command.
@@ -33,8 +34,8 @@ void execute_batch(request_manager& m, radix_cache& cache, std::span<const comma
                    std::vector<command_result>& results, const ops_sink& on_ops,
                    const command_hook& hook = {}, const clock& time = steady());
 
-/// Validates the limits of a command that came from outside (sizes, kinds); the error
-/// names the field. Does not look at the session's state.
+/// Validates the limits of a command that came from outside (token lists, counts); the
+/// error names the field. Does not look at the session's state.
 status validate_command(const command& c, std::size_t max_tokens);
 
 }  // namespace hc

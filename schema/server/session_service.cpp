@@ -27,8 +27,15 @@ class session_impl final : public wire::Session::Server {
     job->session = id_;
     auto cmds = c.getParams().getCommands();
     job->cmds.reserve(cmds.size());
-    for (auto r : cmds)
-      job->cmds.push_back(wc::get_command(r));
+    for (unsigned i = 0; i < cmds.size(); ++i) {
+      auto one = wc::get_command(cmds[i]);
+      if (!one) {  // a kind this node does not know: the step is refused as a whole
+        job->err = {one.err().code, "command " + std::to_string(i) + ": " + one.err().message};
+        wc::put_error(c.getResults().initError(), job->err);
+        return kj::READY_NOW;
+      }
+      job->cmds.push_back(std::move(*one));
+    }
     return submit(ctx_.n, job).then([c, job, t]() mutable {
       auto res = c.getResults();
       wc::put_error(res.initError(), job->err);

@@ -72,20 +72,11 @@ TEST_F(NodeActors, BeginWaitsForThePreviousEndThenRunsTheQueuedOps) {
   submit(n, w).get();
   auto step = std::make_shared<step_job>();
   step->session = s;
-  step->cmds.resize(4);
-  step->cmds[0].kind = cmd_kind::create;
-  step->cmds[0].req = 9;
-  step->cmds[0].tokens = {1, 2, 3, 4};
-  step->cmds[1].kind = cmd_kind::match;
-  step->cmds[1].req = 9;
-  step->cmds[2].kind = cmd_kind::alloc_req;
-  step->cmds[2].req = 9;
-  step->cmds[3].kind = cmd_kind::take_ops;
-  step->cmds[3].reqs = {9};
-  step->cmds[3].batch = 2;
+  step->cmds = {cmd::create{9, 0, {1, 2, 3, 4}}, cmd::match{9}, cmd::alloc_req{9},
+                cmd::take_ops{{9}, 2}};
   submit(n, step).get();
-  ASSERT_EQ(step->results[2].working, 1);
-  ASSERT_EQ(step->results[3].ops_clears, 1u);
+  ASSERT_EQ(step->results[2].as<res::alloc_req>().working, 1);
+  ASSERT_EQ(step->results[3].as<res::take_ops>().clears, 1u);
 
   // begin(2) while forward 1 is in flight: it must wait.
   auto b2 = fence(s, 2, true);

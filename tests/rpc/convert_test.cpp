@@ -1,7 +1,8 @@
-// The wire conversion (schema/convert.hpp) as a module: every field of a command, a
-// result, a spec and the pool info survives the round trip through a Cap'n Proto message;
+// The wire conversion (schema/convert.hpp) as a module: every field of every command kind
+// and result body, a spec and the pool info survives the round trip through a Cap'n Proto message;
 // errors keep their code; a spec with an enum value the core does not know is refused
 // with the field's name.
+#include <capnp/any.h>
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
@@ -12,87 +13,115 @@ namespace {
 
 namespace wc = wire_convert;
 
-command every_command_field() {
-  command c;
-  c.kind = cmd_kind::take_ops;
-  c.req = 7;
-  c.tokens = {1, 2, 3};
-  c.reqs = {4, 5};
-  c.start = 11;
-  c.n = 12;
-  c.m = 13;
-  c.seqlen = 14;
-  c.flag = true;
-  c.batch = 15;
-  return c;
+/// One command of every kind, every field set to a value other than its default.
+std::vector<command> every_command() {
+  return {cmd::create{1, 0, {1, 2, 3}},
+          cmd::append{2, {4, 5}},
+          cmd::match{3},
+          cmd::lock{4},
+          cmd::unlock{5},
+          cmd::alloc_req{6},
+          cmd::alloc_kv{7, 8, 9},
+          cmd::track{10, 11, true},
+          cmd::prepare_extend{12, 13, 14},
+          cmd::prepare_decode{15},
+          cmd::process_decode{16, true, 17},
+          cmd::cache_unfinished{18, 19},
+          cmd::finish{20, 21},
+          cmd::abort{22},
+          cmd::not_admitted{23},
+          cmd::evict{24, 25},
+          cmd::check{true},
+          cmd::take_ops{{26, 27}, 28},
+          cmd::lookup{0, {29, 30}},
+          cmd::prefetch{31, true}};
 }
 
-command_result every_result_field() {
-  command_result r;
-  r.code = errc::out_of_memory;
-  r.error = "pool full";
-  r.prefix_len = 1;
-  r.kv_matched = 2;
-  r.indices = {3, 4};
-  r.node_slot = 5;
-  r.branching = 6;
-  r.working = 7;
-  r.row = 8;
-  r.pingpong = std::array<slot_id, 2>{9, 10};
-  r.slot = 11;
-  r.mask = true;
-  r.kernel_seqlen = 12;
-  r.inserted = true;
-  r.mamba_exist = true;
-  r.tokens_evicted = 13;
-  r.mamba_evicted = 14;
-  r.tokens_freed_total = 15;
-  r.slots_freed_total = 16;
-  r.tree_tokens = 17;
-  r.tree_slots = 18;
-  r.sanity = false;
-  r.sanity_detail = "a detail";
-  r.ops_snapshots = 19;
-  r.ops_clears = 20;
-  r.ops_cows = 21;
-  r.pools = {22, 23, 24, 25, 26, 27, 28};
-  r.elapsed_ns = 29;
-  r.loaded_tokens = 30;
-  r.prefetch_ready = true;
-  r.prefetch_outcome = "completed";
-  r.storage_hit_tokens = 31;
-  return r;
+/// One body of every kind, every field set to a value other than its default.
+std::vector<result_body> every_body() {
+  return {std::monostate{},
+          res::match{1, 2, {3, 4}, 5, 6, 7, 8},
+          res::lookup{9, 10, {11}, 12, 13},
+          res::alloc_req{14, 15, std::array<slot_id, 2>{16, 17}},
+          res::alloc_kv{{18, 19}},
+          res::track{20},
+          res::prepare_extend{true, 21, 22},
+          res::prepare_decode{true, 23},
+          res::cache_unfinished{true, 24, {25, 26}, 27},
+          res::finish{true, 28, true},
+          res::evict{29, 30, 31, 32},
+          res::check{33, 34, false, "a detail"},
+          res::take_ops{35, 36, 37},
+          res::prefetch{true, "completed", 38}};
 }
 
-TEST(WireConvert, ACommandKeepsEveryFieldTheWorkerSets) {
-  const command c = every_command_field();
-  capnp::MallocMessageBuilder msg;
-  auto b = msg.initRoot<wire::Command>();
-  wc::put_command(b, c);
-  command back = wc::get_command(b.asReader());
-  command want = c;
-  want.ns = back.ns;  // the node sets the namespace from the session, not the wire
-  EXPECT_EQ(back, want);
-  for (cmd_kind k : {cmd_kind::create, cmd_kind::match, cmd_kind::finish, cmd_kind::prefetch,
-                     cmd_kind::lookup, cmd_kind::evict}) {
-    command one;
-    one.kind = k;
-    wc::put_command(b, one);
-    EXPECT_EQ(wc::get_command(b.asReader()).kind, k) << to_string(k);
+TEST(WireConvert, EveryCommandKindKeepsEveryField) {
+  const std::vector<command> all = every_command();
+  ASSERT_EQ(all.size(), cmd_kind_count) << "one of each kind";
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(static_cast<std::size_t>(kind_of(all[i])), i);
+    capnp::MallocMessageBuilder msg;
+    auto b = msg.initRoot<wire::Command>();
+    wc::put_command(b, all[i]);
+    auto back = wc::get_command(b.asReader());
+    ASSERT_TRUE(back.ok()) << back.err().message;
+    EXPECT_EQ(*back, all[i]) << to_string(kind_of(all[i]));
   }
 }
 
-TEST(WireConvert, AResultKeepsEveryField) {
-  const command_result r = every_result_field();
+TEST(WireConvert, TheNamespaceIsNotOnTheWire) {
+  capnp::MallocMessageBuilder msg;
+  auto b = msg.initRoot<wire::Command>();
+  wc::put_command(b, cmd::create{1, 77, {1}});
+  auto back = wc::get_command(b.asReader());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(std::get<cmd::create>(*back).ns, 0u) << "the node sets it from the session";
+}
+
+TEST(WireConvert, AnUnknownCommandKindIsATypedErrorNamingIt) {
+  capnp::MallocMessageBuilder msg;
+  auto b = msg.initRoot<wire::Command>();
+  b.initLookup();
+  auto data = capnp::toAny(b).getDataSection();  // the union's tag is its only field
+  data[0] = 99;
+  data[1] = 0;
+  auto back = wc::get_command(b.asReader());
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.err().code, errc::invalid_argument);
+  EXPECT_NE(back.err().message.find("kind 99 is unknown"), std::string::npos) << back.err().message;
+}
+
+TEST(WireConvert, EveryResultBodyKeepsEveryField) {
+  for (const result_body& body : every_body()) {
+    command_result r;
+    r.code = errc::ok;
+    r.pools = {22, 23, 24, 25, 26, 27, 28};
+    r.elapsed_ns = 29;
+    r.body = body;
+    capnp::MallocMessageBuilder msg;
+    auto b = msg.initRoot<wire::CommandResult>();
+    wc::put_result(b, r);
+    EXPECT_EQ(wc::get_result(b.asReader()), r) << "body " << body.index();
+  }
+  command_result failed;
+  failed.code = errc::out_of_memory;
+  failed.error = "pool full";
   capnp::MallocMessageBuilder msg;
   auto b = msg.initRoot<wire::CommandResult>();
-  wc::put_result(b, r);
-  EXPECT_EQ(wc::get_result(b.asReader()), r);
-  command_result empty;
-  capnp::MallocMessageBuilder msg2;
-  auto e = msg2.initRoot<wire::CommandResult>();
-  wc::put_result(e, empty);
-  EXPECT_EQ(wc::get_result(e.asReader()), empty) << "absent optionals stay absent";
+  wc::put_result(b, failed);
+  EXPECT_EQ(wc::get_result(b.asReader()), failed) << "an error keeps its code and message";
+}
+
+TEST(WireConvert, AbsentOptionalsStayAbsent) {
+  for (const result_body& body :
+       {result_body(res::match{}), result_body(res::lookup{}), result_body(res::alloc_req{})}) {
+    command_result r;
+    r.body = body;
+    capnp::MallocMessageBuilder msg;
+    auto b = msg.initRoot<wire::CommandResult>();
+    wc::put_result(b, r);
+    EXPECT_EQ(wc::get_result(b.asReader()), r) << "body " << body.index();
+  }
 }
 
 TEST(WireConvert, ASpecAndThePoolInfoKeepEveryField) {

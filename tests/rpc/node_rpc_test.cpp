@@ -3,6 +3,7 @@
 // access, and forward fences seen through the shared slot bytes.
 #include <gtest/gtest.h>
 
+#include <capnp/any.h>
 #include <capnp/ez-rpc.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -118,6 +119,16 @@ TEST_F(NodeRpc, ProtocolVersionMismatchIsATypedError) {
   req.getSpec().setProtocolVersion(wire::PROTOCOL_VERSION + 7);
   auto r = req.send().wait(ez.getWaitScope());
   EXPECT_EQ(r.getError().getCode(), wire::ErrorCode::VERSION_MISMATCH);
+  // A version-1 client (commands as one bag of fields) is refused before any step.
+  static_assert(wire::PROTOCOL_VERSION == 2);
+  auto v1 = node.openRequest();
+  wire_convert::put_spec(v1.initSpec(), small_spec());
+  v1.getSpec().setProtocolVersion(1);
+  auto r1 = v1.send().wait(ez.getWaitScope());
+  EXPECT_EQ(r1.getError().getCode(), wire::ErrorCode::VERSION_MISMATCH);
+  EXPECT_NE(std::string(r1.getError().getMessage().cStr()).find("protocol 1"), std::string::npos)
+      << r1.getError().getMessage().cStr();
+  EXPECT_FALSE(r1.hasSession());
 }
 
 TEST_F(NodeRpc, BadCommandsGetTypedErrorsAndOtherSessionsKeepWorking) {
@@ -127,33 +138,29 @@ TEST_F(NodeRpc, BadCommandsGetTypedErrorsAndOtherSessionsKeepWorking) {
   auto b = std::move(*other_client->open(small_spec()));
 
   // Unknown request.
-  std::vector<command> cmds{cmd(cmd_kind::lock, 42)};
+  std::vector<command> cmds{cmd::lock{42}};
   auto r = a->step(cmds);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ((*r)[0].code, errc::not_found);
   EXPECT_NE((*r)[0].error.find("42"), std::string::npos) << (*r)[0].error;
 
   // Double free: finishing a request twice.
-  cmds = {create(1, iota_tokens(1, 8)), cmd(cmd_kind::match, 1), cmd(cmd_kind::abort, 1),
-          cmd(cmd_kind::abort, 1)};
+  cmds = {create(1, iota_tokens(1, 8)), cmd::match{1}, cmd::abort{1}, cmd::abort{1}};
   r = a->step(cmds);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE((*r)[2].ok()) << (*r)[2].error;
   EXPECT_EQ((*r)[3].code, errc::not_found) << "the second release names a dead request";
 
   // KV extend that does not start at the row's end.
-  cmds = {create(2, iota_tokens(1, 8)), cmd(cmd_kind::match, 2), cmd(cmd_kind::alloc_req, 2),
-          cmd(cmd_kind::alloc_kv, 2)};
-  cmds[3].start = 3;
-  cmds[3].n = 5;
+  cmds = {create(2, iota_tokens(1, 8)), cmd::match{2}, cmd::alloc_req{2}, cmd::alloc_kv{2, 3, 5}};
   r = a->step(cmds);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ((*r)[3].code, errc::invalid_argument);
   EXPECT_NE((*r)[3].error.find("starts at 3"), std::string::npos) << (*r)[3].error;
-  ASSERT_TRUE(a->step(std::vector<command>{cmd(cmd_kind::abort, 2)}).ok());
+  ASSERT_TRUE(a->step(std::vector<command>{cmd::abort{2}}).ok());
 
   // Oversize step and oversize command.
-  std::vector<command> many(5000, cmd(cmd_kind::check));
+  std::vector<command> many(5000, cmd::check{});
   r = a->step(many);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.err().message.find("limit 4096"), std::string::npos) << r.err().message;
@@ -172,12 +179,11 @@ TEST_F(NodeRpc, BadCommandsGetTypedErrorsAndOtherSessionsKeepWorking) {
   EXPECT_NE(w.err().message.find("expected 64"), std::string::npos);
 
   // The other session is unaffected and the first still works.
-  EXPECT_TRUE(b->step(std::vector<command>{cmd(cmd_kind::check)}).ok());
-  cmds = {cmd(cmd_kind::check)};
-  cmds[0].flag = true;
+  EXPECT_TRUE(b->step(std::vector<command>{cmd::check{}}).ok());
+  cmds = {cmd::check{/*full=*/true}};
   r = a->step(cmds);
   ASSERT_TRUE(r.ok());
-  EXPECT_TRUE((*r)[0].sanity) << (*r)[0].sanity_detail;
+  EXPECT_TRUE((*r)[0].as<res::check>().sanity) << (*r)[0].as<res::check>().sanity_detail;
 }
 
 TEST_F(NodeRpc, MalformedCommandKindIsRejected) {
@@ -191,7 +197,15 @@ TEST_F(NodeRpc, MalformedCommandKindIsRejected) {
   auto session = open.send().wait(ez.getWaitScope()).getSession();
   auto step = session.stepRequest();
   auto l = step.initCommands(1);
-  l[0].setKind(static_cast<wire::CommandKind>(200));
+  l[0].initLookup();
+  // A kind from a newer protocol: the union's tag (the data section's only field) 200.
+  auto data = capnp::toAny(l[0]).getDataSection();
+  ASSERT_EQ(data.size(), 8u);
+  const auto tag = static_cast<std::uint16_t>(wire::Command::LOOKUP);
+  ASSERT_EQ(data[0] | (data[1] << 8), tag);
+  data[0] = 200;
+  data[1] = 0;
+  ASSERT_EQ(static_cast<unsigned>(l[0].asReader().which()), 200u);
   auto r = step.send().wait(ez.getWaitScope());
   EXPECT_EQ(r.getError().getCode(), wire::ErrorCode::INVALID_ARGUMENT);
   EXPECT_NE(std::string(r.getError().getMessage().cStr()).find("unknown"), std::string::npos);
@@ -205,12 +219,10 @@ TEST_F(NodeRpc, UnalignedTrackedLengthIsRejected) {
   spec.kv_tokens = 256;
   spec.strat = strategy::extra_buffer;
   auto s = std::move(*c->open(spec));
-  std::vector<command> cmds{create(1, iota_tokens(1, 16)), cmd(cmd_kind::match, 1),
-                            cmd(cmd_kind::alloc_req, 1),   cmd(cmd_kind::alloc_kv, 1),
-                            cmd(cmd_kind::track, 1),       cmd(cmd_kind::cache_unfinished, 1)};
-  cmds[3].n = 16;
-  cmds[4].seqlen = 5;  // not a page multiple
-  cmds[5].n = 16;
+  std::vector<command> cmds{
+      create(1, iota_tokens(1, 16)), cmd::match{1}, cmd::alloc_req{1}, cmd::alloc_kv{1, 0, 16},
+      cmd::track{1, /*seqlen=*/5},  // not a page multiple
+      cmd::cache_unfinished{1, 16}};
   auto r = s->step(cmds);
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE((*r)[4].ok()) << (*r)[4].error;
@@ -226,11 +238,8 @@ TEST_F(NodeRpc, DisconnectReleasesEveryRequestLockAndSlot) {
     auto open = ez.getMain<wire::CacheNode>().openRequest();
     wire_convert::put_spec(open.initSpec(), small_spec());
     auto session = open.send().wait(ez.getWaitScope()).getSession();
-    std::vector<command> cmds{create(1, iota_tokens(1, 32)), cmd(cmd_kind::match, 1),
-                              cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::alloc_kv, 1),
-                              cmd(cmd_kind::cache_unfinished, 1)};
-    cmds[3].n = 32;
-    cmds[4].n = 32;
+    std::vector<command> cmds{create(1, iota_tokens(1, 32)), cmd::match{1}, cmd::alloc_req{1},
+                              cmd::alloc_kv{1, 0, 32}, cmd::cache_unfinished{1, 32}};
     auto step = session.stepRequest();
     auto l = step.initCommands(static_cast<unsigned>(cmds.size()));
     for (unsigned i = 0; i < l.size(); ++i)
@@ -258,15 +267,13 @@ TEST_F(NodeRpc, ForwardFenceRunsQueuedClearOnlyAtBegin) {
   auto s = std::move(*c->open(small_spec()));
   ASSERT_TRUE(s->begin_forward(1).ok());  // forward 1 in flight
   // Admit request 1; its fresh working slot needs a clear, queued for batch 2.
-  std::vector<command> cmds{create(1, iota_tokens(1, 8)), cmd(cmd_kind::match, 1),
-                            cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::take_ops)};
-  cmds[3].reqs = {1};
-  cmds[3].batch = 2;
+  std::vector<command> cmds{create(1, iota_tokens(1, 8)), cmd::match{1}, cmd::alloc_req{1},
+                            take_ops({1}, 2)};
   auto r = s->step(cmds);
   ASSERT_TRUE(r.ok());
-  const slot_id w = (*r)[2].working;
+  const slot_id w = (*r)[2].as<res::alloc_req>().working;
   ASSERT_GT(w, 0);
-  EXPECT_EQ((*r)[3].ops_clears, 1u);
+  EXPECT_EQ((*r)[3].as<res::take_ops>().clears, 1u);
   // Garbage in the recycled slot, written while forward 1 is still running.
   std::vector<std::byte> junk(64, std::byte{0xAB});
   ASSERT_TRUE(s->write_slot(w, junk).ok());
@@ -306,7 +313,7 @@ TEST_F(NodeRpc, GarbageOnTheWireDropsOnlyThatConnection) {
       << "the connection is closed by the node: " << got << " " << std::strerror(errno);
   ::close(raw);
   EXPECT_TRUE(c->ping().ok());
-  std::vector<command> cmds{cmd(cmd_kind::check)};
+  std::vector<command> cmds{cmd::check{}};
   auto r = s->step(cmds);
   ASSERT_TRUE(r.ok()) << r.err().message;
   EXPECT_TRUE((*r)[0].ok());
@@ -326,7 +333,7 @@ TEST_F(TcpNode, OnlyTheTokenOpensTheNode) {
   EXPECT_TRUE((*good)->ping().ok());
   auto s = (*good)->open(small_spec());
   ASSERT_TRUE(s.ok()) << s.err().message;
-  std::vector<command> cmds{cmd(cmd_kind::check)};
+  std::vector<command> cmds{cmd::check{}};
   EXPECT_TRUE((*s)->step(cmds).ok());
 
   auto wrong = client::connect(addr, "not-the-secret-0123456789abcdef");
@@ -366,12 +373,9 @@ struct IdleInstances : node_fixture {
 
 TEST_F(IdleInstances, AReopenedInstanceResumesItsCacheAndTheLongestIdleIsDropped) {
   auto c = connect();
-  const std::vector<command> cache_one{create(1, iota_tokens(100, 16)), cmd(cmd_kind::alloc_req, 1),
-                                       cmd(cmd_kind::alloc_kv, 1), cmd(cmd_kind::finish, 1)};
-  std::vector<command> steps = cache_one;
-  steps[2].n = 16;
-  command look = cmd(cmd_kind::lookup);
-  look.tokens = iota_tokens(100, 16);
+  const std::vector<command> steps{create(1, iota_tokens(100, 16)), cmd::alloc_req{1},
+                                   cmd::alloc_kv{1, 0, 16}, cmd::finish{1}};
+  const command look = lookup(iota_tokens(100, 16));
   std::string shm_a;
   {
     auto a = std::move(*c->open(small_spec("model-a")));
@@ -390,7 +394,7 @@ TEST_F(IdleInstances, AReopenedInstanceResumesItsCacheAndTheLongestIdleIsDropped
     EXPECT_EQ(a->pools().ssm_shm, shm_a) << "the same instance";
     auto r = a->step(std::vector<command>{look});
     ASSERT_TRUE(r.ok());
-    EXPECT_EQ((*r)[0].prefix_len, 16u) << "the reopened instance kept its tree";
+    EXPECT_EQ((*r)[0].as<res::lookup>().prefix_len, 16u) << "the reopened instance kept its tree";
   }  // closed by destruction: the node learns it from the connection, in order
   // Once the registry shows the session gone its close is on its way to the instance;
   // drain returns after the instance (and so the scheduler) has handled it.
@@ -411,7 +415,7 @@ TEST_F(IdleInstances, AReopenedInstanceResumesItsCacheAndTheLongestIdleIsDropped
   auto a = std::move(*c->open(small_spec("model-a")));
   auto r = a->step(std::vector<command>{look});
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ((*r)[0].prefix_len, 0u) << "a fresh instance";
+  EXPECT_EQ((*r)[0].as<res::lookup>().prefix_len, 0u) << "a fresh instance";
 }
 
 // A client that stops reading (thousands of replies pile up), holds a begin_forward that
@@ -453,10 +457,8 @@ TEST_F(NodeRpc, SlowOrDeadClientsDoNotStallOthers) {
     if (!c) return std::string("connect failed");
     auto s = c->open(small_spec());  // same spec: the same cache instance as the slow one
     if (!s.ok()) return s.err().message;
-    std::vector<command> cmds{create(1, iota_tokens(1, 8)), cmd(cmd_kind::match, 1),
-                              cmd(cmd_kind::alloc_req, 1), cmd(cmd_kind::alloc_kv, 1),
-                              cmd(cmd_kind::finish, 1)};
-    cmds[3].n = 8;
+    std::vector<command> cmds{create(1, iota_tokens(1, 8)), cmd::match{1}, cmd::alloc_req{1},
+                              cmd::alloc_kv{1, 0, 8}, cmd::finish{1}};
     for (std::uint64_t batch = 1; batch <= 20; ++batch) {
       auto r = (*s)->step(cmds);
       if (!r.ok()) return r.err().message;

@@ -7,9 +7,12 @@
 // Groups: A. T3   B. §4.4 lifecycles   C. namespaces
 #include <gtest/gtest.h>
 
-#include <sstream>
+#include <capnp/message.h>
+
+#include <string>
 
 #include "actors/scheduler/command_executor.hpp"
+#include "schema/convert.hpp"
 #include "tests/support/commands.hpp"
 #include "tests/support/node_fixture.hpp"
 #include "tests/support/tree_fixture.hpp"
@@ -17,25 +20,14 @@
 namespace hc::test {
 namespace {
 
-std::string describe(const command_result& r) {
-  std::ostringstream o;
-  o << "code=" << static_cast<int>(r.code) << " error=" << r.error << " prefix=" << r.prefix_len
-    << " kv_matched=" << r.kv_matched << " indices=[";
-  for (kv_index i : r.indices)
-    o << i << ",";
-  o << "] node_slot=" << r.node_slot << " branching=" << (r.branching ? long(*r.branching) : -1)
-    << " working=" << r.working << " row=" << r.row << " pp=";
-  if (r.pingpong) o << (*r.pingpong)[0] << "/" << (*r.pingpong)[1];
-  o << " slot=" << r.slot << " mask=" << r.mask << " kseq=" << r.kernel_seqlen
-    << " inserted=" << r.inserted << " exist=" << r.mamba_exist << " evicted=" << r.tokens_evicted
-    << "/" << r.mamba_evicted << " freed=" << r.tokens_freed_total << "/" << r.slots_freed_total
-    << " tree=" << r.tree_tokens << "/" << r.tree_slots << " sanity=" << r.sanity
-    << " ops=" << r.ops_snapshots << "/" << r.ops_clears << "/" << r.ops_cows;
-  const pool_state& p = r.pools;
-  o << " pools=" << p.kv_avail << "," << p.slots_avail << "," << p.rows_avail << ","
-    << p.full_evictable << "," << p.full_protected << "," << p.mamba_evictable << ","
-    << p.mamba_protected;
-  return o.str();
+/// Every field of a result but the time it took, as Cap'n Proto's text form of the wire
+/// result (a body's kind and every field of it).
+std::string describe(command_result r) {
+  r.elapsed_ns = 0;
+  capnp::MallocMessageBuilder msg;
+  auto b = msg.initRoot<wire::CommandResult>();
+  wire_convert::put_result(b, r);
+  return kj::str(b.asReader()).cStr();
 }
 
 /// The request table config the node uses for a spec (donation copies leave with the step).
@@ -63,15 +55,16 @@ struct twin_session {
   std::vector<command_result> step(std::vector<command> cmds) {
     std::vector<command_result> mine;
     // As the node: a take_ops claims its batch (releases after it wait for its end).
-    execute_batch(local, local_cache, cmds, mine,
-                  [this](const command& c, forward_ops&&) { local.stream_claimed(c.batch); });
+    execute_batch(local, local_cache, cmds, mine, [this](const command& c, forward_ops&&) {
+      local.stream_claimed(std::get<cmd::take_ops>(c).batch);
+    });
     auto theirs = remote->step(cmds);
     EXPECT_TRUE(theirs.ok()) << theirs.err().message;
     if (!theirs.ok()) return mine;
     EXPECT_EQ(theirs->size(), mine.size());
     for (std::size_t i = 0; i < std::min(mine.size(), theirs->size()); ++i)
       EXPECT_EQ(describe((*theirs)[i]), describe(mine[i]))
-          << "command " << i << " (" << to_string(cmds[i].kind) << ") differs over RPC";
+          << "command " << i << " (" << to_string(kind_of(cmds[i])) << ") differs over RPC";
     return *theirs;
   }
   command_result one(command c) { return step({std::move(c)}).at(0); }
@@ -118,22 +111,22 @@ TEST_F(ScenariosRpc, T3RadixCacheTraceGivesTheSpecFigures) {
 
   auto insert = [&](request_handle h, std::vector<token_id> key) {
     const std::size_t len = key.size();
-    auto r = t.step({with_tokens(cmd_kind::create, h, std::move(key)), cmd(cmd_kind::alloc_req, h),
-                     with_n(cmd_kind::alloc_kv, h, 0, len), cmd(cmd_kind::finish, h)});
+    auto r = t.step(
+        {create(h, std::move(key)), cmd::alloc_req{h}, cmd::alloc_kv{h, 0, len}, cmd::finish{h}});
     for (const auto& one : r)
       expect_ok(one);
     return r;
   };
   auto r1 = insert(1, toks({1, 2, 3}));
-  EXPECT_EQ(r1[1].working, 1);
-  EXPECT_EQ(r1[2].indices, (std::vector<kv_index>{1, 2, 3}));
-  EXPECT_EQ(r1[3].prefix_len, 3u);
-  EXPECT_FALSE(r1[3].mamba_exist);
-  EXPECT_EQ(insert(2, toks({1, 2, 3, 4, 5, 6, 7}))[1].working, 2);
+  EXPECT_EQ(r1[1].as<res::alloc_req>().working, 1);
+  EXPECT_EQ(r1[2].as<res::alloc_kv>().indices, (std::vector<kv_index>{1, 2, 3}));
+  EXPECT_EQ(r1[3].as<res::finish>().cached_len, 3u);
+  EXPECT_FALSE(r1[3].as<res::finish>().mamba_exist);
+  EXPECT_EQ(insert(2, toks({1, 2, 3, 4, 5, 6, 7}))[1].as<res::alloc_req>().working, 2);
   auto r3 = insert(3, toks({10, 11, 12}));
-  EXPECT_EQ(r3[2].indices, (std::vector<kv_index>{11, 12, 13}));
+  EXPECT_EQ(r3[2].as<res::alloc_kv>().indices, (std::vector<kv_index>{11, 12, 13}));
   auto r4 = insert(4, toks({1, 2, 3, 4, 5, 60, 70}));
-  EXPECT_EQ(r4[2].indices, (std::vector<kv_index>{14, 15, 16, 17, 18, 19, 20}));
+  EXPECT_EQ(r4[2].as<res::alloc_kv>().indices, (std::vector<kv_index>{14, 15, 16, 17, 18, 19, 20}));
   const pool_state& p4 = r4[3].pools;
   EXPECT_EQ(p4.kv_avail, 116u);
   EXPECT_EQ(p4.slots_avail, 16u);
@@ -142,41 +135,39 @@ TEST_F(ScenariosRpc, T3RadixCacheTraceGivesTheSpecFigures) {
 
   // 5. evict one token: leaf [10,11,12] goes whole.
   auto e5 = t.one(evict(1, 0));
-  EXPECT_EQ(e5.tokens_evicted, 3u);
+  EXPECT_EQ(e5.as<res::evict>().tokens_evicted, 3u);
   EXPECT_EQ(e5.pools.kv_avail, 119u);
   EXPECT_EQ(e5.pools.slots_avail, 17u);
   // 6. evict one slot: internal [1,2,3] becomes a tombstone.
   auto e6 = t.one(evict(0, 1));
-  EXPECT_EQ(e6.tokens_evicted, 0u);
-  EXPECT_EQ(e6.mamba_evicted, 1u);
+  EXPECT_EQ(e6.as<res::evict>().tokens_evicted, 0u);
+  EXPECT_EQ(e6.as<res::evict>().mamba_evicted, 1u);
   EXPECT_EQ(e6.pools.slots_avail, 18u);
   // 7-9 matches.
-  auto m7 = t.one(with_tokens(cmd_kind::lookup, 0, toks({1, 2, 3, 4, 5})));
+  auto m7 = t.one(lookup(toks({1, 2, 3, 4, 5}))).as<res::lookup>();
   EXPECT_TRUE(m7.indices.empty());
   EXPECT_EQ(m7.node_slot, no_slot);
-  auto m8 = t.one(with_tokens(cmd_kind::lookup, 0, toks({1, 2, 3, 4, 5, 60, 70})));
+  auto m8 = t.one(lookup(toks({1, 2, 3, 4, 5, 60, 70}))).as<res::lookup>();
   EXPECT_EQ(m8.indices, (std::vector<kv_index>{1, 2, 3, 7, 8, 19, 20}));
   EXPECT_EQ(m8.node_slot, 4);
-  auto m9 = t.one(with_tokens(cmd_kind::lookup, 0, toks({1, 2, 3, 4, 5, 6, 7})));
+  auto m9 = t.one(lookup(toks({1, 2, 3, 4, 5, 6, 7}))).as<res::lookup>();
   EXPECT_EQ(m9.indices, (std::vector<kv_index>{1, 2, 3, 7, 8, 9, 10}));
   EXPECT_EQ(m9.node_slot, 2);
   // 10. evict one slot: the matches made [6,7] more recent, so leaf [60,70] goes.
   auto e10 = t.one(evict(0, 1));
-  EXPECT_EQ(e10.mamba_evicted, 1u);
+  EXPECT_EQ(e10.as<res::evict>().mamba_evicted, 1u);
   EXPECT_EQ(e10.pools.kv_avail, 121u);
   EXPECT_EQ(e10.pools.slots_avail, 19u);
   // 11.
-  auto m11 = t.one(with_tokens(cmd_kind::lookup, 0, toks({1, 2, 3, 4, 5, 60, 70})));
-  EXPECT_TRUE(m11.indices.empty());
+  auto m11 = t.one(lookup(toks({1, 2, 3, 4, 5, 60, 70})));
+  EXPECT_TRUE(m11.as<res::lookup>().indices.empty());
   // 12. req9 matches [1..7] with COW: source slot 2, new working slot 5.
-  auto m12 = t.step(
-      {with_tokens(cmd_kind::create, 9, toks({1, 2, 3, 4, 5, 6, 7, 99})), cmd(cmd_kind::match, 9)});
-  EXPECT_EQ(m12[1].prefix_len, 7u);
-  EXPECT_EQ(m12[1].node_slot, 2);
-  EXPECT_EQ(m12[1].working, 5);
-  command sanity = cmd(cmd_kind::check);
-  sanity.flag = false;
-  EXPECT_TRUE(t.one(sanity).sanity);
+  auto m12 = t.step({create(9, toks({1, 2, 3, 4, 5, 6, 7, 99})), cmd::match{9}});
+  const auto& m = m12[1].as<res::match>();
+  EXPECT_EQ(m.prefix_len, 7u);
+  EXPECT_EQ(m.node_slot, 2);
+  EXPECT_EQ(m.working, 5);
+  EXPECT_TRUE(t.one(cmd::check{/*full=*/false}).as<res::check>().sanity);
 }
 
 // ---- B. §4.4 lifecycles ------------------------------------------------------------------
@@ -200,37 +191,30 @@ struct LifecycleRpc : ScenariosRpc {
     ASSERT_TRUE(t->remote);
   }
   /// create, match (no hit), lock, alloc_req, alloc_kv(0, 200): returns alloc_req's result.
-  command_result admit() {
-    auto r = t->step({with_tokens(cmd_kind::create, h, iota_tokens(1000, 200)),
-                      cmd(cmd_kind::match, h), cmd(cmd_kind::lock, h), cmd(cmd_kind::alloc_req, h),
-                      with_n(cmd_kind::alloc_kv, h, 0, 200)});
+  res::alloc_req admit() {
+    auto r = t->step({create(h, iota_tokens(1000, 200)), cmd::match{h}, cmd::lock{h},
+                      cmd::alloc_req{h}, cmd::alloc_kv{h, 0, 200}});
     for (const auto& one : r)
       expect_ok(one);
-    EXPECT_EQ(r[1].prefix_len, 0u);
-    return r[3];
+    EXPECT_EQ(r[1].as<res::match>().prefix_len, 0u);
+    return r[3].as<res::alloc_req>();
   }
-  command take_ops(std::uint64_t batch) {
-    command ops = cmd(cmd_kind::take_ops);
-    ops.reqs = {h};
-    ops.batch = batch;
-    return ops;
-  }
+  command take_ops(std::uint64_t batch) { return cmd::take_ops{{h}, batch}; }
   /// One decode step per RPC from the row's length + 1 to `to`; returns prepare_decode's
   /// result of the last step.
-  command_result decode(std::size_t from, std::size_t to) {
-    command_result last;
+  res::prepare_decode decode(std::size_t from, std::size_t to) {
+    res::prepare_decode last;
     for (std::size_t len = from; len <= to; ++len) {
-      auto r = t->step({with_n(cmd_kind::alloc_kv, h, len - 1, 1), cmd(cmd_kind::prepare_decode, h),
-                        cmd(cmd_kind::process_decode, h)});
+      auto r =
+          t->step({cmd::alloc_kv{h, len - 1, 1}, cmd::prepare_decode{h}, cmd::process_decode{h}});
       for (const auto& one : r)
         expect_ok(one);
-      last = r[1];
+      if (r[1].ok()) last = r[1].as<res::prepare_decode>();
     }
     return last;
   }
   void finish() {
-    auto r = t->step(
-        {with_tokens(cmd_kind::append, h, iota_tokens(5000, 99)), cmd(cmd_kind::finish, h)});
+    auto r = t->step({cmd::append{h, iota_tokens(5000, 99)}, cmd::finish{h}});
     expect_ok(r[0]);
     expect_ok(r[1]);
   }
@@ -239,17 +223,16 @@ struct LifecycleRpc : ScenariosRpc {
     std::vector<std::pair<std::size_t, slot_id>> out;
     const std::vector<token_id> all = cat(iota_tokens(1000, 200), iota_tokens(5000, 99));
     for (std::size_t len : {192u, 200u, 256u, 299u}) {
-      auto r = t->one(with_tokens(cmd_kind::lookup, 0, {all.begin(), all.begin() + long(len)}));
+      auto r = t->one(lookup({all.begin(), all.begin() + long(len)})).as<res::lookup>();
       if (r.prefix_len == len && r.node_slot != no_slot) out.emplace_back(len, r.node_slot);
     }
     return out;
   }
   /// The working slot the next admitted request gets: the head of the free list.
   slot_id next_free_slot() {
-    auto r = t->step(
-        {with_tokens(cmd_kind::create, 99, iota_tokens(1, 4)), cmd(cmd_kind::alloc_req, 99)});
+    auto r = t->step({create(99, iota_tokens(1, 4)), cmd::alloc_req{99}});
     expect_ok(r[1]);
-    return r[1].working;
+    return r[1].as<res::alloc_req>().working;
   }
 };
 using states = std::vector<std::pair<std::size_t, slot_id>>;
@@ -259,20 +242,20 @@ TEST_F(LifecycleRpc, ExtraBufferEagerOverlap) {
   auto a = admit();
   EXPECT_EQ(a.working, 1);
   EXPECT_EQ(a.pingpong, (std::array<slot_id, 2>{2, 3}));
-  auto ex = t->one(with_n(cmd_kind::prepare_extend, h, 0, 200));
+  auto ex = t->one(cmd::prepare_extend{h, 0, 200}).as<res::prepare_extend>();
   EXPECT_TRUE(ex.mask);
-  EXPECT_EQ(ex.slot, 2);
+  EXPECT_EQ(ex.track_slot, 2);
   auto ops = t->one(take_ops(1));
-  EXPECT_EQ(ops.ops_clears, 1u);
+  EXPECT_EQ(ops.as<res::take_ops>().clears, 1u);
   t->forward(1);
-  auto u = t->one(with_n(cmd_kind::cache_unfinished, h, 0, 200));
-  EXPECT_EQ(u.prefix_len, 192u);
-  EXPECT_EQ(u.node_slot, 2);
+  auto u = t->one(cmd::cache_unfinished{h, 200});
+  EXPECT_EQ(u.as<res::cache_unfinished>().protected_len, 192u);
+  EXPECT_EQ(u.as<res::cache_unfinished>().node_slot, 2);
   EXPECT_EQ(u.pools.full_protected, 192u);
   decode(201, 255);
   auto d = decode(256, 256);
   EXPECT_TRUE(d.mask);
-  EXPECT_EQ(d.slot, 3);
+  EXPECT_EQ(d.track_slot, 3);
   decode(257, 299);
   finish();
   EXPECT_EQ(tree_states(), (states{{192, 2}, {256, 3}}));
@@ -284,12 +267,12 @@ TEST_F(LifecycleRpc, ExtraBufferLazy) {
   auto a = admit();
   EXPECT_EQ(a.working, 1);
   EXPECT_EQ(a.pingpong, (std::array<slot_id, 2>{2, no_slot}));
-  auto ex = t->one(with_n(cmd_kind::prepare_extend, h, 0, 200));
-  EXPECT_EQ(ex.slot, 2);
-  expect_ok(t->one(with_n(cmd_kind::cache_unfinished, h, 0, 200)));
+  auto ex = t->one(cmd::prepare_extend{h, 0, 200});
+  EXPECT_EQ(ex.as<res::prepare_extend>().track_slot, 2);
+  expect_ok(t->one(cmd::cache_unfinished{h, 200}));
   decode(201, 255);
   auto d = decode(256, 256);
-  EXPECT_EQ(d.slot, 4) << "lazy pre-allocation took slot 4 at the boundary";
+  EXPECT_EQ(d.track_slot, 4) << "lazy pre-allocation took slot 4 at the boundary";
   decode(257, 299);
   finish();
   EXPECT_EQ(tree_states(), (states{{192, 2}, {256, 4}}));
@@ -301,12 +284,12 @@ TEST_F(LifecycleRpc, NoBufferWithoutOverlap) {
   auto a = admit();
   EXPECT_EQ(a.working, 1);
   EXPECT_FALSE(a.pingpong.has_value());
-  auto u = t->one(with_n(cmd_kind::cache_unfinished, h, 0, 200));
-  EXPECT_EQ(u.prefix_len, 200u);
+  auto u = t->one(cmd::cache_unfinished{h, 200}).as<res::cache_unfinished>();
+  EXPECT_EQ(u.protected_len, 200u);
   EXPECT_EQ(u.node_slot, 2);
-  auto ops = t->one(take_ops(1));
-  EXPECT_EQ(ops.ops_snapshots, 0u) << "the node ran the copy W -> donated after the step";
-  EXPECT_EQ(ops.ops_clears, 1u);
+  auto ops = t->one(take_ops(1)).as<res::take_ops>();
+  EXPECT_EQ(ops.snapshots, 0u) << "the node ran the copy W -> donated after the step";
+  EXPECT_EQ(ops.clears, 1u);
   t->forward(1);
   decode(201, 299);
   finish();
@@ -327,18 +310,17 @@ TEST_F(ScenariosRpc, SessionsShareThePrefixesOfTheirNamespaceOnly) {
   auto a2 = open_ns("lora-a");
   auto b = open_ns("lora-b");
   auto plain = open_ns("");
-  const std::vector<command> cache_one{
-      with_tokens(cmd_kind::create, 1, iota_tokens(50, 16)), cmd(cmd_kind::alloc_req, 1),
-      with_n(cmd_kind::alloc_kv, 1, 0, 16), cmd(cmd_kind::finish, 1)};
+  const std::vector<command> cache_one{create(1, iota_tokens(50, 16)), cmd::alloc_req{1},
+                                       cmd::alloc_kv{1, 0, 16}, cmd::finish{1}};
   auto r = a->step(cache_one);
   ASSERT_TRUE(r.ok());
   for (const auto& one : *r)
     ASSERT_TRUE(one.ok()) << one.error;
-  const std::vector<command> look{with_tokens(cmd_kind::lookup, 0, iota_tokens(50, 16))};
+  const std::vector<command> look{lookup(iota_tokens(50, 16))};
   auto prefix_in = [&](client_session& s) {
     auto l = s.step(look);
     EXPECT_TRUE(l.ok());
-    return l.ok() ? (*l)[0].prefix_len : 999u;
+    return l.ok() ? (*l)[0].as<res::lookup>().prefix_len : 999u;
   };
   EXPECT_EQ(prefix_in(*a2), 16u) << "same namespace, other session: shared";
   EXPECT_EQ(prefix_in(*b), 0u) << "other namespace: isolated";

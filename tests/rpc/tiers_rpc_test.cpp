@@ -90,7 +90,7 @@ struct TiersRpc : ::testing::Test {
   /// Request 2 (prefetched or not) finds no resumable prefix: it recomputes, and the
   /// instance is idle and sane afterwards.
   static void expect_recompute(toy_worker& wk) {
-    const command_result m = wk.admit_and_check(2);
+    const res::match m = wk.admit_and_check(2);
     EXPECT_EQ(m.prefix_len, 0u) << "no resumable prefix: the request recomputes";
     wk.abort_and_check_idle(2);
   }
@@ -98,7 +98,7 @@ struct TiersRpc : ::testing::Test {
   /// back, every byte checked.
   static void expect_loaded_back(toy_worker& wk) {
     expect_ok(wk.step({create(2, wk.continuation())})[0]);
-    const command_result m = wk.admit_and_check(2);
+    const res::match m = wk.admit_and_check(2);
     EXPECT_EQ(m.prefix_len, prompt_len);
     EXPECT_EQ(m.loaded_tokens, prompt_len);
     wk.abort_and_check_idle(2);
@@ -123,10 +123,10 @@ struct TiersRpc : ::testing::Test {
 TEST_F(TiersRpc, WarmRestartServesThePrefixFromL3ByteForByte) {
   ASSERT_NO_FATAL_FAILURE(serve_store_and_restart());
   toy_worker& w2 = open();
-  const command_result p = w2.prefetch(2);
-  EXPECT_EQ(p.prefetch_outcome, "completed");
+  const res::prefetch p = w2.prefetch(2);
+  EXPECT_EQ(p.outcome, "completed");
   EXPECT_EQ(p.storage_hit_tokens, prompt_len);
-  const command_result m = w2.admit_and_check(2);
+  const res::match m = w2.admit_and_check(2);
   EXPECT_EQ(m.prefix_len, prompt_len) << "the L3 hit must cover the whole prompt";
   EXPECT_EQ(m.loaded_tokens, prompt_len);
   w2.abort_and_check_idle(2);
@@ -150,8 +150,9 @@ TEST_F(TiersRpc, AnEvictedPrefixIsLoadedBackFromTheHostByteForByte) {
     return h.value("backed_up_tokens", 0u) >= prompt_len &&
            h.value("kv_available", 0u) + prompt_len == h.value("kv_capacity", 0u);
   })) << host_of_instance().dump();
-  const command_result ev = wk.step({evict(256, 16)})[0];
-  expect_ok(ev);
+  const command_result r = wk.step({evict(256, 16)})[0];
+  expect_ok(r);
+  const res::evict ev = r.as<res::evict>();
   EXPECT_EQ(ev.tokens_freed_total, prompt_len) << "the backed-up prefix is demoted";
   expect_loaded_back(wk);
   EXPECT_EQ(metric(R"(hybridcache_match_requests_total{tier="l2"})"), 1);
@@ -164,8 +165,9 @@ TEST_F(TiersRpc, WriteBackCopiesOnEvictionThenLoadsBackAndReachesL3) {
   wk.serve(1);
   EXPECT_EQ(host_of_instance().value("backed_up_tokens", 1u), 0u)
       << "write_back does not back up on insert";
-  const command_result ev = wk.step({evict(256, 16)})[0];
-  expect_ok(ev);
+  const command_result r = wk.step({evict(256, 16)})[0];
+  expect_ok(r);
+  const res::evict ev = r.as<res::evict>();
   EXPECT_EQ(ev.tokens_freed_total, prompt_len) << "the evicted leaf is backed up and demoted";
   ASSERT_TRUE(stored_in_l3()) << "a demoted node is written to L3 once its bytes are on the host";
   expect_loaded_back(wk);
@@ -175,8 +177,8 @@ TEST_F(TiersRpc, AFailedReadShortensThePrefetchAndTheRequestRecomputes) {
   ASSERT_NO_FATAL_FAILURE(serve_store_and_restart());
   toy_worker& wk = open();
   faults.fail_reads.insert(wk.page_keys()[20]);
-  const command_result p = wk.prefetch(2);
-  EXPECT_EQ(p.prefetch_outcome, "partial");
+  const res::prefetch p = wk.prefetch(2);
+  EXPECT_EQ(p.outcome, "partial");
   EXPECT_EQ(p.storage_hit_tokens, 20u) << "the pages before the failed one are kept";
   EXPECT_EQ(faults.state_reads, 0u) << "no state is read unless every page arrived";
   expect_recompute(wk);  // pages without a state are not resumable
@@ -191,8 +193,8 @@ TEST_F(TiersRpc, ACorruptValueIsNeverServed) {
   ASSERT_TRUE(mem.get(l3_pool::kv_page, bad, stored).ok());
   std::vector<std::byte> garbage(stored.size() + 16, std::byte{0x5a});  // not a valid value
   ASSERT_TRUE(mem.overwrite_stored(l3_pool::kv_page, bad, garbage).ok());
-  const command_result p = wk.prefetch(2);
-  EXPECT_EQ(p.prefetch_outcome, "partial");
+  const res::prefetch p = wk.prefetch(2);
+  EXPECT_EQ(p.outcome, "partial");
   EXPECT_EQ(p.storage_hit_tokens, 30u);
   EXPECT_FALSE(mem.exists(l3_pool::kv_page, bad)) << "a corrupt value is deleted";
   expect_recompute(wk);
@@ -216,8 +218,8 @@ TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
       << "a failed backup stopped the later ones";
   EXPECT_GT(metric(R"(hybridcache_backup_seconds_count{result="failed"})"), 0);
   restart();
-  const command_result p = open().prefetch(2);
-  EXPECT_EQ(p.prefetch_outcome, "revoked") << "nothing of the first prompt reached L3";
+  const res::prefetch p = open().prefetch(2);
+  EXPECT_EQ(p.outcome, "revoked") << "nothing of the first prompt reached L3";
   w->abort_and_check_idle(2);
 }
 
@@ -228,17 +230,18 @@ TEST_F(TiersRpc, SlowReadsPastTheTimeoutEndTheWaitAndKeepWhatArrived) {
   toy_worker& wk = open(sp);
   faults.read_delay = std::chrono::milliseconds(50);  // 64 pages: 3.2 s > 2 s on the clock
   faults.hold_reads();  // no read (no clock tick) before the first poll
-  auto r = wk.step({create(2, wk.continuation()), cmd(cmd_kind::prefetch, 2)});
+  auto r = wk.step({create(2, wk.continuation()), cmd::prefetch{2}});
   expect_ok(r[1]);
-  EXPECT_FALSE(r[1].prefetch_ready) << "the timeout policy waits first";
+  EXPECT_FALSE(r[1].as<res::prefetch>().ready) << "the timeout policy waits first";
   faults.release_reads();
-  command_result last;
+  res::prefetch last;
   ASSERT_TRUE(after_drain(*c, [&] {
-    last = wk.step({cmd(cmd_kind::prefetch, 2)})[0];
-    return !last.prefetch_outcome.empty();
+    const command_result one = wk.step({cmd::prefetch{2}})[0];
+    if (auto* p = one.get_if<res::prefetch>()) last = *p;
+    return !last.outcome.empty();
   }));
   faults.read_delay = std::chrono::milliseconds(0);
-  EXPECT_EQ(last.prefetch_outcome, "timed_out");
+  EXPECT_EQ(last.outcome, "timed_out");
   // The deadline is checked between read batches (128 pages): the pages that arrived are
   // kept, but the state — read only after them, and after the deadline — is not.
   EXPECT_GT(last.storage_hit_tokens, 0u) << "pages read before the deadline are kept";
@@ -253,19 +256,16 @@ TEST_F(TiersRpc, BestEffortAdmitsAtOnceAndAnAbortedRequestReleasesItsPrefetch) {
   sp.prefetch_policy = prefetch_termination::best_effort;
   toy_worker& wk = open(sp);
   faults.hold_reads();  // the abort comes while the prefetch's reads are still pending
-  auto r =
-      wk.step({create(2, wk.continuation()), cmd(cmd_kind::prefetch, 2), cmd(cmd_kind::abort, 2)});
+  auto r = wk.step({create(2, wk.continuation()), cmd::prefetch{2}, cmd::abort{2}});
   faults.release_reads();
   expect_ok(r[1]);
-  EXPECT_TRUE(r[1].prefetch_ready) << "best_effort never waits";
+  EXPECT_TRUE(r[1].as<res::prefetch>().ready) << "best_effort never waits";
   expect_ok(r[2]);
   ASSERT_TRUE(after_drain(*c, [&] {
     return host_of_instance()["prefetch"].value("aborted", 0u) == 1 &&
            host_of_instance().value("prefetches_in_flight", 1u) == 0;
   })) << host_of_instance().dump();
-  command check = cmd(cmd_kind::check);
-  check.flag = true;
-  const command_result idle = wk.step({check})[0];
+  const res::check idle = wk.step({cmd::check{/*full=*/true}})[0].as<res::check>();
   EXPECT_TRUE(idle.sanity) << idle.sanity_detail;
   const auto h = host_of_instance();
   EXPECT_EQ(h.value("kv_available", 0u) + h.value("tree_tokens", 0u), h.value("kv_capacity", 1u))
@@ -277,7 +277,7 @@ TEST_F(TiersRpc, PrefetchIsRefusedWithoutAHostTier) {
   instance_spec sp = toy_worker::spec();
   sp.hicache_ratio = 0;
   toy_worker& wk = open(sp);
-  auto r = wk.step({create(1, wk.K), cmd(cmd_kind::prefetch, 1)});
+  auto r = wk.step({create(1, wk.K), cmd::prefetch{1}});
   EXPECT_EQ(r[1].code, errc::invalid_argument);
   EXPECT_NE(r[1].error.find("hicacheRatio"), std::string::npos) << r[1].error;
 }

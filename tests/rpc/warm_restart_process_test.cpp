@@ -149,10 +149,10 @@ TEST(WarmRestart, AStoredPrefixIsAnL3HitAfterTheDaemonRestarts) {
   auto s = c->open(toy_worker::spec());
   ASSERT_TRUE(s.ok()) << s.err().message;
   toy_worker w{**s, c.get()};
-  const command_result p = w.prefetch(2);
-  EXPECT_EQ(p.prefetch_outcome, "completed") << d.log();
+  const res::prefetch p = w.prefetch(2);
+  EXPECT_EQ(p.outcome, "completed") << d.log();
   EXPECT_EQ(p.storage_hit_tokens, w.K.size());
-  const command_result m = w.admit_and_check(2);
+  const res::match m = w.admit_and_check(2);
   EXPECT_EQ(m.prefix_len, w.K.size()) << "the restarted node serves the prefix from L3";
   w.abort_and_check_idle(2);
   s->reset();

@@ -1,5 +1,6 @@
 #pragma once
-// Builders for scheduler commands in tests (what a worker puts in a step).
+// Builders for scheduler commands in tests (what a worker puts in a step), for the kinds
+// whose fields need more than a brace list.
 
 #include <cstdint>
 #include <utility>
@@ -9,31 +10,17 @@
 
 namespace hc::test {
 
-inline command cmd(cmd_kind k, request_handle req = 0) {
-  command c;
-  c.kind = k;
-  c.req = req;
-  return c;
-}
-inline command with_tokens(cmd_kind k, request_handle req, std::vector<token_id> t) {
-  command c = cmd(k, req);
-  c.tokens = std::move(t);
-  return c;
-}
 inline command create(request_handle req, std::vector<token_id> prompt) {
-  return with_tokens(cmd_kind::create, req, std::move(prompt));
+  return cmd::create{req, 0, std::move(prompt)};
 }
-inline command with_n(cmd_kind k, request_handle req, std::uint64_t start, std::uint64_t n) {
-  command c = cmd(k, req);
-  c.start = start;
-  c.n = n;
-  return c;
+inline command lookup(std::vector<token_id> tokens) {
+  return cmd::lookup{0, std::move(tokens)};
 }
 inline command evict(std::uint64_t tokens, std::uint64_t slots) {
-  command c = cmd(cmd_kind::evict);
-  c.n = tokens;
-  c.m = slots;
-  return c;
+  return cmd::evict{tokens, slots};
+}
+inline command take_ops(std::vector<request_handle> reqs, std::uint64_t batch) {
+  return cmd::take_ops{std::move(reqs), batch};
 }
 
 }  // namespace hc::test

@@ -64,29 +64,23 @@ struct toy_worker {
     EXPECT_TRUE(r.ok()) << r.err().message;
     return r.ok() ? std::move(*r) : std::vector<command_result>(cmds.size());
   }
-  command take_ops(request_handle h) {
-    command o = cmd(cmd_kind::take_ops);
-    o.reqs = {h};
-    o.batch = ++batch;
-    return o;
-  }
+  command take_ops(request_handle h) { return cmd::take_ops{{h}, ++batch}; }
   /// One request as a worker runs it: admitted with no hit, its forward writes the KV of
   /// every token and the state after the prompt, then it finishes (inserted).
   void serve(request_handle h) {
-    auto r = step({create(h, K), cmd(cmd_kind::match, h), cmd(cmd_kind::lock, h),
-                   cmd(cmd_kind::alloc_req, h), with_n(cmd_kind::alloc_kv, h, 0, K.size()),
-                   take_ops(h)});
+    auto r = step({create(h, K), cmd::match{h}, cmd::lock{h}, cmd::alloc_req{h},
+                   cmd::alloc_kv{h, 0, K.size()}, take_ops(h)});
     for (const auto& one : r)
       expect_ok(one);
-    ASSERT_EQ(r[4].indices.size(), K.size());
+    const std::vector<kv_index>& kv = r[4].as<res::alloc_kv>().indices;
+    ASSERT_EQ(kv.size(), K.size());
     ASSERT_TRUE(s.begin_forward(batch).ok());
     for (std::size_t i = 0; i < K.size(); ++i)
-      ASSERT_TRUE(s.write_kv_page(static_cast<std::uint64_t>(r[4].indices[i]),
-                                  kv_bytes(token_bytes, i, K[i]))
-                      .ok());
-    ASSERT_TRUE(s.write_slot(r[3].working, state_after(K, state_bytes)).ok());
+      ASSERT_TRUE(
+          s.write_kv_page(static_cast<std::uint64_t>(kv[i]), kv_bytes(token_bytes, i, K[i])).ok());
+    ASSERT_TRUE(s.write_slot(r[3].as<res::alloc_req>().working, state_after(K, state_bytes)).ok());
     ASSERT_TRUE(s.end_forward(batch).ok());
-    expect_ok(step({cmd(cmd_kind::finish, h)})[0]);
+    expect_ok(step({cmd::finish{h}})[0]);
   }
   /// The L3 keys of the prompt's pages (the state is under the last one).
   std::vector<std::string> page_keys() const {
@@ -109,29 +103,32 @@ struct toy_worker {
     return prompt;
   }
   /// Creates request h (the continuation of K), starts its prefetch and polls it to its end.
-  command_result prefetch(request_handle h) {
-    auto r = step({create(h, continuation()), cmd(cmd_kind::prefetch, h)});
+  res::prefetch prefetch(request_handle h) {
+    auto r = step({create(h, continuation()), cmd::prefetch{h}});
     expect_ok(r[0]);
     expect_ok(r[1]);
-    command_result last = r[1];
+    res::prefetch last;
+    if (auto* p = r[1].get_if<res::prefetch>()) last = *p;
     EXPECT_NE(node, nullptr) << "prefetch() needs the worker's node";
     if (node == nullptr) return last;
     EXPECT_TRUE(after_drain(*node, [&] {
-      last = step({cmd(cmd_kind::prefetch, h)})[0];
-      return !last.prefetch_outcome.empty();
+      const command_result one = step({cmd::prefetch{h}})[0];
+      expect_ok(one);
+      if (auto* p = one.get_if<res::prefetch>()) last = *p;
+      return !last.outcome.empty();
     })) << "the prefetch had not ended once the node drained";
-    EXPECT_TRUE(last.prefetch_ready);
+    EXPECT_TRUE(last.ready);
     return last;
   }
   /// Admits request h: match, lock, alloc_req and its ops for one forward. Checks every
   /// byte of the matched prefix and of the working slot (the COW of the matched state).
-  command_result admit_and_check(request_handle h) {
-    auto r = step({cmd(cmd_kind::match, h), cmd(cmd_kind::lock, h), cmd(cmd_kind::alloc_req, h),
-                   take_ops(h)});
+  res::match admit_and_check(request_handle h) {
+    auto r = step({cmd::match{h}, cmd::lock{h}, cmd::alloc_req{h}, take_ops(h)});
     for (const auto& one : r)
       expect_ok(one);
     EXPECT_TRUE(s.begin_forward(batch).ok());
-    const command_result& m = r[0];
+    if (!r[0].ok() || !r[2].ok()) return {};
+    const res::match m = r[0].as<res::match>();
     for (std::size_t i = 0; i < m.indices.size(); ++i) {
       auto got = s.read_kv_page(static_cast<std::uint64_t>(m.indices[i]));
       EXPECT_TRUE(got.ok());
@@ -140,7 +137,7 @@ struct toy_worker {
       }
     }
     if (m.prefix_len > 0) {
-      auto w = s.read_slot(r[2].working);
+      auto w = s.read_slot(r[2].as<res::alloc_req>().working);
       EXPECT_TRUE(w.ok());
       if (w.ok()) {
         EXPECT_EQ(*w, state_after(std::span<const token_id>(K).first(m.prefix_len), state_bytes))
@@ -152,11 +149,12 @@ struct toy_worker {
   }
   /// Aborts h, then the idle invariants must hold (full sanity check of the instance).
   void abort_and_check_idle(request_handle h) {
-    expect_ok(step({cmd(cmd_kind::abort, h)})[0]);
-    command check = cmd(cmd_kind::check);
-    check.flag = true;
-    const command_result r = step({check})[0];
-    EXPECT_TRUE(r.sanity) << r.sanity_detail;
+    expect_ok(step({cmd::abort{h}})[0]);
+    const command_result r = step({cmd::check{/*full=*/true}})[0];
+    expect_ok(r);
+    if (r.ok()) {
+      EXPECT_TRUE(r.as<res::check>().sanity) << r.as<res::check>().sanity_detail;
+    }
   }
 };
 

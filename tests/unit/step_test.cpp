@@ -27,13 +27,6 @@ std::string render(const step_outcome& o) {
   return t.empty() ? "-" : t;
 }
 
-command take_ops(std::vector<request_handle> reqs, std::uint64_t batch) {
-  command c = cmd(cmd_kind::take_ops);
-  c.reqs = std::move(reqs);
-  c.batch = batch;
-  return c;
-}
-
 struct row {
   session_id session;
   std::vector<command> cmds;
@@ -77,8 +70,8 @@ class sessions {
 
 /// A request's admission: its prompt (300 tokens from 0), match, lock, row, `n` tokens.
 std::vector<command> admit(request_handle h, std::size_t n) {
-  return {create(h, iota_tokens(0, 300)), cmd(cmd_kind::match, h), cmd(cmd_kind::lock, h),
-          cmd(cmd_kind::alloc_req, h), with_n(cmd_kind::alloc_kv, h, 0, n)};
+  return {create(h, iota_tokens(0, 300)), cmd::match{h}, cmd::lock{h}, cmd::alloc_req{h},
+          cmd::alloc_kv{h, 0, n}};
 }
 std::vector<command> operator+(std::vector<command> a, const std::vector<command>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -97,19 +90,19 @@ TEST(Step, NoBufferDonatesACopyWhileTheRequestRunsAndItsSlotAtTheFinish) {
   sessions{}.run({
       {1, admit(1, 300) + std::vector{take_ops({1}, 1)}, "ops b1:0s1c0w", {{1, false}}},
       // cache_unfinished: the request keeps its working slot, the tree gets a copy of it
-      {1, {with_n(cmd_kind::cache_unfinished, 1, 0, 128)}, "donate 1", {{1, true}}},
+      {1, {cmd::cache_unfinished{1, 128}}, "donate 1", {{1, true}}},
       // finish: the working slot itself goes to the tree, nothing to copy
-      {1, {cmd(cmd_kind::finish, 1)}, "-"},
+      {1, {cmd::finish{1}}, "-"},
   });
 }
 
 TEST(Step, AMatchOfAChunkCachedWhileItsForwardRunsWaitsForThatForward) {
   sessions{}.run({
       {1, admit(1, 128) + std::vector{take_ops({1}, 1)}, "ops b1:0s1c0w", {{1, false}}},
-      {1, {with_n(cmd_kind::cache_unfinished, 1, 0, 128)}, "donate 1"},
-      {2, {create(2, iota_tokens(0, 300)), cmd(cmd_kind::match, 2)}, "after 1.1"},
+      {1, {cmd::cache_unfinished{1, 128}}, "donate 1"},
+      {2, {create(2, iota_tokens(0, 300)), cmd::match{2}}, "after 1.1"},
       {1, {}, "-", {{1, true}}},
-      {2, {create(3, iota_tokens(0, 300)), cmd(cmd_kind::match, 3)}, "-"},  // it ended
+      {2, {create(3, iota_tokens(0, 300)), cmd::match{3}}, "-"},  // it ended
   });
 }
 

@@ -57,10 +57,10 @@ std::vector<token_id> prompt_tokens() {
   return t;
 }
 
-command cmd(cmd_kind k, request_handle h = 0) {
-  command c;
-  c.kind = k;
-  c.req = h;
+/// The prompt followed by `last`, for request h.
+cmd::create create_of(request_handle h, token_id last) {
+  cmd::create c{h, 0, prompt_tokens()};
+  c.tokens.push_back(last);
   return c;
 }
 
@@ -111,27 +111,21 @@ struct bench_node {
       if (!one.ok()) std::abort();
     return std::move(*r);
   }
-  command take_ops(request_handle h) {
-    command o = cmd(cmd_kind::take_ops);
-    o.reqs = {h};
-    o.batch = ++batch;
-    return o;
+  cmd::take_ops take_ops(request_handle h) { return {{h}, ++batch}; }
+  /// Creates request h and polls its prefetch until it ended; the outcome.
+  res::prefetch prefetched(client_session& s, const cmd::create& create) {
+    auto r = step(s, {create, cmd::prefetch{create.req, false}});
+    while (r.back().as<res::prefetch>().outcome.empty())
+      r = step(s, {cmd::prefetch{create.req, false}});
+    return r.back().as<res::prefetch>();
   }
   /// Serves the prompt once (extra_buffer: the prefill snapshot is the tracked state), so
   /// it is inserted, backed up to the host and written to L3.
   void serve(client_session& s) {
-    command create = cmd(cmd_kind::create, 1);
-    create.tokens = prompt_tokens();
-    create.tokens.push_back(1);
-    command kv = cmd(cmd_kind::alloc_kv, 1);
-    kv.n = prompt + 1;
-    command ext = cmd(cmd_kind::prepare_extend, 1);
-    ext.n = prompt + 1;
-    auto r = step(s, {create, cmd(cmd_kind::match, 1), cmd(cmd_kind::lock, 1),
-                      cmd(cmd_kind::alloc_req, 1), kv, ext, take_ops(1)});
+    step(s, {create_of(1, 1), cmd::match{1}, cmd::lock{1}, cmd::alloc_req{1},
+             cmd::alloc_kv{1, 0, prompt + 1}, cmd::prepare_extend{1, 0, prompt + 1}, take_ops(1)});
     if (!s.begin_forward(batch) || !s.end_forward(batch)) std::abort();
-    command fin = cmd(cmd_kind::finish, 1);
-    step(s, {fin});
+    step(s, {cmd::finish{1, 0}});
   }
 };
 
@@ -157,14 +151,9 @@ void BM_NodePrefetch(benchmark::State& st) {
     auto s = b.c->open(spec(ratio));
     if (!s) std::abort();
     st.ResumeTiming();
-    command create = cmd(cmd_kind::create, 2);
-    create.tokens = prompt_tokens();
-    create.tokens.push_back(7);
-    auto r = b.step(**s, {create, cmd(cmd_kind::prefetch, 2)});
-    while (r.back().prefetch_outcome.empty())
-      r = b.step(**s, {cmd(cmd_kind::prefetch, 2)});
-    if (r.back().prefetch_outcome != "completed") std::abort();
-    hits += r.back().storage_hit_tokens;
+    const res::prefetch done = b.prefetched(**s, create_of(2, 7));
+    if (done.outcome != "completed") std::abort();
+    hits += done.storage_hit_tokens;
     st.PauseTiming();
     s->reset();  // closes the session: the instance goes (max idle 0)
     st.ResumeTiming();
@@ -205,24 +194,18 @@ void BM_NodeLoadBack(benchmark::State& st) {
   store_prompt(b);
   auto s = b.c->open(spec(4.0));  // its own instance: prefetch once, then load back
   if (!s) std::abort();
-  command create = cmd(cmd_kind::create, 3);
-  create.tokens = prompt_tokens();
-  create.tokens.push_back(9);
-  auto r = b.step(**s, {create, cmd(cmd_kind::prefetch, 3)});
-  while (r.back().prefetch_outcome.empty())
-    r = b.step(**s, {cmd(cmd_kind::prefetch, 3)});
-  b.step(**s, {cmd(cmd_kind::abort, 3)});
-  command evict = cmd(cmd_kind::evict);
-  evict.n = 4 * prompt;
-  evict.m = 8;
+  cmd::create create = create_of(3, 9);
+  (void)b.prefetched(**s, create);
+  b.step(**s, {cmd::abort{3}});
+  const cmd::evict evict{4 * prompt, 8};
   request_handle h = 100;
   std::uint64_t loaded = 0;
   for (auto _ : st) {
     create.req = ++h;
-    auto m = b.step(**s, {create, cmd(cmd_kind::match, h), b.take_ops(h)});
+    auto m = b.step(**s, {create, cmd::match{h}, b.take_ops(h)});
     if (!(*s)->begin_forward(b.batch) || !(*s)->end_forward(b.batch)) std::abort();
-    loaded += m[1].loaded_tokens;
-    b.step(**s, {cmd(cmd_kind::abort, h), evict});
+    loaded += m[1].as<res::match>().loaded_tokens;
+    b.step(**s, {cmd::abort{h}, evict});
   }
   if (loaded != st.iterations() * prompt) std::abort();  // every iteration loaded it all
   st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * prompt_bytes));

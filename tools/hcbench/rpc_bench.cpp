@@ -122,21 +122,14 @@ void build_steps(std::uint64_t first, int n, std::vector<command>& admit,
   finish.clear();
   for (int i = 0; i < n; ++i) {
     const request_handle h = first + static_cast<std::uint64_t>(i);
-    command c;
-    c.req = h;
-    c.kind = cmd_kind::create;
-    c.tokens.resize(512);
+    cmd::create c{h, 0, std::vector<token_id>(512)};
     for (int t = 0; t < 512; ++t)
       c.tokens[static_cast<std::size_t>(t)] =
           t < 256 ? t + 1 : static_cast<token_id>(h * 1000 + static_cast<std::uint64_t>(t));
-    admit.push_back(c);
-    c.tokens.clear();
-    c.kind = cmd_kind::match;
-    admit.push_back(c);
-    c.kind = cmd_kind::alloc_req;
-    admit.push_back(c);
-    finish.push_back(c);  // placeholder, replaced below
-    finish.back().kind = cmd_kind::finish;
+    admit.emplace_back(std::move(c));
+    admit.emplace_back(cmd::match{h});
+    admit.emplace_back(cmd::alloc_req{h});
+    finish.emplace_back(cmd::finish{h, 0});
   }
 }
 
@@ -145,12 +138,8 @@ void add_kv(const std::vector<command>& admit, const std::vector<command_result>
             std::vector<command>& kv) {
   kv.clear();
   for (std::size_t i = 1; i < admit.size(); i += 3) {
-    command c;
-    c.kind = cmd_kind::alloc_kv;
-    c.req = admit[i].req;
-    c.start = res[i].prefix_len;
-    c.n = 512 - res[i].prefix_len;
-    kv.push_back(c);
+    const std::uint64_t prefix = res[i].as<res::match>().prefix_len;
+    kv.emplace_back(cmd::alloc_kv{std::get<cmd::match>(admit[i]).req, prefix, 512 - prefix});
   }
 }
 
@@ -214,8 +203,7 @@ void BM_SmallStepRpc(benchmark::State& state) {
   if (!c) return state.SkipWithError(c.err().message.c_str());
   auto s = (*c)->open(bench_spec());
   if (!s) return state.SkipWithError(s.err().message.c_str());
-  std::vector<command> one(1);
-  one[0].kind = cmd_kind::evict;  // evict(0, 0): a small call through the actors
+  const std::vector<command> one{cmd::evict{0, 0}};  // a small call through the actors
   latencies lat(state);
   for (auto _ : state)
     lat.time([&] { benchmark::DoNotOptimize((*s)->step(one)); });

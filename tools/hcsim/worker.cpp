@@ -139,18 +139,6 @@ class worker {
     }
     return std::move(*r);
   }
-  static command cmd(cmd_kind k, request_handle h = 0) {
-    command c;
-    c.kind = k;
-    c.req = h;
-    return c;
-  }
-  static command with_n(cmd_kind k, request_handle h, std::uint64_t start, std::uint64_t n) {
-    command c = cmd(k, h);
-    c.start = start;
-    c.n = n;
-    return c;
-  }
   bool fence(std::uint64_t b, bool begin) {
     ++rep_.forwards;
     if (begin) {
@@ -204,32 +192,29 @@ class worker {
     const unsigned c = r.conv;
     r.h = ++next_handle_;
     r.input_len = r.tokens.size();
-    command create = cmd(cmd_kind::create, r.h);
-    create.tokens = r.tokens;
+    const cmd::create create{r.h, 0, r.tokens};
     if (cfg_.prefetch) {
-      auto p = step({create, cmd(cmd_kind::prefetch, r.h)});
+      auto p = step({create, cmd::prefetch{r.h, false}});
       if (!p) return false;
       if (!(*p)[1].ok()) {
         error("prefetch: " + (*p)[1].error);
       } else {
         command_result last = (*p)[1];
-        while (last.ok() && !last.prefetch_ready) {
-          auto q = step({cmd(cmd_kind::prefetch, r.h)});
+        while (last.ok() && !last.as<res::prefetch>().ready) {
+          auto q = step({cmd::prefetch{r.h, false}});
           if (!q) return false;
           last = (*q)[0];
         }
-        rep_.l3_hit_tokens += last.storage_hit_tokens;
-        command done = cmd(cmd_kind::prefetch, r.h);
-        done.flag = true;  // admitted now
-        (void)step({done});
+        if (last.ok()) rep_.l3_hit_tokens += last.as<res::prefetch>().storage_hit_tokens;
+        (void)step({cmd::prefetch{r.h, /*admit_now=*/true}});
       }
     }
     std::vector<command> cmds;
-    if (!cfg_.prefetch) cmds.push_back(create);
+    if (!cfg_.prefetch) cmds.emplace_back(create);
     const std::size_t first = cmds.size();
-    cmds.push_back(cmd(cmd_kind::match, r.h));
-    cmds.push_back(cmd(cmd_kind::lock, r.h));
-    cmds.push_back(cmd(cmd_kind::alloc_req, r.h));
+    cmds.emplace_back(cmd::match{r.h});
+    cmds.emplace_back(cmd::lock{r.h});
+    cmds.emplace_back(cmd::alloc_req{r.h});
     auto res = step(cmds);
     if (!res) return false;
     ++rep_.requests;
@@ -240,18 +225,18 @@ class worker {
       if (x.code == errc::out_of_memory) {
         ++rep_.rejected;  // not admitted now: released, the conversation retries later
       } else {
-        error(std::string(to_string(cmds[i].kind)) + ": " + x.error);
+        error(std::string(to_string(kind_of(cmds[i]))) + ": " + x.error);
       }
-      (void)step({cmd(cmd_kind::abort, r.h)});
+      (void)step({cmd::abort{r.h}});
       if (r.decode_preset) retracted_.push_front(std::move(r));  // stays first in line
       return false;  // admission stops for this round (SGLang stops at the first misfit)
     }
-    const command_result& m = (*res)[first];
+    const auto& m = (*res)[first].as<res::match>();
     r.prefix = m.prefix_len;
     r.prefix_kv = m.indices;
     r.pos = r.prefix;
     r.len = r.prefix;
-    r.working = (*res)[first + 2].working;
+    r.working = (*res)[first + 2].as<res::alloc_req>().working;
     r.loaded = m.loaded_tokens;
     r.node_slot = m.node_slot;
     rep_.reused_tokens += r.prefix;
@@ -291,7 +276,7 @@ class worker {
                           r.outputs.begin() + static_cast<std::ptrdiff_t>(r.decoded));
       again.decode_preset = r.decode_total - r.decoded;
       retracted_.push_back(std::move(again));
-      cmds.push_back(cmd(cmd_kind::abort, r.h));  // release_kv_cache(is_insert=False)
+      cmds.emplace_back(cmd::abort{r.h});  // release_kv_cache(is_insert=False)
       r.gone = r.retracted = true;
       ++rep_.retracted;
     }
@@ -309,7 +294,7 @@ class worker {
     std::vector<command> cmds;
     for (std::size_t i : idx) {
       if (i >= active_.size() || active_[i].gone) continue;
-      cmds.push_back(cmd(cmd_kind::abort, active_[i].h));
+      cmds.emplace_back(cmd::abort{active_[i].h});
       active_[i].gone = true;
       ++rep_.aborted;
     }
@@ -414,7 +399,7 @@ class worker {
     for (std::size_t k = 0; k < prev->reqs.size(); ++k) {
       request* r = find(prev->reqs[k]);
       if (r && prev->ends[k] < r->input_len)
-        cmds.push_back(with_n(cmd_kind::cache_unfinished, r->h, 0, prev->ends[k]));
+        cmds.emplace_back(cmd::cache_unfinished{r->h, prev->ends[k]});
     }
     if (cmds.empty()) return;
     auto u = step(cmds);
@@ -424,7 +409,7 @@ class worker {
       // Out of slots for the donation (workers share the pools; each one's admission sees
       // only its own requests): the request stops, like one that ran out of KV.
       if ((*u)[k].code != errc::out_of_memory) error("cache_unfinished: " + (*u)[k].error);
-      failed.push_back(index_of(cmds[k].req));
+      failed.push_back(index_of(std::get<cmd::cache_unfinished>(cmds[k]).req));
     }
     abort_all(failed);
   }
@@ -449,20 +434,20 @@ class worker {
       who.push_back(i);
       if (f.extend) {
         const std::size_t n = std::min<std::size_t>(cfg_.chunked_prefill, r.input_len - r.pos);
-        cmds.push_back(with_n(cmd_kind::alloc_kv, r.h, r.pos, n));
-        cmds.push_back(with_n(cmd_kind::prepare_extend, r.h, r.pos, n));
+        cmds.emplace_back(cmd::alloc_kv{r.h, r.pos, n});
+        cmds.emplace_back(cmd::prepare_extend{r.h, r.pos, n});
       } else {
-        cmds.push_back(with_n(cmd_kind::alloc_kv, r.h, r.len, 1));
-        cmds.push_back(cmd(cmd_kind::prepare_decode, r.h));
+        cmds.emplace_back(cmd::alloc_kv{r.h, r.len, 1});
+        cmds.emplace_back(cmd::prepare_decode{r.h});
       }
     }
     if (who.empty()) return nullptr;
-    command ops = cmd(cmd_kind::take_ops);  // pending snapshot copies run before any forward
+    cmd::take_ops ops;  // pending snapshot copies run before any forward
     ops.batch = f.batch;
     if (f.extend)
       for (std::size_t i : who)
         ops.reqs.push_back(active_[i].h);
-    cmds.push_back(ops);
+    cmds.emplace_back(std::move(ops));
     auto res = step(cmds);
     if (!res) return nullptr;
     batch_ = f.batch;
@@ -478,18 +463,20 @@ class worker {
         continue;
       }
       f.reqs.push_back(r.h);
+      const std::vector<kv_index>& kv = a.as<res::alloc_kv>().indices;
       if (f.extend) {
-        const std::size_t n = a.indices.size();
+        const res::prepare_extend& plan = p.as<res::prepare_extend>();
+        const std::size_t n = kv.size();
         f.in.emplace_back(r.tokens.begin() + static_cast<std::ptrdiff_t>(r.pos),
                           r.tokens.begin() + static_cast<std::ptrdiff_t>(r.pos + n));
         extend_item it;
         it.working = slot(r.working);
         it.prefix_len = r.pos;
-        for (kv_index x : a.indices)
+        for (kv_index x : kv)
           it.kv.push_back(kv_at(x));
-        it.mask = p.mask;
-        it.kernel_seqlen = p.kernel_seqlen;
-        if (p.mask && p.slot != no_slot) it.track = slot(p.slot);
+        it.mask = plan.mask;
+        it.kernel_seqlen = plan.kernel_seqlen;
+        if (plan.mask && plan.track_slot != no_slot) it.track = slot(plan.track_slot);
         f.items.push_back(std::move(it));
         r.pos += n;  // scheduled: the next chunk starts here
         r.len = r.pos;
@@ -498,8 +485,9 @@ class worker {
         if (r.outputs.size() <= r.decoded) next_output(r);
         forward_run::decode_op d;
         d.working = slot(r.working);
-        d.kv = kv_at(a.indices[0]);
-        if (p.mask && p.slot != no_slot) d.track = slot(p.slot);
+        const res::prepare_decode& plan = p.as<res::prepare_decode>();
+        d.kv = kv_at(kv[0]);
+        if (plan.mask && plan.track_slot != no_slot) d.track = slot(plan.track_slot);
         d.pos = r.len;
         d.token = r.outputs[r.decoded];
         f.decodes.push_back(d);
@@ -567,25 +555,22 @@ class worker {
       request* r = find(h);
       if (!r) continue;  // finished (or aborted) while this forward ran: results dropped
       const bool done = f.step_no[k] == r->decode_total;
-      command pd = cmd(cmd_kind::process_decode, h);
-      pd.flag = done;
-      after.push_back(pd);
+      after.emplace_back(cmd::process_decode{h, done, 0});
       if (!done) continue;
       // Its next decode may already be scheduled (overlap): the outputs appended are the
       // ones its steps up to here consumed; the step scheduled after is discarded.
-      command app = cmd(cmd_kind::append, h);
-      app.tokens.assign(r->outputs.begin(),
-                        r->outputs.begin() + static_cast<std::ptrdiff_t>(r->decode_total));
-      after.push_back(app);
-      command fin = cmd(cmd_kind::finish, h);
-      after.push_back(fin);
+      after.emplace_back(cmd::append{
+          h,
+          {r->outputs.begin(), r->outputs.begin() + static_cast<std::ptrdiff_t>(r->decode_total)}});
+      after.emplace_back(cmd::finish{h, 0});
       finishing.push_back(h);
     }
     if (!after.empty()) {
       auto u = step(after);
       if (u)
         for (std::size_t k = 0; k < after.size(); ++k)
-          if (!(*u)[k].ok()) error(std::string(to_string(after[k].kind)) + ": " + (*u)[k].error);
+          if (!(*u)[k].ok())
+            error(std::string(to_string(kind_of(after[k]))) + ": " + (*u)[k].error);
     }
     for (request_handle h : finishing) {  // the conversation continues from here
       request* r = find(h);
@@ -695,9 +680,7 @@ void check_idle(const sim_config& cfg, sim_report& r) {
     if (r.first_error.empty()) r.first_error = "idle check: open: " + s.err().message;
     return;
   }
-  command check;
-  check.kind = cmd_kind::check;
-  check.flag = true;
+  const command check = cmd::check{/*full=*/true};
   // Backups and L3 writes finish asynchronously after the last step: a leak is what is
   // still held once the node says none of them is in flight.
   if (status d = (*c)->drain(); !d) {
@@ -720,12 +703,18 @@ void check_idle(const sim_config& cfg, sim_report& r) {
       }
   }
   const command_result& x = (*res)[0];
+  if (!x.ok()) {
+    ++r.errors;
+    if (r.first_error.empty()) r.first_error = "idle check: check: " + x.error;
+    return;
+  }
+  const res::check& tree = x.as<res::check>();
   const pool_state& p = x.pools;
   const bool kv_ok = p.kv_avail + p.full_evictable + p.full_protected == cfg.kv_tokens;
   const bool slots_ok = p.slots_avail + p.mamba_evictable + p.mamba_protected == cfg.slots;
   std::string problem;
-  if (!x.sanity || !kv_ok || !slots_ok || p.full_protected != 0 || p.mamba_protected != 0)
-    problem = x.sanity ? "pool ids unaccounted for or still protected" : x.sanity_detail;
+  if (!tree.sanity || !kv_ok || !slots_ok || p.full_protected != 0 || p.mamba_protected != 0)
+    problem = tree.sanity ? "pool ids unaccounted for or still protected" : tree.sanity_detail;
   if (!problem.empty()) {
     ++r.leaks;
     if (r.first_error.empty()) r.first_error = "idle check: " + problem;

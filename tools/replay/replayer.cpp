@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <variant>
 
 namespace hc::replay {
 namespace {
@@ -46,12 +47,7 @@ const std::vector<token_id>& replayer::conv_tokens(std::size_t c) {
 
 bool replayer::build(const trace_op& op, outcome& out, std::vector<command>& cmds) {
   cmds.clear();
-  auto add = [&](cmd_kind k) -> command& {
-    command& c = cmds.emplace_back();
-    c.kind = k;
-    c.req = op.req;
-    return c;
-  };
+  const request_handle h = op.req;
   auto known = [&]() -> request_view* {
     auto it = reqs_.find(op.req);
     if (it == reqs_.end()) {
@@ -60,6 +56,10 @@ bool replayer::build(const trace_op& op, outcome& out, std::vector<command>& cmd
     }
     return &it->second;
   };
+  auto slice = [](const std::vector<token_id>& t, std::size_t from, std::size_t to) {
+    return std::vector<token_id>(t.begin() + static_cast<std::ptrdiff_t>(from),
+                                 t.begin() + static_cast<std::ptrdiff_t>(to));
+  };
   switch (op.kind) {
     case op_kind::match: {
       const auto& toks = conv_tokens(op.conv);
@@ -67,42 +67,35 @@ bool replayer::build(const trace_op& op, outcome& out, std::vector<command>& cmd
         out.error = "input_len beyond the conversation's length";
         return false;
       }
-      add(cmd_kind::create)
-          .tokens.assign(toks.begin(), toks.begin() + static_cast<std::ptrdiff_t>(op.input_len));
-      add(cmd_kind::match);
+      cmds.emplace_back(cmd::create{h, 0, slice(toks, 0, op.input_len)});
+      cmds.emplace_back(cmd::match{h});
       reqs_[op.req] = {op.conv, op.input_len, op.input_len};
       return true;
     }
     case op_kind::lock:
-      add(cmd_kind::lock);
+      cmds.emplace_back(cmd::lock{h});
       return true;
     case op_kind::unlock:
-      add(cmd_kind::unlock);
+      cmds.emplace_back(cmd::unlock{h});
       return true;
     case op_kind::alloc_req:
-      add(cmd_kind::alloc_req);
+      cmds.emplace_back(cmd::alloc_req{h});
       return true;
-    case op_kind::alloc_kv: {
-      command& c = add(cmd_kind::alloc_kv);
-      c.start = op.start;
-      c.n = op.n;
+    case op_kind::alloc_kv:
+      cmds.emplace_back(cmd::alloc_kv{h, op.start, op.n});
       return true;
-    }
-    case op_kind::track: {
-      command& c = add(cmd_kind::track);
-      c.seqlen = op.seqlen;
-      c.flag = op.flip;
+    case op_kind::track:
+      cmds.emplace_back(cmd::track{h, op.seqlen, op.flip});
       return true;
-    }
     case op_kind::cache_unfinished: {
       request_view* r = known();
       if (!r) return false;
       const auto& toks = conv_tokens(r->conv);
       if (r->tokens_sent == r->input_len && r->input_len < toks.size()) {
-        add(cmd_kind::append).tokens.assign(1, toks[r->input_len]);
+        cmds.emplace_back(cmd::append{h, {toks[r->input_len]}});
         r->tokens_sent += 1;
       }
-      add(cmd_kind::cache_unfinished).n = r->input_len;
+      cmds.emplace_back(cmd::cache_unfinished{h, r->input_len});
       return true;
     }
     case op_kind::finish: {
@@ -115,21 +108,16 @@ bool replayer::build(const trace_op& op, outcome& out, std::vector<command>& cmd
         return false;
       }
       if (r->tokens_sent < total)
-        add(cmd_kind::append)
-            .tokens.assign(toks.begin() + static_cast<std::ptrdiff_t>(r->tokens_sent),
-                           toks.begin() + static_cast<std::ptrdiff_t>(total));
-      add(cmd_kind::finish).n = total;
+        cmds.emplace_back(cmd::append{h, slice(toks, r->tokens_sent, total)});
+      cmds.emplace_back(cmd::finish{h, total});
       reqs_.erase(op.req);
       return true;
     }
-    case op_kind::evict: {
-      command& c = add(cmd_kind::evict);
-      c.n = op.num_tokens;
-      c.m = op.mamba_num;
+    case op_kind::evict:
+      cmds.emplace_back(cmd::evict{op.num_tokens, op.mamba_num});
       return true;
-    }
     case op_kind::check:
-      add(cmd_kind::check).flag = op.sanity;
+      cmds.emplace_back(cmd::check{op.sanity});
       return true;
   }
   return false;
@@ -153,52 +141,70 @@ void replayer::convert(const trace_op& op, const std::vector<command_result>& re
   out.mamba_evictable = p.mamba_evictable;
   out.mamba_protected = p.mamba_protected;
   if (!out.error.empty()) return;
+  try {
+    read_body(op, r, out);
+  } catch (const std::bad_variant_access&) {  // a node's bug, reported as the op's error
+    out.error = "the answer carries no result of the kind '" + op.name + "' needs";
+  }
+}
+
+void replayer::read_body(const trace_op& op, const command_result& r, outcome& out) const {
   auto i64 = [](auto v) { return static_cast<std::int64_t>(v); };
   switch (op.kind) {
-    case op_kind::match:
-      out.prefix_len = i64(r.prefix_len);
-      out.indices = r.indices;
+    case op_kind::match: {
+      const auto& m = r.as<res::match>();
+      out.prefix_len = i64(m.prefix_len);
+      out.indices = m.indices;
       out.has_crc = true;
-      out.node_mamba = r.node_slot;
+      out.node_mamba = m.node_slot;
       out.has_branching = true;
-      if (r.branching) out.branching = static_cast<std::size_t>(*r.branching);
-      out.req_mamba = r.working;
+      if (m.branching) out.branching = static_cast<std::size_t>(*m.branching);
+      out.req_mamba = m.working;
       break;
-    case op_kind::alloc_req:
-      out.row = r.row;
-      out.req_mamba = r.working;
+    }
+    case op_kind::alloc_req: {
+      const auto& a = r.as<res::alloc_req>();
+      out.row = a.row;
+      out.req_mamba = a.working;
       out.has_pingpong = true;
-      if (r.pingpong) {
+      if (a.pingpong) {
         std::vector<std::int64_t> pp;
         const std::size_t n = cfg_.ping_pong_size == 1 ? 1 : 2;
         for (std::size_t i = 0; i < n; ++i)
-          pp.push_back((*r.pingpong)[i]);
+          pp.push_back((*a.pingpong)[i]);
         out.pingpong = pp;
       }
       break;
+    }
     case op_kind::alloc_kv:
-      out.indices = r.indices;
+      out.indices = r.as<res::alloc_kv>().indices;
       out.has_crc = true;
       break;
     case op_kind::track:
-      out.keep_slot = r.slot;
+      out.keep_slot = r.as<res::track>().keep_slot;
       break;
-    case op_kind::cache_unfinished:
-      out.protected_len = i64(r.prefix_len);
-      out.indices = r.indices;
+    case op_kind::cache_unfinished: {
+      const auto& c = r.as<res::cache_unfinished>();
+      out.protected_len = i64(c.protected_len);
+      out.indices = c.prefix;
       out.has_crc = true;
-      out.node_mamba = r.node_slot;
+      out.node_mamba = c.node_slot;
       break;
-    case op_kind::evict:
-      out.tokens_evicted = i64(r.tokens_evicted);
-      out.mamba_evicted = i64(r.mamba_evicted);
+    }
+    case op_kind::evict: {
+      const auto& e = r.as<res::evict>();
+      out.tokens_evicted = i64(e.tokens_evicted);
+      out.mamba_evicted = i64(e.mamba_evicted);
       break;
-    case op_kind::check:
-      out.tree_tokens = i64(r.tree_tokens);
-      out.tree_mamba = i64(r.tree_slots);
-      if (op.sanity) out.sanity = r.sanity;
-      out.sanity_detail = r.sanity_detail;
+    }
+    case op_kind::check: {
+      const auto& c = r.as<res::check>();
+      out.tree_tokens = i64(c.tree_tokens);
+      out.tree_mamba = i64(c.tree_slots);
+      if (op.sanity) out.sanity = c.sanity;
+      out.sanity_detail = c.sanity_detail;
       break;
+    }
     case op_kind::lock:
     case op_kind::unlock:
     case op_kind::finish:

@@ -72,6 +72,9 @@ class replayer {
   /// Builds the op's commands; false (error set) if the op cannot be sent.
   bool build(const trace_op& op, outcome& out, std::vector<command>& cmds);
   void convert(const trace_op& op, const std::vector<command_result>& results, outcome& out);
+  /// The op's fields from the body of its last command; throws std::bad_variant_access
+  /// when the body is of another kind.
+  void read_body(const trace_op& op, const command_result& r, outcome& out) const;
 
   trace_config cfg_;
   token_generator gen_;

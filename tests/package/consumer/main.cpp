@@ -27,14 +27,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "open: %s\n", s.err().message.c_str());
     return 1;
   }
-  std::vector<hc::command> cmds(3);
-  cmds[0].kind = hc::cmd_kind::create;
-  cmds[0].req = 1;
-  cmds[0].tokens = {1, 2, 3, 4};
-  cmds[1].kind = hc::cmd_kind::match;
-  cmds[1].req = 1;
-  cmds[2].kind = hc::cmd_kind::abort;
-  cmds[2].req = 1;
+  const std::vector<hc::command> cmds{hc::cmd::create{1, 0, {1, 2, 3, 4}}, hc::cmd::match{1},
+                                      hc::cmd::abort{1}};
   auto r = (*s)->step(cmds);
   if (!r.ok() || r->size() != 3) return 1;
   for (const auto& one : *r)
@@ -42,6 +36,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "command failed: %s\n", one.error.c_str());
       return 1;
     }
+  if ((*r)[1].as<hc::res::match>().prefix_len != 0) return 1;  // an empty tree
   if (!(*s)->close().ok()) return 1;
   std::printf("consumer: protocol %u, node %s, step ok\n", p->protocol_version,
               p->node_version.c_str());
