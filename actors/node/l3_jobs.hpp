@@ -1,6 +1,7 @@
 #pragma once
 // The L3 work radix_cache hands to host_storage (backups and prefetch reads), by pointer:
-// the sender reserved and protected every host id in a job until the reply.
+// the sender reserved and protected every host id in a job until the reply. A job names
+// host ids and keys only; which tree node it belongs to stays with the sender.
 
 #include <cstddef>
 #include <cstdint>
@@ -11,7 +12,6 @@
 #include "actors/common/clock.hpp"
 #include "actors/common/ids.hpp"
 #include "actors/host_storage/host_pools.hpp"
-#include "actors/radix_cache/radix_node.hpp"
 #include "storage/tier_io.hpp"
 
 namespace hc {
@@ -23,7 +23,6 @@ struct l3_write_job {
   std::vector<std::string> keys;      ///< one per page
   std::vector<kv_index> page_starts;  ///< host id of each page's first token
   slot_id state_slot = no_slot;       ///< host slot of the node's state
-  node_ref node;                      ///< for the sender: what to release afterwards
   // out
   l3::write_report report;
   bool state_written = false;

@@ -116,7 +116,6 @@ void tier_pipeline::store_to_l3(node_ref n) {
   if (hashes.empty() || hashes.size() * p != n.node->host_value.size()) return;
   auto job = std::make_shared<l3_write_job>();
   job->host = w_.host;
-  job->node = n;
   for (std::size_t i = 0; i < hashes.size(); ++i) {
     job->keys.push_back(l3::page_key(w_.fingerprint, ns_name(n.node->ns), hashes[i]));
     job->page_starts.push_back(n.node->host_value[i * p]);
@@ -130,11 +129,11 @@ void tier_pipeline::store_to_l3(node_ref n) {
   sent();
   self_->request(w_.storage, caf::infinite, msg::store_atom::value, job)
       .then(
-          [this](l3_write_ptr& j) {
+          [this, n](l3_write_ptr& j) {  // the node stays with the sender
             if (j->report.failed) ++n_.l3_write_failures;
             radix_tree& tr = cache_.tree();
-            if (j->state_slot != no_slot) (void)tr.release_host_mamba(j->node);
-            (void)tr.release_host(j->node);
+            if (j->state_slot != no_slot) (void)tr.release_host_mamba(n);
+            (void)tr.release_host(n);
             answered();
           },
           [this](caf::error&) { answered(); });
