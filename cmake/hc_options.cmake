@@ -5,6 +5,9 @@ option(HC_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer" OF
 # report mismatches (issue 6's self-test, ctest hcsim_race_demo). Turn it off for packages.
 option(HC_RACE_DEMO "Build the hybridcached --race-demo flag (breaks correctness on request)" ON)
 # HC_WITH_CUDA: default ON when nvcc is found (decided in hc_cuda.cmake).
+# The Python package (tools/python): needs python3-dev, python3-pybind11, python3-numpy.
+# Not with HC_SANITIZE: an ASan-built extension cannot load into a plain interpreter.
+option(HC_WITH_PYTHON "Build the Python package hybridcache (tools/python)" ON)
 
 if(HC_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)

@@ -14,6 +14,8 @@ packages=(
   libssl-dev zlib1g-dev libbz2-dev libxxhash-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the Python package (tools/python; Debian's /usr/bin/python3)
+  python3-dev python3-pybind11 python3-numpy
 )
 
 missing=()

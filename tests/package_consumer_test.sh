@@ -44,6 +44,16 @@ sock=$tmp/node.sock
 pid=$!
 wait_for_node "$pid" "$tmp/log"
 "$tmp/consumer/consumer" "unix:$sock" || fail "the consumer failed against the node"
+# The Python package, when built (not under sanitizers): importable from the install
+# and talking to the installed node.
+pydir=$tmp/prefix/lib/python3/dist-packages
+if [ -d "$pydir/hybridcache" ]; then
+  PYTHONPATH=$pydir /usr/bin/python3 -c "
+import hybridcache, sys
+node = hybridcache.connect(socket=sys.argv[1])
+assert node.ping().protocol_version == 2
+print('python package: ok from', hybridcache.__file__)" "$sock" || fail "the installed Python package"
+fi
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?

@@ -1,0 +1,162 @@
+"""hybridcache: the Python client of a hybridcache node.
+
+A node is the cache sidecar beside the inference workers (README.md). This package talks
+to it over its Cap'n Proto protocol (version 2) through the C++ client::
+
+    import hybridcache
+    from hybridcache import cmd
+
+    with hybridcache.connect(socket="/tmp/hybridcache.sock") as node:
+        spec = hybridcache.InstanceSpec()
+        spec.model_id, spec.kv_tokens, spec.ssm_slots = "my-model", 4096, 64
+        with node.open(spec) as session:
+            results = session.step([cmd.Create(req=1, tokens=[1, 2, 3]), cmd.Match(req=1)])
+            print(results[1].body.prefix_len)
+
+Commands are one class per kind (`hybridcache.cmd`), result bodies one class per kind
+(`hybridcache.res`); a result's `body` is None for the kinds that only succeed or fail.
+Errors are exceptions derived from `hybridcache.Error` (one class per error family);
+every call releases the GIL while it waits and gives up after the connection's timeout
+(`hybridcache.Timeout`). A connection may be used from several threads: its calls are
+queued on the connection's own I/O thread.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, List, Optional, Sequence
+
+from . import _native
+from ._native import (  # noqa: F401  (re-exported)
+    CommandResult,
+    Error,
+    InstanceSpec,
+    InvalidArgument,
+    InvalidConfig,
+    NotFound,
+    OutOfMemory,
+    PingReply,
+    PoolInfo,
+    PoolState,
+    Strategy,
+    Timeout,
+    Unavailable,
+    cmd,
+    res,
+)
+
+__all__ = [
+    "connect", "Node", "Session", "InstanceSpec", "Strategy", "CommandResult", "PoolState",
+    "PoolInfo", "PingReply", "cmd", "res", "Error", "InvalidArgument", "InvalidConfig",
+    "NotFound", "OutOfMemory", "Unavailable", "Timeout", "DEFAULT_SOCKET",
+]
+
+#: The socket a node listens on by default (hybridcached --socket).
+DEFAULT_SOCKET = "/tmp/hybridcache.sock"
+
+
+class Session:
+    """An open session on one cache instance: steps, forward fences, pool info.
+
+    Closing it (``close()``, the end of a ``with`` block, or garbage collection) releases
+    every request, lock and slot it holds on the node.
+    """
+
+    def __init__(self, native: _native.Session):
+        self._s = native
+
+    def step(self, commands: Sequence[object]) -> List[CommandResult]:
+        """Runs one scheduling step: the commands in order, one result per command.
+
+        A command's failure is in its result (``ok``, ``code``, ``error``); a step-level
+        failure (limits, a closed session) raises.
+        """
+        return self._s.step(list(commands))
+
+    def begin_forward(self, batch: int) -> int:
+        """Waits until the ops queued for forward ``batch`` ran; returns the wait in ns."""
+        return self._s.begin_forward(batch)
+
+    def end_forward(self, batch: int) -> None:
+        """Reports that forward ``batch`` finished writing its KV and states."""
+        self._s.end_forward(batch)
+
+    @property
+    def pools(self) -> PoolInfo:
+        """The shared-memory names and sizes of the instance's L1 pools."""
+        return self._s.pools()
+
+    @property
+    def closed(self) -> bool:
+        return self._s.closed
+
+    def close(self) -> None:
+        """Closes the session; returns once its instance is idle on the node."""
+        self._s.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self.closed:
+            self.close()
+
+
+class Node:
+    """A connection to a node (see :func:`connect`)."""
+
+    def __init__(self, native: _native.Node):
+        self._n = native
+
+    def ping(self) -> PingReply:
+        """The node's protocol version and build; raises Unavailable when it is gone."""
+        return self._n.ping()
+
+    def stats(self) -> Dict[str, float]:
+        """The node's totals (what ``hcctl stats`` prints), by name."""
+        return dict(self._n.stats())
+
+    def inspect(self) -> dict:
+        """Instances, trees and pools as one document (what ``hcctl inspect --json`` prints)."""
+        return json.loads(self._n.inspect())
+
+    def drain(self) -> None:
+        """Returns once no tier work is in flight and every close received is done."""
+        self._n.drain()
+
+    def open(self, spec: InstanceSpec) -> Session:
+        """Opens a session on the instance ``spec`` names (created on first use)."""
+        return Session(self._n.open(spec))
+
+    def close(self) -> None:
+        """Drops the connection (its sessions stay usable until they are closed)."""
+        self._n = None
+
+    def __enter__(self) -> "Node":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
+            token_file: Optional[str] = None, timeout: float = 30.0) -> Node:
+    """Connects to a node.
+
+    socket: the node's Unix socket (default ``DEFAULT_SOCKET`` when ``tcp`` is not given).
+    tcp: ``"host:port"`` of a node serving TCP; needs ``token_file`` (the shared secret).
+    timeout: seconds every call waits at most (raises ``Timeout``); must be > 0.
+    Raises Unavailable when no node answers, InvalidArgument for bad arguments.
+    """
+    if socket is not None and tcp is not None:
+        raise InvalidArgument("invalid_argument: give socket or tcp, not both")
+    token = ""
+    if tcp is not None:
+        if token_file is None:
+            raise InvalidArgument("invalid_argument: tcp needs token_file (the node's secret)")
+        with open(token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+        address = tcp
+    else:
+        address = "unix:" + (socket or DEFAULT_SOCKET)
+    return Node(_native.Node(address, token, float(timeout)))

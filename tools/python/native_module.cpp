@@ -1,0 +1,536 @@
+// hybridcache._native: the C++ client (schema/client.hpp) for Python (issue 16, first
+// slice: node calls, sessions and steps with the protocol v2 command and result kinds).
+//
+// Threading: hc::client is bound to the thread that created it (its kj event loop), so
+// every connection owns one I/O thread that creates the client and runs every call of the
+// connection and its sessions. A Python call posts its work to that thread and waits with
+// the GIL released, up to the connection's timeout; calls from several Python threads are
+// queued in order. A call that timed out still runs to its end on the I/O thread (the
+// Cap'n Proto call cannot be cancelled from outside); the caller gets hybridcache.Timeout.
+#include <pybind11/operators.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "actors/common/command.hpp"
+#include "actors/common/instance_spec.hpp"
+#include "actors/common/pool_info.hpp"
+#include "actors/common/status.hpp"
+#include "schema/client.hpp"
+
+namespace py = pybind11;
+
+namespace hc::python {
+namespace {
+
+// ---- errors: one C++ type per Python exception class ------------------------------------
+struct node_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct invalid_argument_error : node_error {
+  using node_error::node_error;
+};
+struct invalid_config_error : node_error {
+  using node_error::node_error;
+};
+struct out_of_memory_error : node_error {
+  using node_error::node_error;
+};
+struct not_found_error : node_error {
+  using node_error::node_error;
+};
+struct unavailable_error : node_error {
+  using node_error::node_error;
+};
+struct timeout_error : node_error {
+  using node_error::node_error;
+};
+
+[[noreturn]] void raise(const error& e) {
+  const std::string msg = std::string(to_string(e.code)) + ": " + e.message;
+  switch (e.code) {
+    case errc::invalid_argument:
+    case errc::parse_error:
+      throw invalid_argument_error(msg);
+    case errc::invalid_config:
+      throw invalid_config_error(msg);
+    case errc::out_of_memory:
+      throw out_of_memory_error(msg);
+    case errc::not_found:
+      throw not_found_error(msg);
+    case errc::io_error:
+      throw unavailable_error(msg);
+    default:
+      throw node_error(msg);
+  }
+}
+
+template <class T>
+T value_or_raise(result<T>&& r) {
+  if (!r) raise(r.err());
+  return std::move(*r);
+}
+void ok_or_raise(const status& s) {
+  if (!s) raise(s.err());
+}
+
+// ---- the I/O thread ---------------------------------------------------------------------
+class io_thread {
+ public:
+  io_thread() : thread_([this] { loop(); }) {}
+  ~io_thread() {
+    {
+      std::lock_guard lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  io_thread(const io_thread&) = delete;
+  io_thread& operator=(const io_thread&) = delete;
+
+  /// Queues fn on the I/O thread without waiting (ignored once the thread stops).
+  void post(std::function<void()> fn) {
+    {
+      std::lock_guard lk(mu_);
+      if (stop_) return;
+      queue_.emplace_back(std::move(fn));
+    }
+    cv_.notify_one();
+  }
+
+  /// Runs fn on the I/O thread; waits (GIL released by the caller) at most `timeout`.
+  template <class R>
+  R run(std::function<R()> fn, std::chrono::milliseconds timeout) {
+    auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
+    std::future<R> done = task->get_future();
+    {
+      std::lock_guard lk(mu_);
+      if (stop_) throw unavailable_error("io_error: the connection is closed");
+      queue_.emplace_back([task] { (*task)(); });
+    }
+    cv_.notify_one();
+    if (done.wait_for(timeout) != std::future_status::ready)
+      throw timeout_error("timeout: no answer within " + std::to_string(timeout.count()) +
+                          " ms (the call still completes on the node)");
+    return done.get();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock lk(mu_);
+        cv_.wait(lk, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping and nothing left
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+/// A connection: the I/O thread and the client it owns, shared by the Node and its
+/// Sessions. Tasks capture the connection by raw pointer: ~connection joins the I/O thread,
+/// which first runs every queued task, before the memory goes. Arguments are copied into
+/// the tasks (a task may outlive a call that timed out).
+struct connection {
+  std::chrono::milliseconds timeout{30000};
+  std::unique_ptr<client> c;  ///< created, used and destroyed on io's thread
+  io_thread io;               // last: joined first on destruction
+
+  ~connection() {
+    try {
+      py::gil_scoped_release unlocked;
+      io.run<int>(
+          [this] {
+            c.reset();
+            return 0;
+          },
+          std::chrono::milliseconds(10000));
+    } catch (...) {  // timed out: the queued reset still runs before the thread is joined
+    }
+  }
+
+  template <class R>
+  R call(std::function<R()> fn) {
+    py::gil_scoped_release unlocked;
+    return io.run<R>(std::move(fn), timeout);
+  }
+  client& live() {
+    if (!c) throw unavailable_error("io_error: not connected");
+    return *c;
+  }
+};
+
+/// A session's client object, only touched on the I/O thread.
+struct session_box {
+  std::unique_ptr<client_session> s;
+  client_session& live() {
+    if (!s) throw not_found_error("not_found: the session is closed");
+    return *s;
+  }
+};
+
+class py_session {
+ public:
+  py_session(std::shared_ptr<connection> conn, std::shared_ptr<session_box> box)
+      : conn_(std::move(conn)), box_(std::move(box)) {}
+  ~py_session() {
+    // Closes it on the node, on the I/O thread, without waiting.
+    if (!closed_) conn_->io.post([box = box_] { box->s.reset(); });
+  }
+
+  std::vector<command_result> step(std::vector<command> cmds) {
+    return conn_->call<std::vector<command_result>>(
+        [box = box_, cmds = std::move(cmds)] { return value_or_raise(box->live().step(cmds)); });
+  }
+  std::uint64_t begin_forward(std::uint64_t batch) {
+    return conn_->call<std::uint64_t>(
+        [box = box_, batch] { return value_or_raise(box->live().begin_forward(batch)); });
+  }
+  void end_forward(std::uint64_t batch) {
+    conn_->call<int>([box = box_, batch] {
+      ok_or_raise(box->live().end_forward(batch));
+      return 0;
+    });
+  }
+  pool_info pools() {
+    return conn_->call<pool_info>([box = box_] { return box->live().pools(); });
+  }
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    conn_->call<int>([box = box_] {
+      if (!box->s) return 0;
+      const status st = box->s->close();
+      box->s.reset();
+      ok_or_raise(st);
+      return 0;
+    });
+  }
+  bool closed() const noexcept { return closed_; }
+
+ private:
+  std::shared_ptr<connection> conn_;
+  std::shared_ptr<session_box> box_;
+  bool closed_ = false;  ///< Python side (under the GIL)
+};
+
+class py_node {
+ public:
+  py_node(std::string address, std::string token, double timeout_s)
+      : conn_(std::make_shared<connection>()) {
+    if (!(timeout_s > 0)) throw invalid_argument_error("invalid_argument: timeout must be > 0");
+    conn_->timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
+    connection* c = conn_.get();
+    c->call<int>([c, address = std::move(address), token = std::move(token)] {
+      c->c = value_or_raise(client::connect(address, token));
+      return 0;
+    });
+  }
+  ping_reply ping() {
+    connection* c = conn_.get();
+    return c->call<ping_reply>([c] { return value_or_raise(c->live().ping()); });
+  }
+  std::vector<std::pair<std::string, double>> stats() {
+    using stats_t = std::vector<std::pair<std::string, double>>;
+    connection* c = conn_.get();
+    return c->call<stats_t>([c] { return value_or_raise(c->live().stats()); });
+  }
+  std::string inspect() {
+    connection* c = conn_.get();
+    return c->call<std::string>([c] { return value_or_raise(c->live().inspect()); });
+  }
+  void drain() {
+    connection* c = conn_.get();
+    c->call<int>([c] {
+      ok_or_raise(c->live().drain());
+      return 0;
+    });
+  }
+  std::unique_ptr<py_session> open(instance_spec spec) {
+    connection* c = conn_.get();
+    auto box = std::make_shared<session_box>();
+    try {
+      c->call<int>([c, box, spec = std::move(spec)] {
+        box->s = value_or_raise(c->live().open(spec));
+        return 0;
+      });
+    } catch (const timeout_error&) {
+      c->io.post([box] { box->s.reset(); });  // a late open is closed on the I/O thread
+      throw;
+    }
+    return std::make_unique<py_session>(conn_, std::move(box));
+  }
+
+ private:
+  std::shared_ptr<connection> conn_;
+};
+
+// ---- bindings of the vocabulary -----------------------------------------------------------
+
+/// A command kind with a `req` only.
+template <class T>
+void bind_request_command(py::module_& m, const char* name, const char* doc) {
+  py::class_<T>(m, name, doc)
+      .def(py::init([](request_handle req) { return T{req}; }), py::arg("req"))
+      .def_readwrite("req", &T::req)
+      .def(py::self == py::self);
+}
+
+void bind_commands(py::module_& m) {
+  py::class_<cmd::create>(m, "Create", "Registers request `req` with its prompt `tokens`.")
+      .def(py::init([](request_handle req, std::vector<token_id> tokens) {
+             return cmd::create{req, 0, std::move(tokens)};
+           }),
+           py::arg("req"), py::arg("tokens"))
+      .def_readwrite("req", &cmd::create::req)
+      .def_readwrite("tokens", &cmd::create::tokens)
+      .def(py::self == py::self);
+  py::class_<cmd::append>(m, "Append", "Appends generated `tokens` to request `req`.")
+      .def(py::init([](request_handle req, std::vector<token_id> tokens) {
+             return cmd::append{req, std::move(tokens)};
+           }),
+           py::arg("req"), py::arg("tokens"))
+      .def_readwrite("req", &cmd::append::req)
+      .def_readwrite("tokens", &cmd::append::tokens)
+      .def(py::self == py::self);
+  bind_request_command<cmd::match>(m, "Match", "Prefix match of the prompt, copy-on-write.");
+  bind_request_command<cmd::lock>(m, "Lock", "Locks the request's last node.");
+  bind_request_command<cmd::unlock>(m, "Unlock", "Unlocks the request's last node.");
+  bind_request_command<cmd::alloc_req>(m, "AllocReq", "Row, working slot, ping-pong slots.");
+  bind_request_command<cmd::prepare_decode>(m, "PrepareDecode", "Decode tracking.");
+  bind_request_command<cmd::abort>(m, "Abort", "Releases the request without insert.");
+  bind_request_command<cmd::not_admitted>(m, "NotAdmitted",
+                                          "Frees the COW slot of a request not admitted.");
+  py::class_<cmd::alloc_kv>(m, "AllocKv", "`count` KV ids at row position `start`.")
+      .def(py::init([](request_handle req, std::uint64_t start, std::uint64_t count) {
+             return cmd::alloc_kv{req, start, count};
+           }),
+           py::arg("req"), py::arg("start"), py::arg("count"))
+      .def_readwrite("req", &cmd::alloc_kv::req)
+      .def_readwrite("start", &cmd::alloc_kv::start)
+      .def_readwrite("count", &cmd::alloc_kv::count)
+      .def(py::self == py::self);
+  py::class_<cmd::track>(m, "Track", "A snapshot recorded at `seqlen`; `flip` next_track_idx.")
+      .def(py::init([](request_handle req, std::uint64_t seqlen, bool flip) {
+             return cmd::track{req, seqlen, flip};
+           }),
+           py::arg("req"), py::arg("seqlen"), py::arg("flip") = false)
+      .def_readwrite("req", &cmd::track::req)
+      .def_readwrite("seqlen", &cmd::track::seqlen)
+      .def_readwrite("flip", &cmd::track::flip)
+      .def(py::self == py::self);
+  py::class_<cmd::prepare_extend>(m, "PrepareExtend",
+                                  "Prefill tracking for `count` tokens after `start`.")
+      .def(py::init([](request_handle req, std::uint64_t start, std::uint64_t count) {
+             return cmd::prepare_extend{req, start, count};
+           }),
+           py::arg("req"), py::arg("start"), py::arg("count"))
+      .def_readwrite("req", &cmd::prepare_extend::req)
+      .def_readwrite("start", &cmd::prepare_extend::start)
+      .def_readwrite("count", &cmd::prepare_extend::count)
+      .def(py::self == py::self);
+  py::class_<cmd::process_decode>(m, "ProcessDecode", "A decode step's result.")
+      .def(py::init([](request_handle req, bool finished, std::uint64_t accepted_drafts) {
+             return cmd::process_decode{req, finished, accepted_drafts};
+           }),
+           py::arg("req"), py::arg("finished") = false, py::arg("accepted_drafts") = 0)
+      .def_readwrite("req", &cmd::process_decode::req)
+      .def_readwrite("finished", &cmd::process_decode::finished)
+      .def_readwrite("accepted_drafts", &cmd::process_decode::accepted_drafts)
+      .def(py::self == py::self);
+  py::class_<cmd::cache_unfinished>(m, "CacheUnfinished", "cache_unfinished_req(fill_len).")
+      .def(py::init([](request_handle req, std::uint64_t fill_len) {
+             return cmd::cache_unfinished{req, fill_len};
+           }),
+           py::arg("req"), py::arg("fill_len"))
+      .def_readwrite("req", &cmd::cache_unfinished::req)
+      .def_readwrite("fill_len", &cmd::cache_unfinished::fill_len)
+      .def(py::self == py::self);
+  py::class_<cmd::finish>(m, "Finish", "cache_finished_req; expected_len > 0 is checked.")
+      .def(py::init([](request_handle req, std::uint64_t expected_len) {
+             return cmd::finish{req, expected_len};
+           }),
+           py::arg("req"), py::arg("expected_len") = 0)
+      .def_readwrite("req", &cmd::finish::req)
+      .def_readwrite("expected_len", &cmd::finish::expected_len)
+      .def(py::self == py::self);
+  py::class_<cmd::evict>(m, "Evict", "Evicts `tokens` KV tokens, then `slots` SSM slots.")
+      .def(py::init([](std::uint64_t tokens, std::uint64_t slots) {
+             return cmd::evict{tokens, slots};
+           }),
+           py::arg("tokens") = 0, py::arg("slots") = 0)
+      .def_readwrite("tokens", &cmd::evict::tokens)
+      .def_readwrite("slots", &cmd::evict::slots)
+      .def(py::self == py::self);
+  py::class_<cmd::check>(m, "Check", "Tree totals; `full`: the sanity check (idle only).")
+      .def(py::init([](bool full) { return cmd::check{full}; }), py::arg("full") = false)
+      .def_readwrite("full", &cmd::check::full)
+      .def(py::self == py::self);
+  py::class_<cmd::take_ops>(m, "TakeOps", "Queues the data ops of `reqs` for forward `batch`.")
+      .def(py::init([](std::vector<request_handle> reqs, std::uint64_t batch) {
+             return cmd::take_ops{std::move(reqs), batch};
+           }),
+           py::arg("reqs"), py::arg("batch"))
+      .def_readwrite("reqs", &cmd::take_ops::reqs)
+      .def_readwrite("batch", &cmd::take_ops::batch)
+      .def(py::self == py::self);
+  py::class_<cmd::lookup>(m, "Lookup", "Matches `tokens` without a request (no COW, no lock).")
+      .def(py::init([](std::vector<token_id> tokens) {
+             return cmd::lookup{0, std::move(tokens)};
+           }),
+           py::arg("tokens"))
+      .def_readwrite("tokens", &cmd::lookup::tokens)
+      .def(py::self == py::self);
+  py::class_<cmd::prefetch>(m, "Prefetch", "Starts / polls the storage prefetch of `req`.")
+      .def(py::init([](request_handle req, bool admit_now) {
+             return cmd::prefetch{req, admit_now};
+           }),
+           py::arg("req"), py::arg("admit_now") = false)
+      .def_readwrite("req", &cmd::prefetch::req)
+      .def_readwrite("admit_now", &cmd::prefetch::admit_now)
+      .def(py::self == py::self);
+}
+
+#define HC_RO(cls, field) .def_readonly(#field, &cls::field)
+
+void bind_results(py::module_& m) {
+  py::class_<res::match>(m, "Match") HC_RO(res::match, prefix_len) HC_RO(res::match, kv_matched)
+      HC_RO(res::match, indices) HC_RO(res::match, node_slot) HC_RO(res::match, branching)
+          HC_RO(res::match, working) HC_RO(res::match, loaded_tokens);
+  py::class_<res::lookup>(m, "Lookup") HC_RO(res::lookup, prefix_len) HC_RO(res::lookup, kv_matched)
+      HC_RO(res::lookup, indices) HC_RO(res::lookup, node_slot) HC_RO(res::lookup, branching);
+  py::class_<res::alloc_req>(m, "AllocReq") HC_RO(res::alloc_req, row)
+      HC_RO(res::alloc_req, working) HC_RO(res::alloc_req, pingpong);
+  py::class_<res::alloc_kv>(m, "AllocKv") HC_RO(res::alloc_kv, indices);
+  py::class_<res::track>(m, "Track") HC_RO(res::track, keep_slot);
+  py::class_<res::prepare_extend>(m, "PrepareExtend") HC_RO(res::prepare_extend, mask)
+      HC_RO(res::prepare_extend, kernel_seqlen) HC_RO(res::prepare_extend, track_slot);
+  py::class_<res::prepare_decode>(m, "PrepareDecode") HC_RO(res::prepare_decode, mask)
+      HC_RO(res::prepare_decode, track_slot);
+  py::class_<res::cache_unfinished>(m, "CacheUnfinished") HC_RO(res::cache_unfinished, inserted)
+      HC_RO(res::cache_unfinished, protected_len) HC_RO(res::cache_unfinished, prefix)
+          HC_RO(res::cache_unfinished, node_slot);
+  py::class_<res::finish>(m, "Finish") HC_RO(res::finish, inserted) HC_RO(res::finish, cached_len)
+      HC_RO(res::finish, mamba_exist);
+  py::class_<res::evict>(m, "Evict") HC_RO(res::evict, tokens_evicted)
+      HC_RO(res::evict, mamba_evicted) HC_RO(res::evict, tokens_freed_total)
+          HC_RO(res::evict, slots_freed_total);
+  py::class_<res::check>(m, "Check") HC_RO(res::check, tree_tokens) HC_RO(res::check, tree_slots)
+      HC_RO(res::check, sanity) HC_RO(res::check, sanity_detail);
+  py::class_<res::take_ops>(m, "TakeOps") HC_RO(res::take_ops, snapshots)
+      HC_RO(res::take_ops, clears) HC_RO(res::take_ops, cows);
+  py::class_<res::prefetch>(m, "Prefetch") HC_RO(res::prefetch, ready) HC_RO(res::prefetch, outcome)
+      HC_RO(res::prefetch, storage_hit_tokens);
+}
+
+void bind_vocabulary(py::module_& m) {
+  py::class_<pool_state>(m, "PoolState", "Pool and tree occupancy after a command.")
+      HC_RO(pool_state, kv_avail) HC_RO(pool_state, slots_avail) HC_RO(pool_state, rows_avail)
+          HC_RO(pool_state, full_evictable) HC_RO(pool_state, full_protected)
+              HC_RO(pool_state, mamba_evictable) HC_RO(pool_state, mamba_protected);
+  py::class_<command_result>(m, "CommandResult",
+                             "What every command reports, and the body of its kind (None for "
+                             "the kinds that only succeed or fail, and for failures).")
+      .def_property_readonly("ok", &command_result::ok)
+      .def_property_readonly("code",
+                             [](const command_result& r) { return std::string(to_string(r.code)); })
+      .def_readonly("error", &command_result::error)
+      .def_readonly("pools", &command_result::pools)
+      .def_readonly("elapsed_ns", &command_result::elapsed_ns)
+      .def_readonly("body", &command_result::body);
+  py::class_<pool_info>(m, "PoolInfo", "Where the instance's L1 pools are (POSIX shm names).")
+      HC_RO(pool_info, kv_shm) HC_RO(pool_info, kv_bytes) HC_RO(pool_info, ssm_shm)
+          HC_RO(pool_info, ssm_bytes) HC_RO(pool_info, kv_bytes_per_token)
+              HC_RO(pool_info, ssm_slot_bytes) HC_RO(pool_info, instance_id);
+  py::class_<ping_reply>(m, "PingReply") HC_RO(ping_reply, protocol_version)
+      HC_RO(ping_reply, node_version);
+  py::enum_<strategy>(m, "Strategy")
+      .value("NO_BUFFER", strategy::no_buffer)
+      .value("EXTRA_BUFFER", strategy::extra_buffer)
+      .value("EXTRA_BUFFER_LAZY", strategy::extra_buffer_lazy);
+  py::class_<instance_spec>(m, "InstanceSpec", "What a session is opened for (README: Protocol).")
+      .def(py::init<>())
+      .def_readwrite("model_id", &instance_spec::model_id)
+      .def_readwrite("tp_rank", &instance_spec::tp_rank)
+      .def_readwrite("tp_size", &instance_spec::tp_size)
+      .def_readwrite("page_size", &instance_spec::page_size)
+      .def_readwrite("kv_tokens", &instance_spec::kv_tokens)
+      .def_readwrite("kv_bytes_per_token", &instance_spec::kv_bytes_per_token)
+      .def_readwrite("ssm_slots", &instance_spec::ssm_slots)
+      .def_readwrite("ssm_slot_bytes", &instance_spec::ssm_slot_bytes)
+      .def_readwrite("chunk_size", &instance_spec::chunk_size)
+      .def_readwrite("strategy", &instance_spec::strat)
+      .def_readwrite("track_interval", &instance_spec::track_interval)
+      .def_readwrite("overlap", &instance_spec::overlap)
+      .def_readwrite("request_rows", &instance_spec::request_rows)
+      .def_readwrite("max_context_len", &instance_spec::max_context_len)
+      .def_readwrite("slots_per_request", &instance_spec::slots_per_request)
+      .def_readwrite("namespace", &instance_spec::ns)
+      .def_readwrite("hicache_ratio", &instance_spec::hicache_ratio)
+      .def_readwrite("hicache_bytes", &instance_spec::hicache_bytes)
+      .def_readwrite("prefetch_threshold", &instance_spec::prefetch_threshold)
+      .def_readwrite("hicache_storage", &instance_spec::hicache_storage);
+}
+
+#undef HC_RO
+
+}  // namespace
+}  // namespace hc::python
+
+PYBIND11_MODULE(_native, m) {
+  using namespace hc;
+  using namespace hc::python;
+  m.doc() = "hybridcache's C++ client; use the `hybridcache` package, not this module.";
+  auto error = py::register_exception<node_error>(m, "Error");
+  py::register_exception<invalid_argument_error>(m, "InvalidArgument", error.ptr());
+  py::register_exception<invalid_config_error>(m, "InvalidConfig", error.ptr());
+  py::register_exception<out_of_memory_error>(m, "OutOfMemory", error.ptr());
+  py::register_exception<not_found_error>(m, "NotFound", error.ptr());
+  py::register_exception<unavailable_error>(m, "Unavailable", error.ptr());
+  py::register_exception<timeout_error>(m, "Timeout", error.ptr());
+
+  auto cmd_mod = m.def_submodule("cmd", "Commands, one class per kind (protocol v2).");
+  bind_commands(cmd_mod);
+  auto res_mod = m.def_submodule("res", "Result bodies, one class per kind (protocol v2).");
+  bind_results(res_mod);
+  bind_vocabulary(m);
+
+  py::class_<py_session>(m, "Session", "An open session (see hybridcache.Session).")
+      .def("step", &py_session::step, py::arg("commands"))
+      .def("begin_forward", &py_session::begin_forward, py::arg("batch"))
+      .def("end_forward", &py_session::end_forward, py::arg("batch"))
+      .def("pools", &py_session::pools)
+      .def("close", &py_session::close)
+      .def_property_readonly("closed", &py_session::closed);
+  py::class_<py_node>(m, "Node", "A connection to a node (see hybridcache.connect).")
+      .def(py::init<const std::string&, const std::string&, double>(), py::arg("address"),
+           py::arg("token"), py::arg("timeout"))
+      .def("ping", &py_node::ping)
+      .def("stats", &py_node::stats)
+      .def("inspect", &py_node::inspect)
+      .def("drain", &py_node::drain)
+      .def("open", &py_node::open, py::arg("spec"));
+}

@@ -1,0 +1,166 @@
+"""The Python package against a real hybridcached (started per test class on a private
+socket): node calls, a session's steps with the v2 command kinds, typed errors, and
+several Python threads sharing one connection."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import hybridcache
+from hybridcache import cmd, res
+
+
+def small_spec(model="py-model"):
+    spec = hybridcache.InstanceSpec()
+    spec.model_id = model
+    spec.kv_tokens = 256
+    spec.ssm_slots = 16
+    spec.request_rows = 8
+    spec.ssm_slot_bytes = 64
+    spec.kv_bytes_per_token = 8
+    return spec
+
+
+class NodeProcess:
+    """hybridcached on a temporary socket and data directory."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="hc-py-")
+        self.socket = os.path.join(self.dir, "node.sock")
+        daemon = os.environ["HC_DAEMON"]
+        self.log = open(os.path.join(self.dir, "log"), "w")
+        self.proc = subprocess.Popen(
+            [daemon, "--socket", self.socket, "--metrics", "off", "--data-dir",
+             os.path.join(self.dir, "data")], stdout=self.log, stderr=subprocess.STDOUT)
+        # Process start: a bounded wait for the socket (not a correctness timing).
+        for _ in range(600):
+            if os.path.exists(self.socket):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("hybridcached did not start")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=60)
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class NodeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.node_process = NodeProcess()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node_process.stop()
+
+    def connect(self):
+        return hybridcache.connect(socket=self.node_process.socket, timeout=30)
+
+    def test_ping_stats_inspect(self):
+        with self.connect() as node:
+            self.assertEqual(node.ping().protocol_version, 2)
+            stats = node.stats()
+            self.assertIn("sessions", stats)
+            self.assertIn("instances", node.inspect())
+            node.drain()
+
+    def test_a_request_runs_through_a_session(self):
+        with self.connect() as node, node.open(small_spec()) as s:
+            r = s.step([cmd.Create(req=1, tokens=list(range(1, 17))), cmd.Match(req=1),
+                        cmd.Lock(req=1), cmd.AllocReq(req=1),
+                        cmd.AllocKv(req=1, start=0, count=16), cmd.TakeOps(reqs=[1], batch=1)])
+            self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+            self.assertIsNone(r[0].body, "create reports nothing of its own")
+            self.assertIsInstance(r[1].body, res.Match)
+            self.assertEqual(r[1].body.prefix_len, 0)
+            self.assertGreater(r[3].body.working, 0)
+            self.assertEqual(len(r[4].body.indices), 16)
+            self.assertEqual(r[5].body.clears, 1)
+            self.assertGreaterEqual(s.begin_forward(1), 0)
+            s.end_forward(1)
+            fin = s.step([cmd.Finish(req=1)])[0]
+            self.assertTrue(fin.ok, fin.error)
+            self.assertIsInstance(fin.body, res.Finish)
+            self.assertTrue(fin.body.inserted)
+            look = s.step([cmd.Lookup(tokens=list(range(1, 17)))])[0].body
+            self.assertEqual(look.prefix_len, 16)
+            check = s.step([cmd.Check(full=True)])[0]
+            self.assertTrue(check.body.sanity, check.body.sanity_detail)
+            self.assertEqual(check.pools.full_protected, 0)
+            self.assertTrue(s.pools.ssm_shm.startswith("/"))
+
+    def test_a_failed_command_is_in_its_result(self):
+        with self.connect() as node, node.open(small_spec()) as s:
+            r = s.step([cmd.Match(req=99)])[0]
+            self.assertFalse(r.ok)
+            self.assertEqual(r.code, "not_found")
+            self.assertIsNone(r.body)
+
+    def test_errors_are_typed(self):
+        with self.connect() as node:
+            bad = small_spec()
+            bad.kv_tokens = 0
+            with self.assertRaises(hybridcache.InvalidConfig):
+                node.open(bad)
+            s = node.open(small_spec())
+            s.close()
+            self.assertTrue(s.closed)
+            with self.assertRaises(hybridcache.NotFound):
+                s.step([cmd.Check()])
+            s_ok = node.open(small_spec())
+            with self.assertRaises(hybridcache.InvalidArgument):
+                s_ok.step([cmd.Check()] * 70000)  # above the node's step limit (65536)
+            with self.assertRaises(TypeError):
+                s_ok.step([object()])  # not a command
+        with self.assertRaises(hybridcache.Unavailable):
+            hybridcache.connect(socket=os.path.join(self.node_process.dir, "nobody.sock"))
+        with self.assertRaises(hybridcache.InvalidArgument):
+            hybridcache.connect(socket=self.node_process.socket, timeout=0)
+        self.assertTrue(issubclass(hybridcache.NotFound, hybridcache.Error))
+
+    def test_commands_compare_by_value(self):
+        self.assertEqual(cmd.AllocKv(req=1, start=2, count=3), cmd.AllocKv(req=1, start=2, count=3))
+        self.assertNotEqual(cmd.Evict(tokens=1), cmd.Evict(slots=1))
+        with self.assertRaises(TypeError):
+            cmd.AllocKv(req=1)  # start and count have no default
+
+    def test_threads_share_one_connection(self):
+        with self.connect() as node:
+            sessions = [node.open(small_spec("py-threads")) for _ in range(4)]
+            errors = []
+
+            def run(k, s):
+                try:
+                    for i in range(25):
+                        h = 1000 * (k + 1) + i
+                        r = s.step([cmd.Create(req=h, tokens=[k, i, 7]), cmd.Match(req=h),
+                                    cmd.Abort(req=h)])
+                        if not all(x.ok for x in r):
+                            errors.append([x.error for x in r])
+                        node.ping()
+                except Exception as e:  # reported below, in the test's thread
+                    errors.append(repr(e))
+
+            threads = [threading.Thread(target=run, args=(k, s)) for k, s in enumerate(sessions)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
+            for s in sessions:
+                s.close()
+            self.assertEqual(node.inspect()["sessions"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
