@@ -24,6 +24,7 @@ queued on the connection's own I/O thread.
 from __future__ import annotations
 
 import json
+import mmap
 from typing import Dict, List, Optional, Sequence
 
 from . import _native
@@ -64,6 +65,49 @@ class Session:
 
     def __init__(self, native: _native.Session):
         self._s = native
+        self._maps: Dict[str, mmap.mmap] = {}
+
+    def _pool(self, name: str, size: int) -> memoryview:
+        if not name:
+            raise InvalidArgument("invalid_argument: this instance has no such pool bytes "
+                                  "(kv_bytes_per_token / ssm_slot_bytes is 0)")
+        m = self._maps.get(name)
+        if m is None:
+            # POSIX shared memory is a file under /dev/shm: map it, nothing is copied.
+            with open("/dev/shm" + name, "r+b") as f:
+                m = mmap.mmap(f.fileno(), size)
+            self._maps[name] = m
+        return memoryview(m)
+
+    def kv_pool(self) -> memoryview:
+        """The instance's L1 KV pool, mapped: token t's bytes are at
+        ``t * kv_bytes_per_token`` (a page P tokens from ``page * P``). Zero-copy; the
+        view stays valid after the session closes."""
+        info = self.pools
+        return self._pool(info.kv_shm, info.kv_bytes)
+
+    def ssm_pool(self) -> memoryview:
+        """The instance's L1 SSM pool, mapped: slot s's bytes are at ``s * ssm_slot_bytes``
+        (slot 0 reserved). Zero-copy; the view stays valid after the session closes."""
+        info = self.pools
+        return self._pool(info.ssm_shm, info.ssm_bytes)
+
+    def ssm_slot(self, slot: int) -> memoryview:
+        """The bytes of one SSM slot (a view into :meth:`ssm_pool`)."""
+        info = self.pools
+        if slot <= 0 or (slot + 1) * info.ssm_slot_bytes > info.ssm_bytes:
+            raise InvalidArgument(f"invalid_argument: slot {slot} is out of range")
+        start = slot * info.ssm_slot_bytes
+        return self.ssm_pool()[start:start + info.ssm_slot_bytes]
+
+    def ssm_array(self):
+        """The SSM pool as a NumPy array of shape (slots + 1, ssm_slot_bytes), dtype uint8,
+        over the same memory (NumPy is imported on first use)."""
+        import numpy  # not at module import: workers without NumPy can use the rest
+
+        info = self.pools
+        return numpy.frombuffer(self.ssm_pool(), dtype=numpy.uint8).reshape(
+            -1, info.ssm_slot_bytes)
 
     def step(self, commands: Sequence[object]) -> List[CommandResult]:
         """Runs one scheduling step: the commands in order, one result per command.

@@ -99,6 +99,30 @@ class NodeTest(unittest.TestCase):
             self.assertEqual(check.pools.full_protected, 0)
             self.assertTrue(s.pools.ssm_shm.startswith("/"))
 
+    def test_the_pools_are_mapped_without_copies(self):
+        with self.connect() as node, node.open(small_spec("py-pools")) as s:
+            info = s.pools
+            self.assertEqual(len(s.ssm_pool()), info.ssm_bytes)
+            self.assertEqual(len(s.kv_pool()), info.kv_bytes)
+            # A new request's working slot gets a clear, queued for forward 1 ...
+            r = s.step([cmd.Create(req=2, tokens=[8, 9]), cmd.Match(req=2),
+                        cmd.AllocReq(req=2), cmd.TakeOps(reqs=[2], batch=1)])
+            self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+            w = r[2].body.working
+            self.assertEqual(r[3].body.clears, 1)
+            # ... garbage written through the mapping (as a forward would) stays until the
+            # node runs the clear at begin_forward: the bytes change under our views.
+            s.ssm_slot(w)[:] = b"\xab" * info.ssm_slot_bytes
+            arr = s.ssm_array()
+            self.assertEqual(arr.shape[1], info.ssm_slot_bytes)
+            self.assertTrue((arr[w] == 0xAB).all(), "NumPy sees the same bytes")
+            s.begin_forward(1)
+            self.assertEqual(bytes(s.ssm_slot(w)), bytes(info.ssm_slot_bytes))
+            self.assertTrue((arr[w] == 0).all())
+            s.end_forward(1)
+            with self.assertRaises(hybridcache.InvalidArgument):
+                s.ssm_slot(0)
+
     def test_a_failed_command_is_in_its_result(self):
         with self.connect() as node, node.open(small_spec()) as s:
             r = s.step([cmd.Match(req=99)])[0]
