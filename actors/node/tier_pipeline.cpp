@@ -178,14 +178,13 @@ bool tier_pipeline::on_command(session_id s, const request_manager& m, const com
         break;
     }
     if (c->admit_now) rec.admitted_early = true;  // what arrives later still lands in the tree
-    out.body = std::move(body);
-    return true;
+  } else {
+    body.ready = true;
+    body.outcome = rec.outcome;
+    body.storage_hit_tokens = rec.storage_hit_tokens;
+    if (c->admit_now) prefetches_.erase(it);
   }
-  body.ready = true;
-  body.outcome = rec.outcome;
-  body.storage_hit_tokens = rec.storage_hit_tokens;
   out.body = std::move(body);
-  if (c->admit_now) prefetches_.erase(it);
   return true;
 }
 

@@ -179,7 +179,7 @@ void execute_batch(request_manager& m, radix_cache& cache, std::span<const comma
     // A successful take_ops is reported even when empty: the batch is claimed (a release
     // after it quarantines what the forward may still write).
     const auto* taken = std::get_if<cmd::take_ops>(&c);
-    if (on_ops && (!ops.empty() || (taken && results[i].ok()))) on_ops(c, std::move(ops));
+    if (on_ops && taken && results[i].ok()) on_ops(*taken, std::move(ops));
   }
 }
 

@@ -24,9 +24,8 @@ void execute_command(request_manager& m, radix_cache& cache, const command& c, c
 /// Runs a batch in order, one result per command. A command whose request already had a
 /// failed command earlier in the batch is skipped (errc::invalid_argument, "skipped: ...");
 /// other requests' commands are unaffected.
-/// The ops of each successful take_ops command go to `on_ops` (with the command, always a
-/// cmd::take_ops).
-using ops_sink = std::function<void(const command&, forward_ops&&)>;
+/// Each successful take_ops command and its ops (only take_ops yields ops) go to `on_ops`.
+using ops_sink = std::function<void(const cmd::take_ops&, forward_ops&&)>;
 /// A command the caller runs itself (the node's prefetch): returns true if it filled the
 /// result, false to let the executor run the command.
 using command_hook = std::function<bool(const command&, command_result&)>;

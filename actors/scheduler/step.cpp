@@ -10,10 +10,9 @@ step_outcome run_step(request_manager& m, radix_cache& cache, std::span<const co
   step_outcome out;
   execute_batch(
       m, cache, cmds, results,
-      [&](const command& c, forward_ops&& ops) {  // only take_ops yields ops
-        const std::uint64_t batch = std::get<cmd::take_ops>(c).batch;
-        m.stream_claimed(batch);
-        if (!ops.empty()) out.ops.push_back({batch, std::move(ops)});
+      [&](const cmd::take_ops& c, forward_ops&& ops) {
+        m.stream_claimed(c.batch);
+        if (!ops.empty()) out.ops.push_back({c.batch, std::move(ops)});
       },
       hook, time);
   out.read_after = m.take_read_waits();

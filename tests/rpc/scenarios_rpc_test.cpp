@@ -55,9 +55,8 @@ struct twin_session {
   std::vector<command_result> step(std::vector<command> cmds) {
     std::vector<command_result> mine;
     // As the node: a take_ops claims its batch (releases after it wait for its end).
-    execute_batch(local, local_cache, cmds, mine, [this](const command& c, forward_ops&&) {
-      local.stream_claimed(std::get<cmd::take_ops>(c).batch);
-    });
+    execute_batch(local, local_cache, cmds, mine,
+                  [this](const cmd::take_ops& c, forward_ops&&) { local.stream_claimed(c.batch); });
     auto theirs = remote->step(cmds);
     EXPECT_TRUE(theirs.ok()) << theirs.err().message;
     if (!theirs.ok()) return mine;

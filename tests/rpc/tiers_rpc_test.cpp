@@ -234,12 +234,7 @@ TEST_F(TiersRpc, SlowReadsPastTheTimeoutEndTheWaitAndKeepWhatArrived) {
   expect_ok(r[1]);
   EXPECT_FALSE(r[1].as<res::prefetch>().ready) << "the timeout policy waits first";
   faults.release_reads();
-  res::prefetch last;
-  ASSERT_TRUE(after_drain(*c, [&] {
-    const command_result one = wk.step({cmd::prefetch{2}})[0];
-    if (auto* p = one.get_if<res::prefetch>()) last = *p;
-    return !last.outcome.empty();
-  }));
+  const res::prefetch last = wk.poll_prefetch(2);
   faults.read_delay = std::chrono::milliseconds(0);
   EXPECT_EQ(last.outcome, "timed_out");
   // The deadline is checked between read batches (128 pages): the pages that arrived are

@@ -107,9 +107,14 @@ struct toy_worker {
     auto r = step({create(h, continuation()), cmd::prefetch{h}});
     expect_ok(r[0]);
     expect_ok(r[1]);
+    const res::prefetch last = poll_prefetch(h);
+    EXPECT_TRUE(last.ready);
+    return last;
+  }
+  /// Polls request h's running prefetch once the node drained; its last report.
+  res::prefetch poll_prefetch(request_handle h) {
     res::prefetch last;
-    if (auto* p = r[1].get_if<res::prefetch>()) last = *p;
-    EXPECT_NE(node, nullptr) << "prefetch() needs the worker's node";
+    EXPECT_NE(node, nullptr) << "polling a prefetch needs the worker's node";
     if (node == nullptr) return last;
     EXPECT_TRUE(after_drain(*node, [&] {
       const command_result one = step({cmd::prefetch{h}})[0];
@@ -117,7 +122,6 @@ struct toy_worker {
       if (auto* p = one.get_if<res::prefetch>()) last = *p;
       return !last.outcome.empty();
     })) << "the prefetch had not ended once the node drained";
-    EXPECT_TRUE(last.ready);
     return last;
   }
   /// Admits request h: match, lock, alloc_req and its ops for one forward. Checks every

@@ -150,7 +150,13 @@ class Node:
     """A connection to a node (see :func:`connect`)."""
 
     def __init__(self, native: _native.Node):
-        self._n = native
+        self._native = native
+
+    @property
+    def _n(self) -> _native.Node:
+        if self._native is None:
+            raise NotFound("not_found: this Node was closed")
+        return self._native
 
     def ping(self) -> PingReply:
         """The node's protocol version and build; raises Unavailable when it is gone."""
@@ -174,7 +180,7 @@ class Node:
 
     def close(self) -> None:
         """Drops the connection (its sessions stay usable until they are closed)."""
-        self._n = None
+        self._native = None
 
     def __enter__(self) -> "Node":
         return self

@@ -151,6 +151,10 @@ class NodeTest(unittest.TestCase):
         with self.assertRaises(hybridcache.InvalidArgument):
             hybridcache.connect(socket=self.node_process.socket, timeout=0)
         self.assertTrue(issubclass(hybridcache.NotFound, hybridcache.Error))
+        closed = self.connect()
+        closed.close()
+        with self.assertRaises(hybridcache.NotFound):
+            closed.ping()
 
     def test_commands_compare_by_value(self):
         self.assertEqual(cmd.AllocKv(req=1, start=2, count=3), cmd.AllocKv(req=1, start=2, count=3))
