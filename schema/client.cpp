@@ -8,25 +8,35 @@ namespace hc {
 using wire_convert::guarded;
 namespace wc = wire_convert;
 
-struct client::impl {
+/// The connection's event loop and call deadline, shared by the client and its sessions
+/// and stores (each keeps the loop alive while it lives).
+struct rpc_link {
   std::shared_ptr<capnp::EzRpcClient> ez;
+  std::chrono::milliseconds deadline{0};
+  template <class T>
+  T wait(kj::Promise<T>&& p) {
+    return wc::wait_call(*ez, deadline, kj::mv(p));
+  }
+};
+
+struct client::impl {
+  std::shared_ptr<rpc_link> link;
   wire::CacheNode::Client node = nullptr;
-  kj::WaitScope& ws() { return ez->getWaitScope(); }
 };
 
 struct client_session::impl {
-  std::shared_ptr<capnp::EzRpcClient> ez;  // keeps the loop alive while the session lives
+  std::shared_ptr<rpc_link> link;
   wire::Session::Client cap = nullptr;
   bool closed = false;
-  kj::WaitScope& ws() { return ez->getWaitScope(); }
 };
 
 result<std::unique_ptr<client>> client::connect(const std::string& address,
-                                                const std::string& token) {
-  auto c = wc::connect_node(address, token);
+                                                const std::string& token,
+                                                std::chrono::milliseconds call_timeout) {
+  auto c = wc::connect_node(address, token, call_timeout);
   if (!c) return c.err();
   auto p = std::make_unique<impl>();
-  p->ez = std::move(c->ez);
+  p->link = std::make_shared<rpc_link>(rpc_link{std::move(c->ez), call_timeout});
   p->node = std::move(c->node);
   return std::unique_ptr<client>(new client(std::move(p)));
 }
@@ -34,9 +44,13 @@ result<std::unique_ptr<client>> client::connect(const std::string& address,
 client::client(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 client::~client() = default;
 
+void client::set_call_timeout(std::chrono::milliseconds t) noexcept {
+  impl_->link->deadline = t;
+}
+
 result<ping_reply> client::ping() {
   return guarded([&]() -> result<ping_reply> {
-    auto r = impl_->node.pingRequest().send().wait(impl_->ws());
+    auto r = impl_->link->wait(impl_->node.pingRequest().send());
     if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     return ping_reply{r.getProtocolVersion(), r.getNodeVersion().cStr()};
   });
@@ -46,7 +60,7 @@ result<std::unique_ptr<client_session>> client::open(const instance_spec& spec) 
   return guarded([&]() -> result<std::unique_ptr<client_session>> {
     auto req = impl_->node.openRequest();
     wc::put_spec(req.initSpec(), spec);
-    auto r = req.send().wait(impl_->ws());
+    auto r = impl_->link->wait(req.send());
     if (r.getError().getCode() != wire::ErrorCode::OK) {
       error e = wc::get_error(r.getError());
       if (r.getError().getCode() == wire::ErrorCode::UNAUTHENTICATED ||
@@ -55,7 +69,7 @@ result<std::unique_ptr<client_session>> client::open(const instance_spec& spec) 
       return e;
     }
     auto s = std::make_unique<client_session::impl>();
-    s->ez = impl_->ez;
+    s->link = impl_->link;
     s->cap = r.getSession();
     return std::unique_ptr<client_session>(
         new client_session(std::move(s), wc::get_pool_info(r.getInfo())));
@@ -64,7 +78,7 @@ result<std::unique_ptr<client_session>> client::open(const instance_spec& spec) 
 
 result<std::vector<std::pair<std::string, double>>> client::stats() {
   return guarded([&]() -> result<std::vector<std::pair<std::string, double>>> {
-    auto r = impl_->node.statsRequest().send().wait(impl_->ws());
+    auto r = impl_->link->wait(impl_->node.statsRequest().send());
     if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     std::vector<std::pair<std::string, double>> out;
     for (auto s : r.getStats())
@@ -75,7 +89,7 @@ result<std::vector<std::pair<std::string, double>>> client::stats() {
 
 result<std::string> client::inspect() {
   return guarded([&]() -> result<std::string> {
-    auto r = impl_->node.inspectRequest().send().wait(impl_->ws());
+    auto r = impl_->link->wait(impl_->node.inspectRequest().send());
     if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     return std::string(r.getJson().cStr());
   });
@@ -83,7 +97,7 @@ result<std::string> client::inspect() {
 
 status client::drain() {
   return guarded([&]() -> status {
-    auto r = impl_->node.drainRequest().send().wait(impl_->ws());
+    auto r = impl_->link->wait(impl_->node.drainRequest().send());
     if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     return {};
   });
@@ -102,7 +116,7 @@ result<std::vector<command_result>> client_session::step(std::span<const command
     auto l = req.initCommands(static_cast<unsigned>(cmds.size()));
     for (unsigned i = 0; i < l.size(); ++i)
       wc::put_command(l[i], cmds[i]);
-    auto r = req.send().wait(impl_->ws());
+    auto r = impl_->link->wait(req.send());
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     std::vector<command_result> out;
@@ -117,7 +131,7 @@ result<std::uint64_t> client_session::begin_forward(std::uint64_t batch) {
   return guarded([&]() -> result<std::uint64_t> {
     auto req = impl_->cap.beginForwardRequest();
     req.setBatch(batch);
-    auto r = req.send().wait(impl_->ws());
+    auto r = impl_->link->wait(req.send());
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     return r.getWaitedNs();
@@ -128,7 +142,7 @@ status client_session::end_forward(std::uint64_t batch) {
   return guarded([&]() -> status {
     auto req = impl_->cap.endForwardRequest();
     req.setBatch(batch);
-    auto r = req.send().wait(impl_->ws());
+    auto r = impl_->link->wait(req.send());
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     return {};
@@ -138,9 +152,9 @@ status client_session::end_forward(std::uint64_t batch) {
 namespace {
 
 template <class Req>
-result<std::vector<std::byte>> read_bytes(Req req, kj::WaitScope& ws) {
+result<std::vector<std::byte>> read_bytes(Req req, rpc_link& link) {
   return guarded([&]() -> result<std::vector<std::byte>> {
-    auto r = req.send().wait(ws);
+    auto r = link.wait(req.send());
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     auto d = r.getData();
@@ -150,10 +164,10 @@ result<std::vector<std::byte>> read_bytes(Req req, kj::WaitScope& ws) {
 }
 
 template <class Req>
-status write_bytes(Req req, std::span<const std::byte> data, kj::WaitScope& ws) {
+status write_bytes(Req req, std::span<const std::byte> data, rpc_link& link) {
   return guarded([&]() -> status {
     req.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(data.data()), data.size()));
-    auto r = req.send().wait(ws);
+    auto r = link.wait(req.send());
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     return {};
@@ -165,32 +179,32 @@ status write_bytes(Req req, std::span<const std::byte> data, kj::WaitScope& ws) 
 result<std::vector<std::byte>> client_session::read_slot(slot_id s) {
   auto req = impl_->cap.readSlotRequest();
   req.setSlot(s);
-  return read_bytes(std::move(req), impl_->ws());
+  return read_bytes(std::move(req), *impl_->link);
 }
 
 status client_session::write_slot(slot_id s, std::span<const std::byte> data) {
   auto req = impl_->cap.writeSlotRequest();
   req.setSlot(s);
-  return write_bytes(std::move(req), data, impl_->ws());
+  return write_bytes(std::move(req), data, *impl_->link);
 }
 
 result<std::vector<std::byte>> client_session::read_kv_page(std::uint64_t page) {
   auto req = impl_->cap.readKvPageRequest();
   req.setPage(page);
-  return read_bytes(std::move(req), impl_->ws());
+  return read_bytes(std::move(req), *impl_->link);
 }
 
 status client_session::write_kv_page(std::uint64_t page, std::span<const std::byte> data) {
   auto req = impl_->cap.writeKvPageRequest();
   req.setPage(page);
-  return write_bytes(std::move(req), data, impl_->ws());
+  return write_bytes(std::move(req), data, *impl_->link);
 }
 
 status client_session::close() {
   if (impl_->closed) return {};
   impl_->closed = true;
   return guarded([&]() -> status {
-    auto r = impl_->cap.closeRequest().send().wait(impl_->ws());
+    auto r = impl_->link->wait(impl_->cap.closeRequest().send());
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     return {};
@@ -198,10 +212,9 @@ status client_session::close() {
 }
 
 struct client_store::impl {
-  std::shared_ptr<capnp::EzRpcClient> ez;
+  std::shared_ptr<rpc_link> link;
   wire::Store::Client cap = nullptr;
   shm_region arena;
-  kj::WaitScope& ws() { return ez->getWaitScope(); }
 };
 
 client_store::client_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -211,16 +224,20 @@ std::span<std::byte> client_store::arena() const noexcept {
   return impl_->arena.bytes();
 }
 
+const std::string& client_store::arena_name() const noexcept {
+  return impl_->arena.name();
+}
+
 result<std::unique_ptr<client_store>> client::open_store(const std::string& identity) {
   return guarded([&]() -> result<std::unique_ptr<client_store>> {
     auto req = impl_->node.storeRequest();
     req.setIdentity(identity);
-    auto r = req.send().wait(impl_->ws());
+    auto r = impl_->link->wait(req.send());
     if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     auto s = std::make_unique<client_store::impl>();
-    s->ez = impl_->ez;
+    s->link = impl_->link;
     s->cap = r.getStore();
-    auto a = s->cap.arenaRequest().send().wait(impl_->ws());
+    auto a = impl_->link->wait(s->cap.arenaRequest().send());
     if (a.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(a.getError());
     auto m = shm_region::map(a.getShm().cStr(), a.getBytes());
     if (!m) return m.err();
@@ -274,7 +291,7 @@ result<store_exists_reply> client_store::exists(std::span<const std::string> kv_
                                           : wire::HitPolicy::ALL_PAGES);
       q[i].setTrailing(sidecars[i].n);
     }
-    auto r = req.send().wait(impl_->ws());
+    auto r = impl_->link->wait(req.send());
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     store_exists_reply out;
@@ -290,8 +307,17 @@ result<std::vector<bool>> client_store::get(store_pool pool, std::span<const sto
     auto req = impl_->cap.getRequest();
     req.setPool(pool_to_wire(pool));
     put_entries(req, entries);
-    auto r = req.send().wait(impl_->ws());
+    auto r = impl_->link->wait(req.send());
     return ok_list(r);
+  });
+}
+
+result<std::uint64_t> client_store::clear() {
+  return guarded([&]() -> result<std::uint64_t> {
+    auto r = impl_->link->wait(impl_->cap.clearRequest().send());
+    error e = wc::get_error(r.getError());
+    if (e.code != errc::ok) return e;
+    return r.getRemoved();
   });
 }
 
@@ -300,7 +326,7 @@ result<std::vector<bool>> client_store::set(store_pool pool, std::span<const sto
     auto req = impl_->cap.setRequest();
     req.setPool(pool_to_wire(pool));
     put_entries(req, entries);
-    auto r = req.send().wait(impl_->ws());
+    auto r = impl_->link->wait(req.send());
     return ok_list(r);
   });
 }

@@ -2,8 +2,11 @@
 // hybridcache's C++ client library (CMake: find_package(hybridcache) ->
 // hybridcache::client). Synchronous: every call runs the RPC on the calling thread's kj
 // event loop and returns its result. A client and its sessions must be used from the
-// thread that created the client. Transport failures come back as errc::io_error.
+// thread that created the client. Transport failures come back as errc::io_error; a call
+// that missed the client's deadline (set_call_timeout) is cancelled and comes back as
+// errc::timeout, and the client stays usable.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -81,6 +84,10 @@ class client_store {
 
   /// The mapped arena (its offsets are what segments address).
   std::span<std::byte> arena() const noexcept;
+  /// The arena's POSIX shared-memory name, for another mapping of the same bytes (e.g.
+  /// /dev/shm/<name> from Python). A get or set that timed out may still touch the arena
+  /// on the node: drop the store (and its arena) rather than reuse the range.
+  const std::string& arena_name() const noexcept;
   /// batch_exists_v2 over KV page keys with sidecar pools (e.g. the SSM state,
   /// TRAILING_PAGES(1)).
   result<store_exists_reply> exists(std::span<const std::string> kv_keys,
@@ -90,6 +97,8 @@ class client_store {
   result<std::vector<bool>> get(store_pool pool, std::span<const store_entry> entries);
   /// Writes each entry's segments as its value (idempotent); one bool per entry.
   result<std::vector<bool>> set(store_pool pool, std::span<const store_entry> entries);
+  /// Erases every value under this store's identity (both pools); returns how many.
+  result<std::uint64_t> clear();
 
  private:
   friend class client;
@@ -101,10 +110,16 @@ class client_store {
 class client {
  public:
   /// address: "unix:/path/to.sock" or "host:port" (TCP; then `token` is required).
+  /// call_timeout > 0 bounds the connect and every later call (see set_call_timeout).
   static result<std::unique_ptr<client>> connect(const std::string& address,
-                                                 const std::string& token = "");
+                                                 const std::string& token = "",
+                                                 std::chrono::milliseconds call_timeout = {});
   ~client();
   client(const client&) = delete;
+  /// Every later call of this client and its sessions and stores waits at most `t` (0: no
+  /// deadline, the default); a late call is cancelled and returns errc::timeout. A step
+  /// that timed out may still have run on the node.
+  void set_call_timeout(std::chrono::milliseconds t) noexcept;
   client& operator=(const client&) = delete;
 
   result<ping_reply> ping();

@@ -37,6 +37,8 @@ wire::ErrorCode code_to_wire(errc c) noexcept {
       return wire::ErrorCode::PARSE_ERROR;
     case errc::io_error:
       return wire::ErrorCode::IO_ERROR;
+    case errc::timeout:
+      return wire::ErrorCode::TIMEOUT;
   }
   return wire::ErrorCode::INVARIANT_VIOLATED;
 }
@@ -61,6 +63,8 @@ errc code_from_wire(wire::ErrorCode c) noexcept {
       return errc::parse_error;
     case wire::ErrorCode::IO_ERROR:
       return errc::io_error;
+    case wire::ErrorCode::TIMEOUT:
+      return errc::timeout;
     case wire::ErrorCode::UNAUTHENTICATED:
     case wire::ErrorCode::VERSION_MISMATCH:
     case wire::ErrorCode::CLOSED:

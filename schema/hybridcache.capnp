@@ -26,6 +26,7 @@ enum ErrorCode {
   unauthenticated @9;   # TCP connection without a valid login
   versionMismatch @10;  # client and node protocol versions differ
   closed @11;           # the session was closed
+  timeout @12;          # no answer within the caller's deadline (set by clients, not the node)
 }
 
 struct Error {
@@ -331,6 +332,8 @@ interface Store {
   get @2 (pool :StorePool, entries :List(StoreEntry)) -> (error :Error, ok :List(Bool));
   # Writes each value from its segments (idempotent); ok[i] per entry.
   set @3 (pool :StorePool, entries :List(StoreEntry)) -> (error :Error, ok :List(Bool));
+  # Erases every value of this identity, both pools (SGLang's clear); `removed` counts them.
+  clear @4 () -> (error :Error, removed :UInt64);
 }
 
 interface CacheNode {

@@ -1,11 +1,15 @@
 #pragma once
 // Internal to schema/: opening a Cap'n Proto connection to a node (login for TCP, then a
-// ping so a dead address fails at once) and turning kj exceptions into io_error. Shared
-// by the client library and the hcbench probe.
+// ping so a dead address fails at once), waiting for a call with an optional deadline, and
+// turning kj exceptions into io_error (timeout for a missed deadline). Shared by the
+// client library and the hcbench probe.
 
 #include <capnp/ez-rpc.h>
+#include <kj/async-io.h>
 #include <kj/exception.h>
+#include <kj/timer.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -14,13 +18,43 @@
 
 namespace hc::wire_convert {
 
-/// Runs f(); a kj exception (disconnect, server-side failure) becomes io_error.
+/// What wait_call throws when a call's deadline passed (the call is then cancelled).
+struct call_timed_out {
+  std::chrono::milliseconds after;
+};
+
+/// Runs f(); a kj exception (disconnect, server-side failure) becomes io_error, a missed
+/// deadline timeout.
 template <class F>
 auto guarded(F&& f) -> decltype(f()) {
   try {
     return f();
+  } catch (const call_timed_out& t) {
+    return error{errc::timeout,
+                 "no answer within " + std::to_string(t.after.count()) + " ms (call cancelled)"};
   } catch (const kj::Exception& e) {
     return error{errc::io_error, std::string("rpc: ") + e.getDescription().cStr()};
+  }
+}
+
+/// Waits for a call's answer on the connection's loop; with a deadline (> 0) the call is
+/// cancelled when it passes and call_timed_out thrown. The loop stays usable either way.
+template <class T>
+T wait_call(capnp::EzRpcClient& ez, std::chrono::milliseconds deadline, kj::Promise<T>&& p) {
+  if (deadline.count() <= 0) return p.wait(ez.getWaitScope());
+  bool late = false;
+  auto guard = ez.getIoProvider()
+                   .getTimer()
+                   .afterDelay(deadline.count() * kj::MILLISECONDS)
+                   .then([&late]() -> kj::Promise<T> {
+                     late = true;
+                     return KJ_EXCEPTION(OVERLOADED, "call deadline passed");
+                   });
+  try {
+    return p.exclusiveJoin(kj::mv(guard)).wait(ez.getWaitScope());
+  } catch (const kj::Exception&) {
+    if (late) throw call_timed_out{deadline};
+    throw;
   }
 }
 
@@ -29,17 +63,18 @@ struct node_connection {
   wire::CacheNode::Client node = nullptr;
 };
 
-/// address: "unix:/path" or "host:port"; a non-empty `token` logs in (TCP).
-inline result<node_connection> connect_node(const std::string& address, const std::string& token) {
+/// address: "unix:/path" or "host:port"; a non-empty `token` logs in (TCP). `deadline`
+/// (> 0) bounds the login and the ping.
+inline result<node_connection> connect_node(const std::string& address, const std::string& token,
+                                            std::chrono::milliseconds deadline = {}) {
   return guarded([&]() -> result<node_connection> {
     node_connection c;
     c.ez = std::make_shared<capnp::EzRpcClient>(address.c_str());
     c.node = c.ez->getMain<wire::CacheNode>();
-    auto& ws = c.ez->getWaitScope();
     if (!token.empty()) {
       auto req = c.node.loginRequest();
       req.setToken(token);
-      auto resp = req.send().wait(ws);
+      auto resp = wait_call(*c.ez, deadline, req.send());
       if (resp.getError().getCode() != wire::ErrorCode::OK)
         return error{errc::invalid_argument,
                      "login refused: " + std::string(resp.getError().getMessage().cStr())};
@@ -47,7 +82,7 @@ inline result<node_connection> connect_node(const std::string& address, const st
     }
     // Fail fast when nothing listens (EzRpcClient connects lazily), or when the node
     // needs a login this connection did not make.
-    auto ping = c.node.pingRequest().send().wait(ws);
+    auto ping = wait_call(*c.ez, deadline, c.node.pingRequest().send());
     if (ping.getError().getCode() != wire::ErrorCode::OK) return get_error(ping.getError());
     return c;
   });

@@ -16,6 +16,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # the Python package (tools/python; Debian's /usr/bin/python3)
   python3-dev python3-pybind11 python3-numpy
+  # tensors for the SGLang backend's contract tests (fake host pools are torch tensors)
+  python3-torch
 )
 
 missing=()

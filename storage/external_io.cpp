@@ -20,6 +20,13 @@ result<std::string> external_key(std::string_view identity, std::string_view key
   return k;
 }
 
+result<std::string> external_prefix(std::string_view identity) {
+  auto k = external_key(identity, "x");
+  if (!k) return k.err();
+  k->pop_back();
+  return std::move(*k);
+}
+
 status check_segments(std::span<const segment> segs, std::size_t arena_bytes,
                       std::size_t max_value_bytes) {
   std::uint64_t total = 0;

@@ -28,6 +28,9 @@ struct segment {
 /// control character.
 result<std::string> external_key(std::string_view identity, std::string_view key);
 
+/// "ext/<identity>/": the prefix of every key of that identity (for a clear).
+result<std::string> external_prefix(std::string_view identity);
+
 /// invalid_argument (naming the segment) unless every segment lies inside the arena and the
 /// total is at most `max_value_bytes`.
 status check_segments(std::span<const segment> segs, std::size_t arena_bytes,

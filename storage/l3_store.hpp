@@ -48,6 +48,9 @@ class l3_store {
   /// Presence only (no checksum check; a corrupt value shows when it is read).
   virtual bool exists(l3_pool pool, std::string_view key) = 0;
   virtual status erase(l3_pool pool, std::string_view key) = 0;
+  /// Erases every value of both pools whose key starts with `prefix`; returns how many.
+  /// (An external client's clear: its keys share the "ext/<identity>/" prefix.)
+  virtual result<std::size_t> erase_prefix(std::string_view prefix) = 0;
   virtual l3_usage usage() const = 0;
 
   /// Batched presence, in order.

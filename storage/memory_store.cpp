@@ -77,6 +77,20 @@ status memory_store::erase(l3_pool pool, std::string_view key) {
   return {};
 }
 
+result<std::size_t> memory_store::erase_prefix(std::string_view prefix) {
+  std::lock_guard lk(mu_);
+  std::size_t n = 0;
+  for (auto it = map_.begin(); it != map_.end();) {
+    auto next = std::next(it);
+    if (std::string_view(it->first).substr(1).starts_with(prefix)) {
+      drop(it);
+      ++n;
+    }
+    it = next;
+  }
+  return n;
+}
+
 l3_usage memory_store::usage() const {
   std::lock_guard lk(mu_);
   return usage_;

@@ -18,6 +18,7 @@ class memory_store final : public l3_store {
   status get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) override;
   bool exists(l3_pool pool, std::string_view key) override;
   status erase(l3_pool pool, std::string_view key) override;
+  result<std::size_t> erase_prefix(std::string_view prefix) override;
   l3_usage usage() const override;
 
   /// Test hook: overwrites the stored (encoded) bytes of a key, e.g. to corrupt them.

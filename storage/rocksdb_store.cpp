@@ -297,6 +297,16 @@ status rocksdb_store::erase(l3_pool pool, std::string_view key) {
   return drop_locked({full});
 }
 
+result<std::size_t> rocksdb_store::erase_prefix(std::string_view prefix) {
+  std::lock_guard lk(mu_);
+  if (!db_) return error{errc::io_error, "L3 store is closed"};
+  std::vector<std::string> victims;
+  for (const auto& [full, rec] : index_)
+    if (std::string_view(full).substr(1).starts_with(prefix)) victims.push_back(full);
+  if (status s = drop_locked(victims); !s) return s.err();
+  return victims.size();
+}
+
 l3_usage rocksdb_store::usage() const {
   std::lock_guard lk(mu_);
   return usage_;

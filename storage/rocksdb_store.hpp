@@ -59,6 +59,7 @@ class rocksdb_store final : public l3_store {
   status get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) override;
   bool exists(l3_pool pool, std::string_view key) override;
   status erase(l3_pool pool, std::string_view key) override;
+  result<std::size_t> erase_prefix(std::string_view prefix) override;
   l3_usage usage() const override;
 
   /// Flushes the memtables and closes the database (also done by the destructor).

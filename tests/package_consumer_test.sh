@@ -49,9 +49,14 @@ wait_for_node "$pid" "$tmp/log"
 pydir=$tmp/prefix/lib/python3/dist-packages
 if [ -d "$pydir/hybridcache" ]; then
   PYTHONPATH=$pydir /usr/bin/python3 -c "
-import hybridcache, sys
+import hybridcache, hybridcache.sglang, os, sys
 node = hybridcache.connect(socket=sys.argv[1])
 assert node.ping().protocol_version == 2
+with node.store('consumer') as s:
+    s.arena[:3] = b'abc'
+    assert s.set(hybridcache.StorePool.KV_PAGE, [('k', [(0, 3)])]) == [True]
+d = os.path.dirname(hybridcache.__file__)
+assert all(os.path.exists(os.path.join(d, f)) for f in ('_native.pyi', 'py.typed', 'sglang.py'))
 print('python package: ok from', hybridcache.__file__)" "$sock" || fail "the installed Python package"
 fi
 kill -TERM "$pid"

@@ -22,6 +22,8 @@ std::string_view to_string(errc code) noexcept {
       return "parse_error";
     case errc::io_error:
       return "io_error";
+    case errc::timeout:
+      return "timeout";
   }
   return "unknown";
 }

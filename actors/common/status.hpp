@@ -23,6 +23,7 @@ enum class errc : std::uint8_t {
   invariant_violated,  ///< an internal invariant failed (a bug; reported, never crashes)
   parse_error,         ///< malformed input file or message
   io_error,            ///< file or socket failure
+  timeout,             ///< no answer within the caller's deadline (client side)
 };
 
 /// Stable lowercase name of an error code ("out_of_memory").

@@ -31,6 +31,15 @@ void external(state& st, store_job& j) {
     j.err = {errc::io_error, "this node has no L3 store (hybridcached --l3 false)"};
     return;
   }
+  if (j.op == store_job::what::clear) {
+    auto prefix = l3::external_prefix(j.identity);
+    auto n = prefix ? st.store->erase_prefix(*prefix) : result<std::size_t>(prefix.err());
+    if (n)
+      j.removed = *n;
+    else
+      j.err = n.err();
+    return;
+  }
   std::vector<std::string> keys;
   keys.reserve(j.keys.size());
   for (const std::string& k : j.keys) {

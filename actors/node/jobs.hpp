@@ -66,7 +66,7 @@ struct close_job : job_base<close_job> {
 /// A batch of an external client's L3 operations (the Store capability). Values live in
 /// the arena as segment lists.
 struct store_job : job_base<store_job> {
-  enum class what { exists, get, set };
+  enum class what { exists, get, set, clear };
   using pool = store_pool;
   using segment = store_segment;
   using sidecar = store_sidecar;
@@ -82,6 +82,7 @@ struct store_job : job_base<store_job> {
   std::vector<bool> ok;  ///< get / set
   std::uint32_t kv_hit_pages = 0;
   std::vector<std::uint32_t> restorable;  ///< exists
+  std::uint64_t removed = 0;              ///< clear: values erased
 };
 
 /// Completes once no tier work of any instance is in flight (CacheNode.drain).

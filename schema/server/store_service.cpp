@@ -45,6 +45,16 @@ class store_impl final : public wire::Store::Server {
       t.done();
     });
   }
+  kj::Promise<void> clear(ClearContext c) override {
+    timed t(ctx_.metrics, "store_clear");
+    auto job = make_job(store_job::what::clear);
+    return submit(ctx_.n, job).then([c, job, t]() mutable {
+      auto res = c.getResults();
+      wc::put_error(res.initError(), job->err);
+      res.setRemoved(job->removed);
+      t.done();
+    });
+  }
   kj::Promise<void> get(GetContext c) override {
     return transfer(c, store_job::what::get, "store_get");
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "storage/memory_store.hpp"
+#include "tests/support/faulty_store.hpp"
 #include "tests/support/node_fixture.hpp"
 
 namespace hc::test {
@@ -15,6 +16,7 @@ namespace {
 struct StoreRpc : ::testing::Test {
   null_metrics metrics;
   std::shared_ptr<memory_store> mem = std::make_shared<memory_store>(std::uint64_t{1} << 24);
+  std::shared_ptr<faulty_store> faults = std::make_shared<faulty_store>(*mem);  // passes through
   std::unique_ptr<node> n;
   std::unique_ptr<rpc_server> server;
   std::string socket = unique_socket_path();
@@ -23,7 +25,7 @@ struct StoreRpc : ::testing::Test {
   void SetUp() override {
     node_config cfg;
     cfg.metrics = &metrics;
-    cfg.l3 = mem;
+    cfg.l3 = faults;
     n = std::make_unique<node>(cfg);
     server = std::make_unique<rpc_server>(*n, metrics);
     rpc_server_config rc;
@@ -162,6 +164,44 @@ TEST_F(StoreRpc, BadInputIsATypedErrorNamingTheProblem) {
   const store_entry no_key{"", {{0, 8}}};
   EXPECT_FALSE(s->get(store_pool::kv_page, std::span(&no_key, 1)).ok());
   EXPECT_EQ(mem->usage().values, 0u) << "a failed batch writes nothing";
+}
+
+TEST_F(StoreRpc, ClearErasesOneIdentityOnly) {
+  auto a = open("model-a");
+  auto b = open("model-b");
+  ASSERT_TRUE(a && b);
+  fill(a->arena().subspan(0, 64), 1);
+  fill(b->arena().subspan(0, 64), 2);
+  const store_entry e{"h", {{0, 64}}};
+  ASSERT_TRUE(a->set(store_pool::kv_page, std::span(&e, 1)).ok());
+  ASSERT_TRUE(a->set(store_pool::ssm_state, std::span(&e, 1)).ok());
+  ASSERT_TRUE(b->set(store_pool::kv_page, std::span(&e, 1)).ok());
+  auto n = a->clear();
+  ASSERT_TRUE(n.ok()) << n.err().message;
+  EXPECT_EQ(*n, 2u);
+  const std::string key = "h";
+  EXPECT_EQ(a->exists(std::span(&key, 1))->kv_hit_pages, 0u);
+  EXPECT_EQ(b->exists(std::span(&key, 1))->kv_hit_pages, 1u);
+}
+
+TEST_F(StoreRpc, ALateCallIsCancelledAsATimeoutAndTheClientStaysUsable) {
+  auto s = open("m");
+  ASSERT_TRUE(s);
+  fill(s->arena().subspan(0, page), 3);
+  const store_entry e{"k", {{0, page}}};
+  ASSERT_TRUE(s->set(store_pool::kv_page, std::span(&e, 1)).ok());
+  faults->hold_reads();  // the node's L3 read of the get below blocks until released
+  c->set_call_timeout(std::chrono::milliseconds(100));
+  const store_entry into{"k", {{page, page}}};
+  auto late = s->get(store_pool::kv_page, std::span(&into, 1));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.err().code, errc::timeout) << late.err().message;
+  faults->release_reads();
+  c->set_call_timeout(std::chrono::milliseconds(0));
+  auto again = s->get(store_pool::kv_page, std::span(&into, 1));
+  ASSERT_TRUE(again.ok()) << again.err().message;
+  EXPECT_EQ(*again, std::vector<bool>{true});
+  EXPECT_TRUE(c->ping().ok());
 }
 
 }  // namespace

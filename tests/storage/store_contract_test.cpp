@@ -85,6 +85,23 @@ TYPED_TEST(StoreContract, GetReturnsExactlyWhatWasSet) {
   EXPECT_TRUE(out.empty());
 }
 
+TYPED_TEST(StoreContract, EraseByPrefixTakesBothPoolsAndNothingElse) {
+  l3_store& s = *this->store;
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "ext/a/1", value('1', 64)).ok());
+  ASSERT_TRUE(s.set(l3_pool::ssm_state, "ext/a/1", value('2', 64)).ok());
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "ext/ab/1", value('3', 64)).ok());
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "own/1", value('4', 64)).ok());
+  auto n = s.erase_prefix("ext/a/");
+  ASSERT_TRUE(n.ok()) << n.err().message;
+  EXPECT_EQ(*n, 2u);
+  EXPECT_FALSE(s.exists(l3_pool::kv_page, "ext/a/1"));
+  EXPECT_FALSE(s.exists(l3_pool::ssm_state, "ext/a/1"));
+  EXPECT_TRUE(s.exists(l3_pool::kv_page, "ext/ab/1"));
+  EXPECT_TRUE(s.exists(l3_pool::kv_page, "own/1"));
+  EXPECT_EQ(s.usage().values, 2u);
+  EXPECT_EQ(*s.erase_prefix("ext/a/"), 0u);
+}
+
 TYPED_TEST(StoreContract, PoolsDoNotSeeEachOthersKeys) {
   l3_store& s = *this->store;
   ASSERT_TRUE(s.set(l3_pool::kv_page, "h", value('k', 64)).ok());

@@ -69,6 +69,9 @@ class faulty_store final : public l3_store {
   }
   bool exists(l3_pool pool, std::string_view key) override { return inner_.exists(pool, key); }
   status erase(l3_pool pool, std::string_view key) override { return inner_.erase(pool, key); }
+  result<std::size_t> erase_prefix(std::string_view prefix) override {
+    return inner_.erase_prefix(prefix);
+  }
   l3_usage usage() const override { return inner_.usage(); }
 
  private:

@@ -1,18 +1,21 @@
-// hybridcache._native: the C++ client (schema/client.hpp) for Python (issue 16, first
-// slice: node calls, sessions and steps with the protocol v2 command and result kinds).
+// hybridcache._native: the C++ client (schema/client.hpp) for Python: node calls,
+// sessions and steps with the protocol v2 command and result kinds, the L3 Store, and the
+// raw-address copies the SGLang backend moves pages with.
 //
 // Threading: hc::client is bound to the thread that created it (its kj event loop), so
 // every connection owns one I/O thread that creates the client and runs every call of the
-// connection and its sessions. A Python call posts its work to that thread and waits with
-// the GIL released, up to the connection's timeout; calls from several Python threads are
-// queued in order. A call that timed out still runs to its end on the I/O thread (the
-// Cap'n Proto call cannot be cancelled from outside); the caller gets hybridcache.Timeout.
+// connection, its sessions and its stores. A Python call posts its work to that thread and
+// waits with the GIL released; calls from several Python threads are queued in order. The
+// client cancels a call that got no answer within the connection's timeout (errc::timeout
+// -> hybridcache.Timeout) and stays usable; the Python side also stops waiting for a call
+// still queued behind others once its own deadline (timeout plus the queue's) passed.
 #include <pybind11/operators.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <future>
@@ -72,6 +75,8 @@ struct timeout_error : node_error {
       throw not_found_error(msg);
     case errc::io_error:
       throw unavailable_error(msg);
+    case errc::timeout:
+      throw timeout_error(msg);
     default:
       throw node_error(msg);
   }
@@ -124,7 +129,8 @@ class io_thread {
     cv_.notify_one();
     if (done.wait_for(timeout) != std::future_status::ready)
       throw timeout_error("timeout: no answer within " + std::to_string(timeout.count()) +
-                          " ms (the call still completes on the node)");
+                          " ms (calls queued before it on this connection were slow; it "
+                          "still runs when its turn comes)");
     return done.get();
   }
 
@@ -172,10 +178,12 @@ struct connection {
     }
   }
 
+  /// Runs fn on the I/O thread. The client bounds the call itself (timeout); the wait here
+  /// allows for calls queued before it as well (a backstop, never the usual way out).
   template <class R>
   R call(std::function<R()> fn) {
     py::gil_scoped_release unlocked;
-    return io.run<R>(std::move(fn), timeout);
+    return io.run<R>(std::move(fn), 2 * timeout + std::chrono::milliseconds(1000));
   }
   client& live() {
     if (!c) throw unavailable_error("io_error: not connected");
@@ -237,6 +245,83 @@ class py_session {
   bool closed_ = false;  ///< Python side (under the GIL)
 };
 
+/// A store's client object, only touched on the I/O thread.
+struct store_box {
+  std::unique_ptr<client_store> s;
+  client_store& live() {
+    if (!s) throw not_found_error("not_found: the store is closed");
+    return *s;
+  }
+};
+
+/// (key, [(offset, length), ...]) per value, as Python passes them.
+using py_entries =
+    std::vector<std::pair<std::string, std::vector<std::pair<std::uint64_t, std::uint64_t>>>>;
+
+std::vector<store_entry> to_entries(const py_entries& in) {
+  std::vector<store_entry> out;
+  out.reserve(in.size());
+  for (const auto& [key, segs] : in) {
+    store_entry& e = out.emplace_back();
+    e.key = key;
+    e.segments.reserve(segs.size());
+    for (const auto& [offset, length] : segs)
+      e.segments.push_back({offset, length});
+  }
+  return out;
+}
+
+class py_store {
+ public:
+  py_store(std::shared_ptr<connection> conn, std::shared_ptr<store_box> box, std::string name,
+           std::uint64_t bytes)
+      : conn_(std::move(conn)), box_(std::move(box)), name_(std::move(name)), bytes_(bytes) {}
+  ~py_store() {
+    if (!closed_) conn_->io.post([box = box_] { box->s.reset(); });
+  }
+
+  std::pair<std::uint32_t, std::vector<std::uint32_t>> exists(std::vector<std::string> keys,
+                                                              std::vector<store_sidecar> sidecars) {
+    using reply_t = std::pair<std::uint32_t, std::vector<std::uint32_t>>;
+    return conn_->call<reply_t>(
+        [box = box_, keys = std::move(keys), sidecars = std::move(sidecars)] {
+          store_exists_reply r = value_or_raise(box->live().exists(keys, sidecars));
+          return reply_t{r.kv_hit_pages, std::move(r.restorable_pages)};
+        });
+  }
+  std::vector<bool> get(store_pool pool, const py_entries& entries) {
+    return conn_->call<std::vector<bool>>([box = box_, pool, e = to_entries(entries)] {
+      return value_or_raise(box->live().get(pool, e));
+    });
+  }
+  std::vector<bool> set(store_pool pool, const py_entries& entries) {
+    return conn_->call<std::vector<bool>>([box = box_, pool, e = to_entries(entries)] {
+      return value_or_raise(box->live().set(pool, e));
+    });
+  }
+  std::uint64_t clear() {
+    return conn_->call<std::uint64_t>([box = box_] { return value_or_raise(box->live().clear()); });
+  }
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    conn_->call<int>([box = box_] {
+      box->s.reset();
+      return 0;
+    });
+  }
+  const std::string& arena_name() const noexcept { return name_; }
+  std::uint64_t arena_bytes() const noexcept { return bytes_; }
+  bool closed() const noexcept { return closed_; }
+
+ private:
+  std::shared_ptr<connection> conn_;
+  std::shared_ptr<store_box> box_;
+  std::string name_;
+  std::uint64_t bytes_;
+  bool closed_ = false;  ///< Python side (under the GIL)
+};
+
 class py_node {
  public:
   py_node(std::string address, std::string token, double timeout_s)
@@ -245,7 +330,7 @@ class py_node {
     conn_->timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
     connection* c = conn_.get();
     c->call<int>([c, address = std::move(address), token = std::move(token)] {
-      c->c = value_or_raise(client::connect(address, token));
+      c->c = value_or_raise(client::connect(address, token, c->timeout));
       return 0;
     });
   }
@@ -269,6 +354,22 @@ class py_node {
       return 0;
     });
   }
+  std::unique_ptr<py_store> store(std::string identity) {
+    connection* c = conn_.get();
+    auto box = std::make_shared<store_box>();
+    std::pair<std::string, std::uint64_t> arena;
+    try {
+      arena = c->call<std::pair<std::string, std::uint64_t>>([c, box,
+                                                              identity = std::move(identity)] {
+        box->s = value_or_raise(c->live().open_store(identity));
+        return std::pair<std::string, std::uint64_t>{box->s->arena_name(), box->s->arena().size()};
+      });
+    } catch (const timeout_error&) {
+      c->io.post([box] { box->s.reset(); });
+      throw;
+    }
+    return std::make_unique<py_store>(conn_, std::move(box), arena.first, arena.second);
+  }
   std::unique_ptr<py_session> open(instance_spec spec) {
     connection* c = conn_.get();
     auto box = std::make_shared<session_box>();
@@ -287,6 +388,38 @@ class py_node {
  private:
   std::shared_ptr<connection> conn_;
 };
+
+// ---- copies between caller memory (raw addresses) and a buffer ----------------------------
+
+/// One copy of a batch: buffer[offsets[i] .. +lengths[i]) <-> the memory at addresses[i].
+/// The buffer ranges are checked (InvalidArgument); the addresses are the caller's promise
+/// (host-pool pointers from get_page_buffer_meta, tensor data_ptr()s), as with memmove.
+void copy_batch(py::buffer buf, const std::vector<std::uint64_t>& offsets,
+                const std::vector<std::uint64_t>& addresses,
+                const std::vector<std::uint64_t>& lengths, bool into_buffer) {
+  if (offsets.size() != addresses.size() || offsets.size() != lengths.size())
+    throw invalid_argument_error(
+        "invalid_argument: offsets, addresses and lengths differ in length");
+  py::buffer_info info = buf.request(into_buffer);
+  const auto size = static_cast<std::uint64_t>(info.size * info.itemsize);
+  auto* base = static_cast<std::byte*>(info.ptr);
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    if (offsets[i] > size || lengths[i] > size - offsets[i])
+      throw invalid_argument_error("invalid_argument: range " + std::to_string(i) + " [" +
+                                   std::to_string(offsets[i]) + ", +" + std::to_string(lengths[i]) +
+                                   ") is outside the " + std::to_string(size) + "-byte buffer");
+    if (lengths[i] != 0 && addresses[i] == 0)
+      throw invalid_argument_error("invalid_argument: address " + std::to_string(i) + " is null");
+  }
+  py::gil_scoped_release unlocked;
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    auto* mem = reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(addresses[i]));
+    if (into_buffer)
+      std::memcpy(base + offsets[i], mem, lengths[i]);
+    else
+      std::memcpy(mem, base + offsets[i], lengths[i]);
+  }
+}
 
 // ---- bindings of the vocabulary -----------------------------------------------------------
 
@@ -417,33 +550,43 @@ void bind_commands(py::module_& m) {
 #define HC_RO(cls, field) .def_readonly(#field, &cls::field)
 
 void bind_results(py::module_& m) {
-  py::class_<res::match>(m, "Match") HC_RO(res::match, prefix_len) HC_RO(res::match, kv_matched)
-      HC_RO(res::match, indices) HC_RO(res::match, node_slot) HC_RO(res::match, branching)
-          HC_RO(res::match, working) HC_RO(res::match, loaded_tokens);
-  py::class_<res::lookup>(m, "Lookup") HC_RO(res::lookup, prefix_len) HC_RO(res::lookup, kv_matched)
-      HC_RO(res::lookup, indices) HC_RO(res::lookup, node_slot) HC_RO(res::lookup, branching);
-  py::class_<res::alloc_req>(m, "AllocReq") HC_RO(res::alloc_req, row)
-      HC_RO(res::alloc_req, working) HC_RO(res::alloc_req, pingpong);
-  py::class_<res::alloc_kv>(m, "AllocKv") HC_RO(res::alloc_kv, indices);
-  py::class_<res::track>(m, "Track") HC_RO(res::track, keep_slot);
-  py::class_<res::prepare_extend>(m, "PrepareExtend") HC_RO(res::prepare_extend, mask)
-      HC_RO(res::prepare_extend, kernel_seqlen) HC_RO(res::prepare_extend, track_slot);
-  py::class_<res::prepare_decode>(m, "PrepareDecode") HC_RO(res::prepare_decode, mask)
-      HC_RO(res::prepare_decode, track_slot);
-  py::class_<res::cache_unfinished>(m, "CacheUnfinished") HC_RO(res::cache_unfinished, inserted)
-      HC_RO(res::cache_unfinished, protected_len) HC_RO(res::cache_unfinished, prefix)
-          HC_RO(res::cache_unfinished, node_slot);
-  py::class_<res::finish>(m, "Finish") HC_RO(res::finish, inserted) HC_RO(res::finish, cached_len)
-      HC_RO(res::finish, mamba_exist);
-  py::class_<res::evict>(m, "Evict") HC_RO(res::evict, tokens_evicted)
+  py::class_<res::match>(
+      m, "Match", "The prefix match of a request: its length, the KV ids, the node slot, COW.")
+      HC_RO(res::match, prefix_len) HC_RO(res::match, kv_matched) HC_RO(res::match, indices)
+          HC_RO(res::match, node_slot) HC_RO(res::match, branching) HC_RO(res::match, working)
+              HC_RO(res::match, loaded_tokens);
+  py::class_<res::lookup>(m, "Lookup", "A lookup without a request: the prefix and its KV ids.")
+      HC_RO(res::lookup, prefix_len) HC_RO(res::lookup, kv_matched) HC_RO(res::lookup, indices)
+          HC_RO(res::lookup, node_slot) HC_RO(res::lookup, branching);
+  py::class_<res::alloc_req>(m, "AllocReq", "The request row, working slot and ping-pong slots.")
+      HC_RO(res::alloc_req, row) HC_RO(res::alloc_req, working) HC_RO(res::alloc_req, pingpong);
+  py::class_<res::alloc_kv>(m, "AllocKv", "The KV ids allocated.") HC_RO(res::alloc_kv, indices);
+  py::class_<res::track>(m, "Track", "Which slot a snapshot keeps.") HC_RO(res::track, keep_slot);
+  py::class_<res::prepare_extend>(
+      m, "PrepareExtend", "Prefill tracking: the mask, the kernel seqlen and the track slot.")
+      HC_RO(res::prepare_extend, mask) HC_RO(res::prepare_extend, kernel_seqlen)
+          HC_RO(res::prepare_extend, track_slot);
+  py::class_<res::prepare_decode>(m, "PrepareDecode",
+                                  "Decode tracking: the mask and the track slot.")
+      HC_RO(res::prepare_decode, mask) HC_RO(res::prepare_decode, track_slot);
+  py::class_<res::cache_unfinished>(m, "CacheUnfinished",
+                                    "What cache_unfinished_req inserted and protects.")
+      HC_RO(res::cache_unfinished, inserted) HC_RO(res::cache_unfinished, protected_len)
+          HC_RO(res::cache_unfinished, prefix) HC_RO(res::cache_unfinished, node_slot);
+  py::class_<res::finish>(m, "Finish", "What cache_finished_req inserted.")
+      HC_RO(res::finish, inserted) HC_RO(res::finish, cached_len) HC_RO(res::finish, mamba_exist);
+  py::class_<res::evict>(m, "Evict", "What an eviction freed.") HC_RO(res::evict, tokens_evicted)
       HC_RO(res::evict, mamba_evicted) HC_RO(res::evict, tokens_freed_total)
           HC_RO(res::evict, slots_freed_total);
-  py::class_<res::check>(m, "Check") HC_RO(res::check, tree_tokens) HC_RO(res::check, tree_slots)
-      HC_RO(res::check, sanity) HC_RO(res::check, sanity_detail);
-  py::class_<res::take_ops>(m, "TakeOps") HC_RO(res::take_ops, snapshots)
-      HC_RO(res::take_ops, clears) HC_RO(res::take_ops, cows);
-  py::class_<res::prefetch>(m, "Prefetch") HC_RO(res::prefetch, ready) HC_RO(res::prefetch, outcome)
-      HC_RO(res::prefetch, storage_hit_tokens);
+  py::class_<res::check>(m, "Check", "Tree totals and, for a full check, the sanity check.")
+      HC_RO(res::check, tree_tokens) HC_RO(res::check, tree_slots) HC_RO(res::check, sanity)
+          HC_RO(res::check, sanity_detail);
+  py::class_<res::take_ops>(m, "TakeOps", "The data ops queued for a forward.")
+      HC_RO(res::take_ops, snapshots) HC_RO(res::take_ops, clears) HC_RO(res::take_ops, cows);
+  py::class_<res::prefetch>(m, "Prefetch",
+                            "A storage prefetch: ready, its outcome and the storage hit.")
+      HC_RO(res::prefetch, ready) HC_RO(res::prefetch, outcome)
+          HC_RO(res::prefetch, storage_hit_tokens);
 }
 
 void bind_vocabulary(py::module_& m) {
@@ -465,8 +608,8 @@ void bind_vocabulary(py::module_& m) {
       HC_RO(pool_info, kv_shm) HC_RO(pool_info, kv_bytes) HC_RO(pool_info, ssm_shm)
           HC_RO(pool_info, ssm_bytes) HC_RO(pool_info, kv_bytes_per_token)
               HC_RO(pool_info, ssm_slot_bytes) HC_RO(pool_info, instance_id);
-  py::class_<ping_reply>(m, "PingReply") HC_RO(ping_reply, protocol_version)
-      HC_RO(ping_reply, node_version);
+  py::class_<ping_reply>(m, "PingReply", "The node's protocol version and build.")
+      HC_RO(ping_reply, protocol_version) HC_RO(ping_reply, node_version);
   py::enum_<strategy>(m, "Strategy")
       .value("NO_BUFFER", strategy::no_buffer)
       .value("EXTRA_BUFFER", strategy::extra_buffer)
@@ -505,12 +648,19 @@ PYBIND11_MODULE(_native, m) {
   using namespace hc::python;
   m.doc() = "hybridcache's C++ client; use the `hybridcache` package, not this module.";
   auto error = py::register_exception<node_error>(m, "Error");
-  py::register_exception<invalid_argument_error>(m, "InvalidArgument", error.ptr());
-  py::register_exception<invalid_config_error>(m, "InvalidConfig", error.ptr());
-  py::register_exception<out_of_memory_error>(m, "OutOfMemory", error.ptr());
-  py::register_exception<not_found_error>(m, "NotFound", error.ptr());
-  py::register_exception<unavailable_error>(m, "Unavailable", error.ptr());
-  py::register_exception<timeout_error>(m, "Timeout", error.ptr());
+  error.attr("__doc__") = "A node call failed; the message starts with the node's error code.";
+  py::register_exception<invalid_argument_error>(m, "InvalidArgument", error.ptr())
+      .attr("__doc__") = "A parameter is out of range or malformed (the message names it).";
+  py::register_exception<invalid_config_error>(m, "InvalidConfig", error.ptr()).attr("__doc__") =
+      "An instance spec or option combination was refused.";
+  py::register_exception<out_of_memory_error>(m, "OutOfMemory", error.ptr()).attr("__doc__") =
+      "A pool cannot satisfy an allocation even after eviction.";
+  py::register_exception<not_found_error>(m, "NotFound", error.ptr()).attr("__doc__") =
+      "An unknown request, session or store, or one already closed.";
+  py::register_exception<unavailable_error>(m, "Unavailable", error.ptr()).attr("__doc__") =
+      "The node cannot be reached (not running, connection lost).";
+  py::register_exception<timeout_error>(m, "Timeout", error.ptr()).attr("__doc__") =
+      "No answer within the connection's timeout (the call was cancelled).";
 
   auto cmd_mod = m.def_submodule("cmd", "Commands, one class per kind (protocol v2).");
   bind_commands(cmd_mod);
@@ -525,6 +675,44 @@ PYBIND11_MODULE(_native, m) {
       .def("pools", &py_session::pools)
       .def("close", &py_session::close)
       .def_property_readonly("closed", &py_session::closed);
+  py::enum_<store_pool>(m, "StorePool", "Which pool of the Store a value belongs to.")
+      .value("KV_PAGE", store_pool::kv_page)
+      .value("SSM_STATE", store_pool::ssm_state);
+  py::class_<store_sidecar>(m, "Sidecar",
+                            "A sidecar pool of Store.exists and its hit policy (TRAILING_PAGES(n) "
+                            "if trailing, else ALL_PAGES).")
+      .def(py::init([](store_pool pool, bool trailing, std::uint32_t n) {
+             return store_sidecar{pool, trailing, n};
+           }),
+           py::arg("pool") = store_pool::ssm_state, py::arg("trailing") = true, py::arg("n") = 1)
+      .def_readwrite("pool", &store_sidecar::which)
+      .def_readwrite("trailing", &store_sidecar::trailing)
+      .def_readwrite("n", &store_sidecar::n);
+  py::class_<py_store>(m, "Store", "An open Store (see hybridcache.Store).")
+      .def("exists", &py_store::exists, py::arg("kv_keys"), py::arg("sidecars"))
+      .def("get", &py_store::get, py::arg("pool"), py::arg("entries"))
+      .def("set", &py_store::set, py::arg("pool"), py::arg("entries"))
+      .def("clear", &py_store::clear)
+      .def("close", &py_store::close)
+      .def_property_readonly("closed", &py_store::closed)
+      .def_property_readonly("arena_name", &py_store::arena_name)
+      .def_property_readonly("arena_bytes", &py_store::arena_bytes);
+  m.def(
+      "copy_in",
+      [](py::buffer buf, const std::vector<std::uint64_t>& offsets,
+         const std::vector<std::uint64_t>& addresses, const std::vector<std::uint64_t>& lengths) {
+        copy_batch(std::move(buf), offsets, addresses, lengths, true);
+      },
+      py::arg("buffer"), py::arg("offsets"), py::arg("addresses"), py::arg("lengths"),
+      "Copies lengths[i] bytes from addresses[i] to buffer[offsets[i]:] (GIL released).");
+  m.def(
+      "copy_out",
+      [](py::buffer buf, const std::vector<std::uint64_t>& offsets,
+         const std::vector<std::uint64_t>& addresses, const std::vector<std::uint64_t>& lengths) {
+        copy_batch(std::move(buf), offsets, addresses, lengths, false);
+      },
+      py::arg("buffer"), py::arg("offsets"), py::arg("addresses"), py::arg("lengths"),
+      "Copies buffer[offsets[i]:][:lengths[i]] to addresses[i] (GIL released).");
   py::class_<py_node>(m, "Node", "A connection to a node (see hybridcache.connect).")
       .def(py::init<const std::string&, const std::string&, double>(), py::arg("address"),
            py::arg("token"), py::arg("timeout"))
@@ -532,5 +720,6 @@ PYBIND11_MODULE(_native, m) {
       .def("stats", &py_node::stats)
       .def("inspect", &py_node::inspect)
       .def("drain", &py_node::drain)
-      .def("open", &py_node::open, py::arg("spec"));
+      .def("open", &py_node::open, py::arg("spec"))
+      .def("store", &py_node::store, py::arg("identity"));
 }

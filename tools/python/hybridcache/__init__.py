@@ -15,17 +15,22 @@ to it over its Cap'n Proto protocol (version 2) through the C++ client::
 
 Commands are one class per kind (`hybridcache.cmd`), result bodies one class per kind
 (`hybridcache.res`); a result's `body` is None for the kinds that only succeed or fail.
+The node's L3 store is open to external clients (SGLang's HiCache storage backend,
+`hybridcache.sglang`) through `Node.store(identity)`: values move through a shared-memory
+arena (`Store.arena`), each byte crossing the process boundary once.
+
 Errors are exceptions derived from `hybridcache.Error` (one class per error family);
 every call releases the GIL while it waits and gives up after the connection's timeout
-(`hybridcache.Timeout`). A connection may be used from several threads: its calls are
-queued on the connection's own I/O thread.
+(`hybridcache.Timeout`; the call is cancelled and the connection stays usable). A
+connection may be used from several threads: its calls are queued on the connection's own
+I/O thread.
 """
 
 from __future__ import annotations
 
 import json
 import mmap
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import _native
 from ._native import (  # noqa: F401  (re-exported)
@@ -39,6 +44,8 @@ from ._native import (  # noqa: F401  (re-exported)
     PingReply,
     PoolInfo,
     PoolState,
+    Sidecar,
+    StorePool,
     Strategy,
     Timeout,
     Unavailable,
@@ -49,8 +56,40 @@ from ._native import (  # noqa: F401  (re-exported)
 __all__ = [
     "connect", "Node", "Session", "InstanceSpec", "Strategy", "CommandResult", "PoolState",
     "PoolInfo", "PingReply", "cmd", "res", "Error", "InvalidArgument", "InvalidConfig",
-    "NotFound", "OutOfMemory", "Unavailable", "Timeout", "DEFAULT_SOCKET",
+    "NotFound", "OutOfMemory", "Unavailable", "Timeout", "DEFAULT_SOCKET", "Store",
+    "StorePool", "Sidecar", "ExistsReply", "Segment", "Entry", "copy_in", "copy_out",
 ]
+
+#: A byte range of a Store's arena: (offset, length).
+Segment = Tuple[int, int]
+#: One value of a Store call: (key, segments); the value is the segments' concatenation.
+Entry = Tuple[str, Sequence[Segment]]
+
+
+def copy_in(buffer, offsets: Sequence[int], addresses: Sequence[int],
+            lengths: Sequence[int]) -> None:
+    """Copies ``lengths[i]`` bytes from raw address ``addresses[i]`` into
+    ``buffer[offsets[i]:]`` for every i, with the GIL released.
+
+    ``buffer`` is any writable buffer (a Store's :attr:`Store.arena`); its ranges are
+    checked (InvalidArgument). The addresses are the caller's promise, as with
+    ``ctypes.memmove``: host-pool pointers from SGLang's ``get_page_buffer_meta`` or a
+    tensor's ``data_ptr()``.
+    """
+    _native.copy_in(buffer, list(offsets), list(addresses), list(lengths))
+
+
+def copy_out(buffer, offsets: Sequence[int], addresses: Sequence[int],
+             lengths: Sequence[int]) -> None:
+    """Copies ``buffer[offsets[i]:][:lengths[i]]`` to raw address ``addresses[i]`` for every
+    i, with the GIL released (the mirror of :func:`copy_in`)."""
+    _native.copy_out(buffer, list(offsets), list(addresses), list(lengths))
+
+
+def _map_shm(name: str, size: int) -> mmap.mmap:
+    # POSIX shared memory is a file under /dev/shm: map it, nothing is copied.
+    with open("/dev/shm" + name, "r+b") as f:
+        return mmap.mmap(f.fileno(), size)
 
 #: The socket a node listens on by default (hybridcached --socket).
 DEFAULT_SOCKET = "/tmp/hybridcache.sock"
@@ -73,9 +112,7 @@ class Session:
                                   "(kv_bytes_per_token / ssm_slot_bytes is 0)")
         m = self._maps.get(name)
         if m is None:
-            # POSIX shared memory is a file under /dev/shm: map it, nothing is copied.
-            with open("/dev/shm" + name, "r+b") as f:
-                m = mmap.mmap(f.fileno(), size)
+            m = _map_shm(name, size)
             self._maps[name] = m
         return memoryview(m)
 
@@ -146,6 +183,91 @@ class Session:
             self.close()
 
 
+class ExistsReply(NamedTuple):
+    """What :meth:`Store.exists` answers."""
+
+    #: The leading run of KV page keys present in the store.
+    kv_hit_pages: int
+    #: Every prefix length in pages that the sidecar pools can restore too, ascending
+    #: (sparse for TRAILING_PAGES pools; TP ranks intersect these sets).
+    restorable_pages: List[int]
+
+
+class Store:
+    """The node's L3 store under one identity (SGLang's HiCache storage surface).
+
+    Values are byte strings under the caller's keys, in two pools (``StorePool.KV_PAGE``,
+    ``StorePool.SSM_STATE``), kept apart from other identities and from the node's own
+    keys. Bytes move through :attr:`arena`, node-owned shared memory mapped here: write a
+    value's bytes into the arena and :meth:`set` it by segments, or :meth:`get` values
+    into arena segments and read them there. The node owns eviction.
+
+    A call that timed out may still touch its arena ranges on the node: close the store
+    and open another rather than reuse them. Not for concurrent use of the same arena
+    ranges from several threads (the caller owns the arena's layout).
+    """
+
+    def __init__(self, native: _native.Store):
+        self._s = native
+        self._map: Optional[mmap.mmap] = _map_shm(native.arena_name, native.arena_bytes)
+
+    @property
+    def arena(self) -> memoryview:
+        """The arena, mapped (writable, zero-copy); stays valid after :meth:`close`."""
+        if self._map is None:
+            raise NotFound("not_found: this Store was closed")
+        return memoryview(self._map)
+
+    @property
+    def arena_bytes(self) -> int:
+        """The arena's size in bytes (hybridcached --store-arena-bytes)."""
+        return self._s.arena_bytes
+
+    def arena_array(self):
+        """The arena as a NumPy uint8 array over the same memory (NumPy imported on use)."""
+        import numpy
+
+        return numpy.frombuffer(self.arena, dtype=numpy.uint8)
+
+    def exists(self, kv_keys: Sequence[str],
+               sidecars: Iterable[Sidecar] = ()) -> ExistsReply:
+        """SGLang's ``batch_exists_v2``: the leading run of present KV page keys, and every
+        prefix length the sidecar pools (e.g. ``Sidecar(StorePool.SSM_STATE, trailing=True,
+        n=1)``: the SSM state stored under a page's key) allow to restore."""
+        hit, restorable = self._s.exists(list(kv_keys), list(sidecars))
+        return ExistsReply(hit, list(restorable))
+
+    def get(self, pool: StorePool, entries: Sequence[Entry]) -> List[bool]:
+        """Reads each value into its arena segments; one bool per entry (False: missing,
+        corrupt, or of another length than the segments). Bad segments raise
+        InvalidArgument and nothing is read."""
+        return self._s.get(pool, [(k, list(segs)) for k, segs in entries])
+
+    def set(self, pool: StorePool, entries: Sequence[Entry]) -> List[bool]:
+        """Writes each value from its arena segments (idempotent); one bool per entry."""
+        return self._s.set(pool, [(k, list(segs)) for k, segs in entries])
+
+    def clear(self) -> int:
+        """Erases every value under this store's identity (both pools); returns how many."""
+        return self._s.clear()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return self._s.closed
+
+    def close(self) -> None:
+        """Releases the store and its arena on the node (the local mapping stays until the
+        last view of it goes)."""
+        self._s.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 class Node:
     """A connection to a node (see :func:`connect`)."""
 
@@ -178,6 +300,11 @@ class Node:
         """Opens a session on the instance ``spec`` names (created on first use)."""
         return Session(self._n.open(spec))
 
+    def store(self, identity: str) -> Store:
+        """Opens the node's L3 store under ``identity`` (1..256 printable characters: the
+        model, rank coordinate and layout that keep two clients' values apart)."""
+        return Store(self._n.store(identity))
+
     def close(self) -> None:
         """Drops the connection (its sessions stay usable until they are closed)."""
         self._native = None
@@ -195,7 +322,8 @@ def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
 
     socket: the node's Unix socket (default ``DEFAULT_SOCKET`` when ``tcp`` is not given).
     tcp: ``"host:port"`` of a node serving TCP; needs ``token_file`` (the shared secret).
-    timeout: seconds every call waits at most (raises ``Timeout``); must be > 0.
+    timeout: seconds the connect and every call wait at most (raises ``Timeout``; the call
+        is cancelled and the connection stays usable); must be > 0.
     Raises Unavailable when no node answers, InvalidArgument for bad arguments.
     """
     if socket is not None and tcp is not None:

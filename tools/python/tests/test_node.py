@@ -3,15 +3,12 @@ socket): node calls, a session's steps with the v2 command kinds, typed errors, 
 several Python threads sharing one connection."""
 
 import os
-import shutil
-import subprocess
-import tempfile
 import threading
-import time
 import unittest
 
 import hybridcache
 from hybridcache import cmd, res
+from node_process import NodeProcess
 
 
 def small_spec(model="py-model"):
@@ -23,35 +20,6 @@ def small_spec(model="py-model"):
     spec.ssm_slot_bytes = 64
     spec.kv_bytes_per_token = 8
     return spec
-
-
-class NodeProcess:
-    """hybridcached on a temporary socket and data directory."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="hc-py-")
-        self.socket = os.path.join(self.dir, "node.sock")
-        daemon = os.environ["HC_DAEMON"]
-        self.log = open(os.path.join(self.dir, "log"), "w")
-        self.proc = subprocess.Popen(
-            [daemon, "--socket", self.socket, "--metrics", "off", "--data-dir",
-             os.path.join(self.dir, "data")], stdout=self.log, stderr=subprocess.STDOUT)
-        # Process start: a bounded wait for the socket (not a correctness timing).
-        for _ in range(600):
-            if os.path.exists(self.socket):
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("hybridcached did not start")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=60)
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class NodeTest(unittest.TestCase):

@@ -1,0 +1,384 @@
+"""The SGLang HiCache backend (hybridcache.sglang.HybridCacheStorage) against a real
+hybridcached, driven the way SGLang's HybridCacheController drives a dynamic backend at
+d72314808 (reference/integration.md §0.3): attach (constructor, the HostPoolGroup, then each
+pool through v2 after the threads started), backup per node (the Mamba state through
+batch_set_v2 first, then the KV pages in 128-page batches), prefetch (batch_exists_v2 with
+a placeholder Mamba transfer, the KV pages, then batch_get_v2 with the Mamba key moved to
+the last hit page), for page_first and page_first_direct host pools, v0 and v1 KV calls."""
+
+import hashlib
+import importlib
+import os
+import random
+import subprocess
+import sys
+import threading
+import unittest
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+from node_process import NodeProcess
+
+if torch is not None:
+    import sglang_fakes as sg
+
+BATCH = 128  # SGLang's STORAGE_BATCH_SIZE
+PAGE = 4     # tokens per page (1 KiB of KV with the fake pool's defaults)
+ARENA = 64 * 1024
+LAYOUTS = ("page_first", "page_first_direct")
+
+
+def chain_keys(n, seed):
+    """n page keys as SGLang makes them: a SHA-256 chain, 64 hex characters each."""
+    rnd, prior, keys = random.Random(seed), b"", []
+    for _ in range(n):
+        h = hashlib.sha256(prior + bytes(rnd.getrandbits(8) for _ in range(4 * PAGE)))
+        prior = h.digest()
+        keys.append(h.hexdigest())
+    return keys
+
+
+def token_indices(pages):
+    """host_indices of pages (token slots, page_size per page), as SGLang passes them."""
+    return torch.cat([torch.arange(p * PAGE, (p + 1) * PAGE, dtype=torch.int64) for p in pages])
+
+
+@unittest.skipIf(torch is None, "python3-torch is not installed (scripts/install-deps.sh "
+                                "installs it): the fake host pools are torch tensors")
+class SGLangBackendTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # A 64 KiB arena per Store: a 128-page batch (128 KiB here) takes two trips.
+        cls.node = NodeProcess("--store-arena-bytes", str(ARENA))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+
+    # ---- SGLang's side of the calls ---------------------------------------------------------
+
+    def attach(self, layout="page_first_direct", v1=True, tp_rank=0, tp_size=1, pages=1024,
+               slots=16, **options):
+        """Controller attach order (§0.3): constructor, register_mem_pool_host(group),
+        storage threads start, then register_mem_host_pool_v2 for kv and mamba."""
+        extra = {"backend_name": "hybridcache", "module_path": "hybridcache.sglang",
+                 "class_name": "HybridCacheStorage", "socket": self.node.socket, "timeout": 5}
+        if v1:
+            extra["interface_v1"] = 1
+        extra.update(options)
+        cfg = sg.HiCacheStorageConfig(tp_rank=tp_rank, tp_size=tp_size,
+                                      is_page_first_layout=layout == "page_first",
+                                      extra_config=extra)
+        # What SGLang's dynamic factory does: import module_path, take class_name, and
+        # construct it with (storage_config, kwargs) where kwargs is {}.
+        cls = getattr(importlib.import_module(extra["module_path"]), extra["class_name"])
+        backend = cls(cfg, {})
+        group, kv, mamba = sg.hybrid_group(layout, pages, PAGE, slots)
+        backend.register_mem_pool_host(group)
+        backend.register_mem_host_pool_v2(kv, sg.PoolName.KV)
+        backend.register_mem_host_pool_v2(mamba, sg.PoolName.MAMBA)
+        self.addCleanup(backend.close)
+        return backend, group, kv, mamba
+
+    @staticmethod
+    def fill(kv, mamba, pages, slot, seed):
+        g = torch.Generator().manual_seed(seed)
+        for p in pages:
+            page = kv.get_dummy_flat_data_page()
+            page.copy_(torch.randn(page.shape, generator=g).to(page.dtype))
+            kv.set_from_flat_data_page(p * PAGE, page)
+        if slot is not None:
+            mamba.temporal_buffer[slot].copy_(torch.randn(mamba.temporal_buffer[slot].shape,
+                                                          generator=g))
+            for c in mamba.conv_buffer:
+                c[slot].copy_(torch.randn(c[slot].shape, generator=g).to(c.dtype))
+
+    @staticmethod
+    def same_page(kv, a, b):
+        return torch.equal(kv.get_data_page(a * PAGE).view(torch.int16),
+                           kv.get_data_page(b * PAGE).view(torch.int16))
+
+    @staticmethod
+    def same_slot(mamba, a, b):
+        return torch.equal(mamba.get_data_page(a), mamba.get_data_page(b))
+
+    def backup(self, backend, kv, keys, pages, slot, v1=True):
+        """_page_backup of one node: Mamba first (batch_set_v2), then KV in 128-page batches,
+        stopping at the first failed batch. Returns (mamba ok, KV pages written)."""
+        mamba_ok = None
+        if slot is not None:
+            r = backend.batch_set_v2([sg.PoolTransfer(
+                name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
+                keys=[keys[-1]], host_indices=torch.tensor([slot]))], None)
+            mamba_ok = r[sg.PoolName.MAMBA.value]
+        written = 0
+        for b in range(0, len(keys), BATCH):
+            bk, bp = keys[b:b + BATCH], pages[b:b + BATCH]
+            if v1:
+                ok = all(backend.batch_set_v1(bk, token_indices(bp), None))
+            else:
+                ok = backend.batch_set(bk, [kv.get_data_page(p * PAGE, flat=True) for p in bp])
+            if not ok:
+                break
+            written += len(bk)
+        return mamba_ok, written
+
+    def prefetch(self, backend, kv, keys, pages, slot, v1=True):
+        """Hit query, then the KV reads, then (only if every KV page arrived) the Mamba
+        state under the last hit page's key. Returns (hit, KV pages read, mamba ok)."""
+        q = backend.batch_exists_v2(keys, [sg.PoolTransfer(
+            name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
+            keys=["__placeholder__"], host_indices=torch.tensor([slot]))], None)
+        hit = q.kv_hit_pages
+        read = 0
+        for b in range(0, hit, BATCH):
+            bk, bp = keys[b:min(b + BATCH, hit)], pages[b:min(b + BATCH, hit)]
+            if v1:
+                got = backend.batch_get_v1(bk, token_indices(bp), None)
+                n = got.index(False) if False in got else len(got)
+            else:
+                got = backend.batch_get(bk, [kv.get_dummy_flat_data_page() for _ in bk])
+                n = got.index(None) if None in got else len(got)
+                for i in range(n):
+                    kv.set_from_flat_data_page(bp[i] * PAGE, got[i])
+            read += n
+            if n < len(bk):
+                break
+        mamba_ok = None
+        if hit and read == hit:
+            r = backend.batch_get_v2([sg.PoolTransfer(
+                name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
+                keys=[keys[hit - 1]], host_indices=torch.tensor([slot]))], None)
+            mamba_ok = r[sg.PoolName.MAMBA.value]
+        return hit, read, mamba_ok
+
+    # ---- the contract ---------------------------------------------------------------------------
+
+    def test_round_trips_byte_for_byte_in_both_layouts_v0_and_v1(self):
+        for layout in LAYOUTS:
+            for v1 in (True, False):
+                with self.subTest(layout=layout, v1=v1):
+                    backend, _, kv, mamba = self.attach(layout, v1)
+                    n = 300  # batches of 128, 128, 44
+                    keys = chain_keys(n, seed=hash((layout, v1)) & 0xffff)
+                    src = list(range(n))
+                    self.fill(kv, mamba, src, slot=1, seed=1)
+                    self.assertEqual(self.backup(backend, kv, keys, src, 1, v1), ([True], n))
+                    dst = list(range(400, 400 + n))
+                    hit, read, mamba_ok = self.prefetch(backend, kv, keys, dst, 2, v1)
+                    self.assertEqual((hit, read, mamba_ok), (n, n, [True]))
+                    self.assertTrue(all(self.same_page(kv, a, b) for a, b in zip(src, dst)))
+                    self.assertTrue(self.same_slot(mamba, 1, 2))
+                    stats = backend.get_stats()
+                    self.assertEqual((stats.pages_set, stats.pages_got), (n, n))
+                    self.assertEqual((stats.states_set, stats.states_got), (1, 1))
+                    self.assertEqual(sum(stats.backup_pgs), n)
+                    self.assertEqual(backend.get_stats().backup_pgs, [], "get_stats empties lists")
+
+    def test_v0_and_v1_share_values(self):
+        backend, _, kv, mamba = self.attach("page_first", v1=True)
+        keys = chain_keys(5, seed=77)
+        self.fill(kv, mamba, range(5), None, seed=2)
+        self.assertEqual(self.backup(backend, kv, keys, list(range(5)), None, v1=False)[1], 5)
+        self.assertEqual(backend.batch_get_v1(keys, token_indices(range(10, 15))), [True] * 5)
+        self.assertTrue(all(self.same_page(kv, a, a + 10) for a in range(5)))
+
+    def test_a_longer_prefetch_is_truncated_and_the_mamba_key_follows_the_last_hit_page(self):
+        backend, _, kv, mamba = self.attach()
+        keys = chain_keys(30, seed=3)
+        # Node A: pages 0..9 with its state at page 9; node B: pages 10..19, state at 19.
+        self.fill(kv, mamba, range(20), 1, seed=3)
+        self.backup(backend, kv, keys[:10], list(range(10)), 1)
+        self.fill(kv, mamba, [], 2, seed=4)
+        self.backup(backend, kv, keys[10:20], list(range(10, 20)), 2)
+        # Asking for 30 pages: 20 are there, and page 19 holds a state.
+        hit, read, ok = self.prefetch(backend, kv, keys, list(range(100, 130)), 5)
+        self.assertEqual((hit, read, ok), (20, 20, [True]))
+        self.assertTrue(self.same_slot(mamba, 2, 5), "the state of the last hit page")
+        # 15 pages: KV hits 15, but the deepest state is at page 9 -> clamped to 10.
+        q = backend.batch_exists_v2(keys[:15], [sg.PoolTransfer(
+            name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
+            keys=["__placeholder__"], host_indices=torch.tensor([6]))])
+        self.assertEqual(q.kv_hit_pages, 10)
+        self.assertEqual(q.restorable_prefix_pages, [10])
+        self.assertEqual(q.extra_pool_hit_pages, {"mamba": 10})
+        # 5 pages: no state at or before page 4 -> nothing to restore.
+        self.assertEqual(self.prefetch(backend, kv, keys[:5], list(range(200, 205)), 7),
+                         (0, 0, None))
+        # KV only (no sidecar transfer): the leading run, both forms.
+        self.assertEqual(backend.batch_exists(keys), 20)
+        self.assertEqual(backend.batch_exists_v2(keys, None).kv_hit_pages, 20)
+
+    def test_partial_failures_are_positional(self):
+        backend, _, kv, mamba = self.attach()
+        keys = chain_keys(6, seed=5)
+        self.fill(kv, mamba, range(6), None, seed=5)
+        stored = [0, 2, 4]
+        self.assertEqual(backend.batch_set_v1([keys[i] for i in stored], token_indices(stored)),
+                         [True] * 3)
+        self.assertEqual(backend.batch_get_v1(keys, token_indices(range(50, 56))),
+                         [True, False, True, False, True, False])
+        got = backend.batch_get(keys[:2], [kv.get_dummy_flat_data_page() for _ in range(2)])
+        self.assertIsNotNone(got[0])
+        self.assertIsNone(got[1])
+        # A pool this backend does not store, and a pool nobody registered: False, no raise.
+        r = backend.batch_set_v2([
+            sg.PoolTransfer(name=sg.PoolName.SWA, keys=[keys[0]], host_indices=torch.tensor([0])),
+            sg.PoolTransfer(name=sg.PoolName.MAMBA, keys=[keys[0]], host_indices=torch.tensor([3]),
+                            hit_policy=sg.PoolHitPolicy.TRAILING_PAGES)])
+        self.assertEqual(r, {"swa": [False], "mamba": [True]})
+        self.assertEqual(backend.batch_get_v2([sg.PoolTransfer(
+            name=sg.PoolName.MAMBA, keys=[keys[1]], host_indices=torch.tensor([4]))]),
+            {"mamba": [False]})
+        self.assertEqual(backend.batch_exists_v2(keys, [sg.PoolTransfer(
+            name=sg.PoolName.SWA, keys=["x"])]).kv_hit_pages, 0, "an unstored pool restores nothing")
+
+    def test_single_key_calls_and_clear(self):
+        backend, _, kv, mamba = self.attach("page_first", v1=False)
+        key = chain_keys(1, seed=6)[0]
+        self.fill(kv, mamba, [0], None, seed=6)
+        self.assertFalse(backend.exists(key))
+        self.assertIsNone(backend.get(key, kv.get_dummy_flat_data_page()))
+        self.assertTrue(backend.set(key, kv.get_data_page(0)))
+        self.assertTrue(backend.set(key, kv.get_data_page(0)), "set is idempotent")
+        self.assertTrue(backend.exists(key))
+        page = backend.get(key, kv.get_dummy_flat_data_page())
+        self.assertTrue(torch.equal(page, kv.get_data_page(0)))
+        other, _, okv, om = self.attach("page_first", v1=False, tp_rank=1, tp_size=2)
+        self.fill(okv, om, [0], None, seed=7)
+        self.assertTrue(other.set(key, okv.get_data_page(0)))
+        backend.clear()
+        self.assertFalse(backend.exists(key))
+        self.assertTrue(other.exists(key), "clear erases its own identity only")
+
+    def test_two_ranks_keep_their_own_shards(self):
+        r0, _, kv0, m0 = self.attach(tp_rank=0, tp_size=2)
+        r1, _, kv1, m1 = self.attach(tp_rank=1, tp_size=2)
+        keys = chain_keys(8, seed=8)
+        self.fill(kv0, m0, range(8), 1, seed=80)
+        self.fill(kv1, m1, range(8), 1, seed=81)
+        self.backup(r0, kv0, keys, list(range(8)), 1)
+        self.assertEqual(r1.batch_exists(keys), 0, "rank 1 sees none of rank 0's values")
+        self.backup(r1, kv1, keys, list(range(8)), 1)
+        self.assertEqual(self.prefetch(r0, kv0, keys, list(range(20, 28)), 2), (8, 8, [True]))
+        self.assertEqual(self.prefetch(r1, kv1, keys, list(range(20, 28)), 2), (8, 8, [True]))
+        self.assertTrue(all(self.same_page(kv0, a, a + 20) for a in range(8)))
+        self.assertTrue(all(self.same_page(kv1, a, a + 20) for a in range(8)))
+        self.assertFalse(self.same_page(kv0, 20, 0) and self.same_page(kv1, 20, 0) and
+                         torch.equal(kv0.get_data_page(0), kv1.get_data_page(0)))
+
+    def test_three_threads_at_once(self):
+        backend, _, kv, mamba = self.attach(pages=4096, slots=64)
+        nodes = 12
+        per = 40
+        keys = chain_keys(nodes * per, seed=9)
+        self.fill(kv, mamba, range(nodes * per), None, seed=9)
+        for i in range(nodes):
+            self.fill(kv, mamba, [], 1 + i, seed=100 + i)
+        errors = []
+        backed_up = threading.Semaphore(0)
+
+        def backup_thread():
+            for i in range(nodes):
+                ks = keys[:(i + 1) * per]  # each node extends the previous one
+                pages = list(range(i * per, (i + 1) * per))
+                m, w = self.backup(backend, kv, ks[i * per:], pages, None)
+                r = backend.batch_set_v2([sg.PoolTransfer(
+                    name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
+                    keys=[ks[-1]], host_indices=torch.tensor([1 + i]))])
+                if w != per or r != {"mamba": [True]}:
+                    errors.append(("backup", i, w, r))
+                backed_up.release()
+
+        def prefetch_thread():
+            seen = 0
+            while seen < nodes:
+                backed_up.acquire()
+                seen += 1
+                q = backend.batch_exists_v2(keys, [sg.PoolTransfer(
+                    name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
+                    keys=["__placeholder__"], host_indices=torch.tensor([0]))])
+                if q.kv_hit_pages < seen * per or q.kv_hit_pages % per:
+                    errors.append(("exists", seen, q.kv_hit_pages))
+
+        def io_thread():
+            # Reads what is stored already into pages of its own, while the others run.
+            for _ in range(30):
+                hit = backend.batch_exists(keys)
+                if hit == 0:
+                    continue
+                dst = list(range(2048, 2048 + hit))
+                got = []
+                for b in range(0, hit, BATCH):
+                    got += backend.batch_get_v1(keys[b:min(b + BATCH, hit)],
+                                                token_indices(dst[b:min(b + BATCH, hit)]))
+                if not all(got) or not all(self.same_page(kv, a, 2048 + a) for a in range(hit)):
+                    errors.append(("io", hit, got.count(False)))
+
+        threads = [threading.Thread(target=f) for f in (backup_thread, prefetch_thread, io_thread)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        hit, read, ok = self.prefetch(backend, kv, keys, list(range(3000, 3000 + nodes * per)), 63)
+        self.assertEqual((hit, read, ok), (nodes * per, nodes * per, [True]))
+        self.assertTrue(self.same_slot(mamba, nodes, 63))
+
+    def test_a_node_restart_fails_fast_then_recovers(self):
+        backend, _, kv, mamba = self.attach(timeout=2, reconnect_interval=0.05)
+        keys = chain_keys(10, seed=10)
+        self.fill(kv, mamba, range(10), 1, seed=10)
+        self.assertEqual(self.backup(backend, kv, keys, list(range(10)), 1), ([True], 10))
+        self.node.halt()
+        try:
+            # Every call answers a miss / False instead of raising or hanging.
+            self.assertEqual(backend.batch_exists(keys), 0)
+            self.assertEqual(self.prefetch(backend, kv, keys, list(range(20, 30)), 2),
+                             (0, 0, None))
+            self.assertEqual(backend.batch_set_v1(keys[:2], token_indices([0, 1])), [False] * 2)
+            self.assertFalse(backend.batch_set(keys[:1], [kv.get_data_page(0)]))
+            self.assertEqual(backend.batch_get_v1(keys[:1], token_indices([20])), [False])
+            self.assertEqual(backend.batch_get_v2([sg.PoolTransfer(
+                name=sg.PoolName.MAMBA, keys=[keys[-1]], host_indices=torch.tensor([2]))]),
+                {"mamba": [False]})
+            self.assertGreater(backend.get_stats().failed_calls, 0)
+        finally:
+            self.node.start()
+        # Back: the backend reconnects by itself; the values survived the clean restart.
+        for _ in range(200):
+            if backend.batch_exists(keys) == 10:
+                break
+            threading.Event().wait(0.05)  # the reconnect interval
+        self.assertEqual(self.prefetch(backend, kv, keys, list(range(20, 30)), 2), (10, 10, [True]))
+        self.assertTrue(all(self.same_page(kv, a, a + 20) for a in range(10)))
+        self.assertGreaterEqual(backend.get_stats().reconnects, 1)
+
+    def test_a_batch_larger_than_the_arena_is_split_and_an_oversize_value_refused(self):
+        backend, _, kv, mamba = self.attach()
+        self.assertLess(ARENA, BATCH * kv.page_bytes(), "batches above take several trips")
+        keys = chain_keys(2, seed=11)
+        self.assertFalse(backend.batch_set(keys[:1], [torch.zeros(ARENA + 2, dtype=torch.uint8)]))
+        self.assertTrue(backend.batch_set(keys[1:], [torch.ones(ARENA, dtype=torch.uint8)]))
+        self.assertEqual(backend.batch_exists(keys[1:]), 1)
+
+    def test_the_module_does_not_import_torch(self):
+        out = subprocess.run(
+            [sys.executable, "-c",
+             "import sys, hybridcache.sglang; print('torch' in sys.modules)"],
+            capture_output=True, text=True, check=True, env=dict(os.environ))
+        self.assertEqual(out.stdout.strip(), "False")
+
+    def test_bad_options_are_refused_at_construction(self):
+        from hybridcache.sglang import HybridCacheStorage
+        with self.assertRaises(ValueError):
+            HybridCacheStorage(sg.HiCacheStorageConfig(extra_config={"timeout": 0}), {})
+        with self.assertRaises(ValueError):
+            HybridCacheStorage(sg.HiCacheStorageConfig(extra_config={"tcp": "h:1"}), {})
+
+
+if __name__ == "__main__":
+    unittest.main()
