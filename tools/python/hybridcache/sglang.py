@@ -513,7 +513,11 @@ class HybridCacheStorage(_Base):
         if pool is None:
             logger.error("hybridcache: no KV host pool registered")
             return None
-        return self._segments(pool, len(keys), host_indices)
+        try:
+            return self._segments(pool, len(keys), host_indices)
+        except Exception as e:  # a pool that cannot give pointers: misses, never a raise
+            logger.error("hybridcache: KV page pointers: %s", e)
+            return None
 
     def batch_set_v1(self, keys: List[str], host_indices: Any,
                      extra_info: Any = None) -> List[bool]:
@@ -540,7 +544,12 @@ class HybridCacheStorage(_Base):
                              name, "not registered" if pool is None else "not stored here")
                 out[name] = [False] * len(keys)
                 continue
-            values = self._segments(pool, len(keys), t.host_indices)
+            try:
+                values = self._segments(pool, len(keys), t.host_indices)
+            except Exception as e:  # a pool that cannot give pointers: False, never a raise
+                logger.error("hybridcache: %s pointers: %s", name, e)
+                out[name] = [False] * len(keys)
+                continue
             out[name] = (self._fetch if fetch else self._put)(name, keys, values)
         return out
 

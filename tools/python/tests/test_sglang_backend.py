@@ -235,6 +235,10 @@ class SGLangBackendTest(unittest.TestCase):
             {"mamba": [False]})
         self.assertEqual(backend.batch_exists_v2(keys, [sg.PoolTransfer(
             name=sg.PoolName.SWA, keys=["x"])]).kv_hit_pages, 0, "an unstored pool restores nothing")
+        # Indices the pool cannot serve (a non-tensor): False for the batch, no exception.
+        self.assertEqual(backend.batch_set_v1(keys[:1], None), [False])
+        self.assertEqual(backend.batch_get_v2([sg.PoolTransfer(
+            name=sg.PoolName.MAMBA, keys=[keys[0]], host_indices=object())]), {"mamba": [False]})
 
     def test_single_key_calls_and_clear(self):
         backend, _, kv, mamba = self.attach("page_first", v1=False)
