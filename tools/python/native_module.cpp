@@ -226,6 +226,28 @@ class py_session {
   pool_info pools() {
     return conn_->call<pool_info>([box = box_] { return box->live().pools(); });
   }
+  py::bytes read_slot(slot_id slot) {
+    auto b = conn_->call<std::vector<std::byte>>(
+        [box = box_, slot] { return value_or_raise(box->live().read_slot(slot)); });
+    return {reinterpret_cast<const char*>(b.data()), b.size()};
+  }
+  void write_slot(slot_id slot, const std::string& data) {
+    conn_->call<int>([box = box_, slot, data] {
+      ok_or_raise(box->live().write_slot(slot, std::as_bytes(std::span(data))));
+      return 0;
+    });
+  }
+  py::bytes read_kv_page(std::uint64_t page) {
+    auto b = conn_->call<std::vector<std::byte>>(
+        [box = box_, page] { return value_or_raise(box->live().read_kv_page(page)); });
+    return {reinterpret_cast<const char*>(b.data()), b.size()};
+  }
+  void write_kv_page(std::uint64_t page, const std::string& data) {
+    conn_->call<int>([box = box_, page, data] {
+      ok_or_raise(box->live().write_kv_page(page, std::as_bytes(std::span(data))));
+      return 0;
+    });
+  }
   void close() {
     if (closed_) return;
     closed_ = true;
@@ -673,6 +695,10 @@ PYBIND11_MODULE(_native, m) {
       .def("begin_forward", &py_session::begin_forward, py::arg("batch"))
       .def("end_forward", &py_session::end_forward, py::arg("batch"))
       .def("pools", &py_session::pools)
+      .def("read_slot", &py_session::read_slot, py::arg("slot"))
+      .def("write_slot", &py_session::write_slot, py::arg("slot"), py::arg("data"))
+      .def("read_kv_page", &py_session::read_kv_page, py::arg("page"))
+      .def("write_kv_page", &py_session::write_kv_page, py::arg("page"), py::arg("data"))
       .def("close", &py_session::close)
       .def_property_readonly("closed", &py_session::closed);
   py::enum_<store_pool>(m, "StorePool", "Which pool of the Store a value belongs to.")

@@ -167,6 +167,24 @@ class Session:
         """The shared-memory names and sizes of the instance's L1 pools."""
         return self._s.pools()
 
+    def read_slot(self, slot: int) -> bytes:
+        """A copy of one SSM slot's bytes, over the wire (the mapped :meth:`ssm_slot` is
+        the zero-copy way on the same machine)."""
+        return self._s.read_slot(slot)
+
+    def write_slot(self, slot: int, data: bytes) -> None:
+        """Writes one SSM slot's bytes over the wire (``len(data)`` = ``ssm_slot_bytes``)."""
+        self._s.write_slot(slot, bytes(data))
+
+    def read_kv_page(self, page: int) -> bytes:
+        """A copy of one KV page's bytes (page ``page`` = tokens ``page * P`` ...), over the
+        wire."""
+        return self._s.read_kv_page(page)
+
+    def write_kv_page(self, page: int, data: bytes) -> None:
+        """Writes one KV page's bytes over the wire."""
+        self._s.write_kv_page(page, bytes(data))
+
     @property
     def closed(self) -> bool:
         return self._s.closed

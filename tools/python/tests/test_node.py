@@ -90,6 +90,16 @@ class NodeTest(unittest.TestCase):
             s.end_forward(1)
             with self.assertRaises(hybridcache.InvalidArgument):
                 s.ssm_slot(0)
+            # The copying calls over the wire see the same bytes as the mapping.
+            s.write_slot(w, b"\x5a" * info.ssm_slot_bytes)
+            self.assertEqual(bytes(s.ssm_slot(w)), b"\x5a" * info.ssm_slot_bytes)
+            self.assertEqual(s.read_slot(w), b"\x5a" * info.ssm_slot_bytes)
+            page = bytes(range(info.kv_bytes_per_token))  # page size 1: one token
+            s.write_kv_page(3, page)
+            self.assertEqual(s.read_kv_page(3), page)
+            self.assertEqual(bytes(s.kv_pool()[3 * len(page):4 * len(page)]), page)
+            with self.assertRaises(hybridcache.InvalidArgument):
+                s.write_slot(w, b"short")
 
     def test_a_failed_command_is_in_its_result(self):
         with self.connect() as node, node.open(small_spec()) as s:

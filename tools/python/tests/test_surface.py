@@ -13,7 +13,8 @@ from hybridcache import _native
 
 def stub_names():
     path = os.path.join(os.path.dirname(hybridcache.__file__), "_native.pyi")
-    tree = ast.parse(open(path, encoding="utf-8").read())
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
     top, nested = set(), {}
     for node in tree.body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
