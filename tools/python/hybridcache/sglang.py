@@ -352,8 +352,10 @@ class HybridCacheStorage(_Base):
             else:
                 s.bytes_set += nbytes
 
-    def _put(self, pool: str, keys: Sequence[str],
-             values: Sequence[Sequence[Tuple[int, int]]]) -> List[bool]:
+    def _move(self, pool: str, keys: Sequence[str],
+              values: Sequence[Sequence[Tuple[int, int]]], fetch: bool) -> List[bool]:
+        """Sets (host memory -> arena -> L3) or fetches (L3 -> arena -> host memory) values
+        given as (address, length) segments; one bool per value."""
         t0 = time.perf_counter()
         link = self._link()
         if link is None:
@@ -361,38 +363,7 @@ class HybridCacheStorage(_Base):
         which = _hc.StorePool.SSM_STATE if pool == MAMBA else _hc.StorePool.KV_PAGE
         ok: List[bool] = []
         for lo, hi in self._chunks(link, values):
-            offsets, addresses, lengths, entries, at = [], [], [], [], 0
-            for i in range(lo, hi):
-                segs = []
-                for address, n in values[i]:
-                    offsets.append(at)
-                    addresses.append(address)
-                    lengths.append(n)
-                    segs.append((at, n))
-                    at += n
-                entries.append((self._store_key(keys[i], pool), segs))
-            if at > link.arena_bytes:
-                ok.extend([False] * (hi - lo))
-                continue
-            try:
-                _hc.copy_in(link.arena, offsets, addresses, lengths)
-                ok.extend(link.store.set(which, entries))
-            except _hc.Error as e:
-                self._fail(link, e)
-                return ok + [False] * (len(keys) - len(ok))
-        self._count(pool, False, values, ok, time.perf_counter() - t0)
-        return ok
-
-    def _fetch(self, pool: str, keys: Sequence[str],
-               values: Sequence[Sequence[Tuple[int, int]]]) -> List[bool]:
-        t0 = time.perf_counter()
-        link = self._link()
-        if link is None:
-            return [False] * len(keys)
-        which = _hc.StorePool.SSM_STATE if pool == MAMBA else _hc.StorePool.KV_PAGE
-        ok: List[bool] = []
-        for lo, hi in self._chunks(link, values):
-            entries, placed, at = [], [], 0
+            entries, placed, at = [], [], 0  # placed: (value, arena offset, address, length)
             for i in range(lo, hi):
                 segs = []
                 for address, n in values[i]:
@@ -404,15 +375,20 @@ class HybridCacheStorage(_Base):
                 ok.extend([False] * (hi - lo))
                 continue
             try:
-                got = link.store.get(which, entries)
-                back = [(at_, address, n) for i, at_, address, n in placed if got[i - lo]]
-                _hc.copy_out(link.arena, [b[0] for b in back], [b[1] for b in back],
-                             [b[2] for b in back])
+                if fetch:
+                    got = link.store.get(which, entries)
+                    placed = [p for p in placed if got[p[0] - lo]]
+                    _hc.copy_out(link.arena, [p[1] for p in placed], [p[2] for p in placed],
+                                 [p[3] for p in placed])
+                else:
+                    _hc.copy_in(link.arena, [p[1] for p in placed], [p[2] for p in placed],
+                                [p[3] for p in placed])
+                    got = link.store.set(which, entries)
             except _hc.Error as e:
                 self._fail(link, e)
                 return ok + [False] * (len(keys) - len(ok))
             ok.extend(got)
-        self._count(pool, True, values, ok, time.perf_counter() - t0)
+        self._count(pool, fetch, values, ok, time.perf_counter() - t0)
         return ok
 
     def _segments(self, pool: Any, n: int, host_indices: Any) -> List[List[Tuple[int, int]]]:
@@ -523,13 +499,13 @@ class HybridCacheStorage(_Base):
                      extra_info: Any = None) -> List[bool]:
         """Writes KV pages from the host pool (page i at ``host_indices[i * page_size]``)."""
         values = self._kv_values(keys, host_indices)
-        return [False] * len(keys) if values is None else self._put(KV, keys, values)
+        return [False] * len(keys) if values is None else self._move(KV, keys, values, fetch=False)
 
     def batch_get_v1(self, keys: List[str], host_indices: Any,
                      extra_info: Any = None) -> List[bool]:
         """Reads KV pages into the host pool; one bool per page."""
         values = self._kv_values(keys, host_indices)
-        return [False] * len(keys) if values is None else self._fetch(KV, keys, values)
+        return [False] * len(keys) if values is None else self._move(KV, keys, values, fetch=True)
 
     # ---- v2: per-pool transfers -------------------------------------------------------------
 
@@ -550,7 +526,7 @@ class HybridCacheStorage(_Base):
                 logger.error("hybridcache: %s pointers: %s", name, e)
                 out[name] = [False] * len(keys)
                 continue
-            out[name] = (self._fetch if fetch else self._put)(name, keys, values)
+            out[name] = self._move(name, keys, values, fetch)
         return out
 
     def batch_set_v2(self, transfers: List[Any], extra_info: Any = None) -> Dict[str, List[bool]]:
@@ -580,7 +556,7 @@ class HybridCacheStorage(_Base):
         except _hc.Error as e:
             logger.error("hybridcache: %s", e)
             return False
-        return len(keys) == len(segs) and all(self._put(KV, keys, segs))
+        return len(keys) == len(segs) and all(self._move(KV, keys, segs, fetch=False))
 
     def batch_get(self, keys: List[str], target_locations: Any = None,
                   target_sizes: Any = None) -> List[Any]:
@@ -596,7 +572,7 @@ class HybridCacheStorage(_Base):
         except _hc.Error as e:
             logger.error("hybridcache: %s", e)
             return [None] * len(keys)
-        ok = self._fetch(KV, keys, [[(a, n)] for a, n, _ in raws])
+        ok = self._move(KV, keys, [[(a, n)] for a, n, _ in raws], fetch=True)
         return [t if good else None for t, good in zip(target_locations, ok)]
 
     def get(self, key: str, target_location: Any = None, target_sizes: Any = None) -> Any:
