@@ -13,3 +13,26 @@ if(HC_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# HC_FUZZ: the libFuzzer targets of tests/fuzz (clang only; preset `fuzz`). Every source is
+# built with coverage counters and ASan + UBSan, at -O1 with asserts on.
+option(HC_FUZZ "Build the libFuzzer targets (tests/fuzz; clang; preset fuzz)" OFF)
+if(HC_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "HC_FUZZ needs clang (cmake --preset fuzz sets it)")
+  endif()
+  add_compile_options(-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# HC_TSAN: ThreadSanitizer (preset `tsan`). The Debian libraries (CAF, kj, RocksDB) are not
+# instrumented; tests/tsan.supp lists what is suppressed in them and why.
+option(HC_TSAN "Build with ThreadSanitizer (preset tsan)" OFF)
+if(HC_TSAN)
+  if(HC_SANITIZE)
+    message(FATAL_ERROR "HC_TSAN and HC_SANITIZE cannot be combined")
+  endif()
+  add_compile_options(-O1 -g -fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+endif()

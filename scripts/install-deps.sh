@@ -18,6 +18,8 @@ packages=(
   python3-dev python3-pybind11 python3-numpy
   # tensors for the SGLang backend's contract tests (fake host pools are torch tensors)
   python3-torch
+  # the fuzz targets (preset fuzz: clang with libFuzzer and its sanitizer runtimes)
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -132,7 +132,20 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
                                            "'; point --l3-dir at another directory"};
   }
   if (status ls = st->load_index(); !ls) return ls.err();
+  if (cfg.flush_interval.count() > 0)
+    st->flusher_ = std::thread([p = st.get()] { p->flush_loop(); });
   return st;
+}
+
+void rocksdb_store::flush_loop() {
+  std::unique_lock lk(flush_mu_);
+  while (!flush_cv_.wait_for(lk, cfg_.flush_interval, [this] { return stopping_; })) {
+    if (!dirty_.exchange(false)) continue;
+    rocksdb::FlushOptions fo;
+    fo.allow_write_stall = true;  // never wait behind the writers it is flushing for
+    // db_ lives until close() joined this thread. A failed flush is retried next time.
+    if (!db_->Flush(fo, {pages_, states_, meta_}).ok()) dirty_ = true;
+  }
 }
 
 status rocksdb_store::load_index() {
@@ -170,6 +183,14 @@ rocksdb_store::~rocksdb_store() {
 }
 
 status rocksdb_store::close() {
+  if (flusher_.joinable()) {
+    {
+      std::lock_guard fl(flush_mu_);
+      stopping_ = true;
+    }
+    flush_cv_.notify_all();
+    flusher_.join();
+  }
   std::lock_guard lk(mu_);
   if (!db_) return {};
   rocksdb::FlushOptions fo;
@@ -210,6 +231,7 @@ status rocksdb_store::drop_locked(const std::vector<std::string>& full_keys) {
     index_.erase(it);
   }
   rocksdb::Status s = db_->Write(write_options(), &batch);
+  dirty_ = true;
   if (!s.ok()) return io(s, "L3 store: delete failed");
   return {};
 }
@@ -245,6 +267,7 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
   (void)batch.Put(family(pool), slice(key), slice(std::span<const std::byte>(stored)));
   (void)batch.Put(meta_, slice(recency_key(full)), slice(recency_value(e.size, e.seq)));
   rocksdb::Status s = db_->Write(write_options(), &batch);
+  dirty_ = true;
   if (!s.ok()) return io(s, "L3 store: write failed");
   index_.emplace(full, e);
   by_seq_.emplace(e.seq, full);

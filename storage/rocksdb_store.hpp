@@ -5,10 +5,11 @@
 // l3_store.hpp; tests/storage/store_contract_test.cpp runs it against this class).
 //
 // Durability: cache data is reconstructible, so writes skip the WAL (floors.md §7: the WAL
-// doubles the bytes written). What is in the memtables reaches disk on close() (and on
-// RocksDB's own flushes); a crash loses at most the unflushed tail — never a value's
-// integrity, because a value and its recency record are written in one batch and every
-// value carries its own checksum.
+// doubles the bytes written). What is in the memtables reaches disk on close(), on
+// RocksDB's own flushes (a full memtable) and every `flush_interval` when something was
+// written; a crash (kill -9, power loss) loses at most the writes of the last interval —
+// never a value's integrity, because a value and its recency record are written in one
+// batch and every value carries its own checksum (tools/crash_test.sh checks both).
 //
 // Recency and capacity: an in-memory index (key → size, access sequence), rebuilt at open
 // from the metadata column family, orders the LRU; `capacity_bytes` counts live values
@@ -17,12 +18,16 @@
 //
 // Thread safety: safe for concurrent use (RocksDB is; the index has a mutex).
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "storage/l3_store.hpp"
@@ -45,6 +50,10 @@ struct rocksdb_store_config {
   /// Memtable size per column family; puts stall while a full memtable flushes
   /// (floors.md §7), so it stays moderate. Default 32 MiB.
   std::uint64_t write_buffer_bytes = 32ull << 20;
+  /// A background flush of the memtables this often when something was written since the
+  /// last one: bounds what a crash loses. 0 = none (only full memtables and close flush).
+  /// Default 5 s.
+  std::chrono::milliseconds flush_interval{5000};
 };
 
 class rocksdb_store final : public l3_store {
@@ -81,6 +90,8 @@ class rocksdb_store final : public l3_store {
   /// Deletes value + recency record of the given index entries in one batch.
   status drop_locked(const std::vector<std::string>& full_keys);
   void touch_locked(index_map::iterator it);
+  /// The background flusher (flush_interval): flushes when dirty_, until close().
+  void flush_loop();
 
   rocksdb_store_config cfg_;
   std::unique_ptr<rocksdb::DB> db_;
@@ -94,6 +105,12 @@ class rocksdb_store final : public l3_store {
   std::map<std::uint64_t, std::string> by_seq_;  ///< seq → full key (front = least recent)
   std::uint64_t next_seq_ = 1;
   l3_usage usage_;
+
+  std::atomic<bool> dirty_{false};  ///< written since the last background flush
+  std::mutex flush_mu_;
+  std::condition_variable flush_cv_;
+  bool stopping_ = false;  ///< guarded by flush_mu_
+  std::thread flusher_;
 };
 
 }  // namespace hc

@@ -45,6 +45,8 @@ result<std::span<const std::byte>> decode_value(std::span<const std::byte> store
   if (const auto v = get_le<std::uint16_t>(h + 4); v != value_format)
     return error{errc::parse_error, "L3 value has format version " + std::to_string(v) +
                                         ", this node reads " + std::to_string(value_format)};
+  if (const auto f = get_le<std::uint16_t>(h + 6); f != 0)
+    return error{errc::parse_error, "L3 value has unknown flags " + std::to_string(f)};
   const auto len = get_le<std::uint64_t>(h + 8);
   if (len != stored.size() - value_header_bytes)
     return error{errc::parse_error, "L3 value says " + std::to_string(len) + " bytes but holds " +

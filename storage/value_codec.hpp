@@ -25,7 +25,7 @@ inline constexpr std::size_t value_header_bytes = 24;
 void encode_value(std::span<const std::byte> payload, std::vector<std::byte>& out);
 
 /// The payload inside `stored`, or parse_error naming what failed (magic, version,
-/// length, checksum).
+/// flags other than 0, length, checksum).
 result<std::span<const std::byte>> decode_value(std::span<const std::byte> stored);
 
 }  // namespace hc::l3

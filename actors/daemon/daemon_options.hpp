@@ -7,6 +7,12 @@
 #include <cstdint>
 #include <string>
 
+#include "actors/common/status.hpp"
+
+namespace CLI {
+class App;
+}
+
 namespace hc {
 
 struct daemon_options {
@@ -23,8 +29,18 @@ struct daemon_options {
   std::size_t max_idle_instances = 4;                     ///< kept without sessions
   bool l3 = true;                                         ///< L3 store in <data-dir>/l3
   std::uint64_t l3_capacity = std::uint64_t{64} << 30;    ///< L3 bytes before LRU eviction
+  double l3_flush_seconds = 5;  ///< L3 memtables flushed this often when written; 0 = off
   std::size_t store_arena_bytes = std::size_t{64} << 20;  ///< arena per Store capability
   std::string race_demo = "off";  ///< HC_RACE_DEMO builds: an ordering rule turned off
 };
+
+/// Declares every flag of hybridcached on `app`, each bound to its field of `o` (which
+/// must outlive the parse), with `--config FILE` for the config file. Parse errors are
+/// CLI11's (CLI::ParseError); main() turns them into exit status 2 with the message.
+void add_daemon_flags(CLI::App& app, daemon_options& o);
+
+/// The checks a single flag cannot make: something to listen on, a known log level.
+/// Errors: invalid_config with the message main() prints.
+status check_daemon_options(const daemon_options& o);
 
 }  // namespace hc

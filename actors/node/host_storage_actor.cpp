@@ -1,4 +1,5 @@
 #include "actors/node/host_storage_actor.hpp"
+#include "actors/node/json_text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -191,7 +192,7 @@ msg::storage_actor::behavior_type host_storage_actor(msg::storage_actor::pointer
                 {"external_hits", st->ext_hits},
                 {"external_sets", st->ext_sets}};
         }
-        return nlohmann::json{{"l3", std::move(l3)}}.dump();
+        return json_text(nlohmann::json{{"l3", std::move(l3)}});
       },
   };
 }

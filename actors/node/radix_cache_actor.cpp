@@ -1,4 +1,5 @@
 #include "actors/node/radix_cache_actor.hpp"
+#include "actors/node/json_text.hpp"
 
 #include <memory>
 #include <string>
@@ -163,7 +164,7 @@ std::string inspect(const state& st) {
           bool is_served) { (is_served ? served : doc)[std::string(name)] = stats.*f; });
   doc["served"] = std::move(served);
   doc["host"] = nlohmann::json::parse(st.tiers->inspect());
-  return doc.dump();
+  return json_text(doc);
 }
 
 }  // namespace

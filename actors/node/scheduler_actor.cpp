@@ -6,6 +6,7 @@
 // Steps, fences and byte access never pass through it: they go from the caller's thread
 // straight to the session's radix_cache or forward_stream (node.cpp).
 #include "actors/node/scheduler_actor.hpp"
+#include "actors/node/json_text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -233,7 +234,7 @@ void gather_inspect(msg::scheduler_actor_type::pointer self, node_state& st,
     f->pending += in.stream ? 2 : 1;
   auto finish = [f] {
     if (--f->pending != 0) return;
-    f->job->inspect_json = f->doc.dump();
+    f->job->inspect_json = json_text(f->doc);
     f->job->complete();
   };
   auto on_err = [finish](caf::error&) { finish(); };

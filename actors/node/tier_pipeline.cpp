@@ -1,4 +1,5 @@
 #include "actors/node/tier_pipeline.hpp"
+#include "actors/node/json_text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -286,26 +287,25 @@ std::string tier_pipeline::inspect() const {
   nlohmann::json outcomes = nlohmann::json::object();
   for (std::size_t i = 0; i < prefetch_outcome_count; ++i)
     outcomes[std::string(to_string(static_cast<prefetch_outcome>(i)))] = planner_->outcomes()[i];
-  return nlohmann::json{{"kv_capacity", c.host_kv().capacity()},
-                        {"kv_available", c.host_kv().available()},
-                        {"slot_capacity", c.host_slots().capacity()},
-                        {"slot_available", c.host_slots().available()},
-                        {"tree_tokens", hs.tokens},
-                        {"tree_slots", hs.slots},
-                        {"evicted_nodes", hs.evicted_nodes},
-                        {"backed_up_tokens", tc.backed_up_tokens},
-                        {"demoted_tokens", tc.demoted_tokens},
-                        {"loaded_back_tokens", tc.loaded_back_tokens},
-                        {"host_evicted_tokens", tc.host_evicted_tokens},
-                        {"backups_sent", n_.backups_sent},
-                        {"backups_refused", n_.backups_refused},
-                        {"l3_writes", n_.l3_writes},
-                        {"l3_write_failures", n_.l3_write_failures},
-                        {"prefetches_in_flight", prefetches_.size()},
-                        {"prefetch_occupied_tokens", planner_->occupied_tokens()},
-                        {"prefetch", std::move(outcomes)},
-                        {"l3", w_.storage ? true : false}}
-      .dump();
+  return json_text(nlohmann::json{{"kv_capacity", c.host_kv().capacity()},
+                                  {"kv_available", c.host_kv().available()},
+                                  {"slot_capacity", c.host_slots().capacity()},
+                                  {"slot_available", c.host_slots().available()},
+                                  {"tree_tokens", hs.tokens},
+                                  {"tree_slots", hs.slots},
+                                  {"evicted_nodes", hs.evicted_nodes},
+                                  {"backed_up_tokens", tc.backed_up_tokens},
+                                  {"demoted_tokens", tc.demoted_tokens},
+                                  {"loaded_back_tokens", tc.loaded_back_tokens},
+                                  {"host_evicted_tokens", tc.host_evicted_tokens},
+                                  {"backups_sent", n_.backups_sent},
+                                  {"backups_refused", n_.backups_refused},
+                                  {"l3_writes", n_.l3_writes},
+                                  {"l3_write_failures", n_.l3_write_failures},
+                                  {"prefetches_in_flight", prefetches_.size()},
+                                  {"prefetch_occupied_tokens", planner_->occupied_tokens()},
+                                  {"prefetch", std::move(outcomes)},
+                                  {"l3", w_.storage ? true : false}});
 }
 
 }  // namespace hc

@@ -1,0 +1,79 @@
+// hybridcached's command line and config file (CLI11), kept apart from main() so that the
+// parser can be tested and fuzzed (tests/fuzz/fuzz_daemon_options.cpp).
+#include "actors/daemon/daemon_options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "actors/common/log.hpp"
+
+namespace hc {
+
+void add_daemon_flags(CLI::App& app, daemon_options& o) {
+  app.set_config("--config", "", "TOML-style config file (key = value, keys = long flag names)");
+  app.add_option("--socket", o.socket, "Unix socket path (created mode 0600)")
+      ->capture_default_str();
+  app.add_option("--metrics", o.metrics, "Prometheus /metrics address host:port, or 'off'")
+      ->capture_default_str();
+  app.add_option("--data-dir", o.data_dir, "Directory for node data (the L3 store)")
+      ->capture_default_str();
+  app.add_option("--tcp", o.tcp, "Also listen on TCP host:port (needs --token-file)");
+  app.add_option("--token-file", o.token_file, "File whose first line is the TCP shared secret");
+  app.add_option("--threads", o.threads, "Actor scheduler threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--log-level", o.log_level, "error | warn | info | debug")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"error", "warn", "warning", "info", "debug"}));
+  app.add_option("--max-step-commands", o.max_step_commands, "Most commands in one step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-command-tokens", o.max_command_tokens, "Most tokens in one command")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-pool-bytes", o.max_pool_bytes, "Most bytes of one L1 pool")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-idle-instances", o.max_idle_instances,
+                 "Cache instances kept after their last session closed (the longest idle "
+                 "beyond this are destroyed)")
+      ->capture_default_str();
+  app.add_option("--l3", o.l3,
+                 "Keep an L3 store (RocksDB) in <data-dir>/l3 for instances opened with a host "
+                 "tier (hicacheRatio): their backups survive a restart and prefetches read them")
+      ->capture_default_str();
+  app.add_option("--l3-capacity", o.l3_capacity,
+                 "Bytes the L3 store keeps before it evicts the least recently used values "
+                 "(units accepted: 512MB, 64GB, 1TB — 1024-based)")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--l3-flush-seconds", o.l3_flush_seconds,
+                 "Flush the L3 store's memtables this often when something was written: a crash "
+                 "(kill -9, power loss) loses at most this many seconds of L3 writes (no "
+                 "write-ahead log, by design). 0 = only when a memtable is full and at shutdown")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--store-arena-bytes", o.store_arena_bytes,
+                 "Shared-memory arena of each external Store client (CacheNode.store), through "
+                 "which its values move (units accepted: 64MB)")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 40));
+#if HC_RACE_DEMO
+  app.add_option("--race-demo", o.race_demo,
+                 "Debug only: turn an ordering rule off so that hcsim reports mismatches "
+                 "(loads-after-ops: load-backs run after the next forward's COW ops)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"off", "loads-after-ops"}))
+      ->group("Debug (HC_RACE_DEMO builds)");
+#endif
+}
+
+status check_daemon_options(const daemon_options& o) {
+  if (o.socket.empty() && o.tcp.empty())
+    return {errc::invalid_config, "nothing to listen on: give --socket or --tcp"};
+  if (!log::parse_level(o.log_level))
+    return {errc::invalid_config, "unknown --log-level '" + o.log_level + "'"};
+  return {};
+}
+
+}  // namespace hc
