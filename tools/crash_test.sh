@@ -29,6 +29,11 @@ py=/usr/bin/python3
 [ -x "$daemon" ] && [ -x "$hcsim" ] || { echo "build first: $daemon, $hcsim" >&2; exit 2; }
 RANDOM=$seed
 tmp=$(mktemp -d)
+# Private copies: a rebuild of BUILD_DIR during the run must not swap the binaries.
+mkdir -p "$tmp/bin"
+cp "$daemon" "$hcsim" "$build/tools/hcctl/hcctl" "$tmp/bin/"
+daemon=$tmp/bin/hybridcached
+hcsim=$tmp/bin/hcsim
 pid=
 load=
 cleanup() {
@@ -58,7 +63,7 @@ ready() {  # ready LOG: 0 once the node logged it is ready (10 s at most)
 }
 ms_sleep() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
 
-echo "crash test: $runs runs, seed $seed, data dir $tmp/data"
+echo "crash test: $runs runs, seed $seed, data dir $tmp/data (binaries copied from $build)"
 failed_restarts=0 corrupt_served=0 hits_verified=0 values_recovered=0 detected_corrupt=0
 kills_load=0 kills_start=0 kills_stop=0 verify_errors=0
 for run in $(seq "$runs"); do
@@ -112,7 +117,7 @@ try:
     print(r["mismatches"], r["errors"], r["hit_tokens"]["l3"])
 except Exception:
     print(0, 1, 0)' <<<"$out")
-  corrupt=$("$build/tools/hcctl/hcctl" --socket "$tmp/s" inspect --json 2>/dev/null |
+  corrupt=$("$tmp/bin/hcctl" --socket "$tmp/s" inspect --json 2>/dev/null |
     $py -c 'import json,sys; print(json.load(sys.stdin)["host_storage"]["l3"].get("corrupt", 0))' \
       2>/dev/null || echo 0)
   kill -TERM "$pid" 2>/dev/null
