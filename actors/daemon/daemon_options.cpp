@@ -33,6 +33,11 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
   app.add_option("--max-pool-bytes", o.max_pool_bytes, "Most bytes of one L1 pool")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-sessions", o.max_sessions,
+                 "Most sessions open at once over every instance (an open beyond it is refused "
+                 "with outOfMemory)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--max-idle-instances", o.max_idle_instances,
                  "Cache instances kept after their last session closed (the longest idle "
                  "beyond this are destroyed)")

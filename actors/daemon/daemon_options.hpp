@@ -27,6 +27,7 @@ struct daemon_options {
   std::size_t max_command_tokens = std::size_t{1} << 20;  ///< tokens per command
   std::size_t max_pool_bytes = std::size_t{64} << 30;     ///< bytes per L1 pool
   std::size_t max_idle_instances = 4;                     ///< kept without sessions
+  std::size_t max_sessions = 1024;                        ///< open at once
   bool l3 = true;                                         ///< L3 store in <data-dir>/l3
   std::uint64_t l3_capacity = std::uint64_t{64} << 30;    ///< L3 bytes before LRU eviction
   double l3_flush_seconds = 5;  ///< L3 memtables flushed this often when written; 0 = off

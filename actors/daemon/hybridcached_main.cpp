@@ -76,6 +76,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   nc.max_command_tokens = o.max_command_tokens;
   nc.limits.max_pool_bytes = o.max_pool_bytes;
   nc.max_idle_instances = o.max_idle_instances;
+  nc.max_sessions = o.max_sessions;
   nc.l3 = l3;
   nc.demo.loads_after_ops = o.race_demo == "loads-after-ops";
   if (o.race_demo != "off")

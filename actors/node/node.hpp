@@ -28,6 +28,9 @@ struct node_config {
   std::size_t max_step_commands = 65536;
   /// Most tokens in one command (and most KV ids one command may ask for). Default: 1M.
   std::size_t max_command_tokens = std::size_t{1} << 20;
+  /// Most sessions open at once, over every instance; an open beyond it is refused
+  /// (out_of_memory, naming the limit). Default: 1024.
+  std::size_t max_sessions = 1024;
   /// Prefix of the POSIX shm names of the L1 pools. Default: "/hybridcache-<pid>".
   std::string shm_prefix;
   /// Instances whose last session closed keep their tree and pools, so a worker that

@@ -133,6 +133,15 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
     job->err = s.err();
     return job->complete();
   }
+  std::size_t open_sessions = 0;
+  for (const auto& [f, i] : st.instances)
+    open_sessions += i.sessions;
+  if (open_sessions >= st.cfg.max_sessions) {
+    job->err = {errc::out_of_memory, "the node serves at most " +
+                                         std::to_string(st.cfg.max_sessions) +
+                                         " sessions at once (--max-sessions); close one first"};
+    return job->complete();
+  }
   const std::string fp = instance_fingerprint(job->spec);
   auto it = st.instances.find(fp);
   if (it == st.instances.end()) {

@@ -364,6 +364,46 @@ TEST_F(TcpNode, OnlyTheTokenOpensTheNode) {
   EXPECT_TRUE(connect()->ping().ok()) << "the Unix socket needs no token";
 }
 
+// The node's limits hit on purpose: typed errors naming the limit, and the node (and the
+// session that hit them) keeps serving.
+struct NodeLimits : node_fixture {
+  NodeLimits() { max_sessions = 3; }
+};
+
+TEST_F(NodeLimits, TooManySessionsAndOversizeStepsAreTypedErrorsAndServingGoesOn) {
+  auto c = connect();
+  std::vector<std::unique_ptr<client_session>> open;
+  for (const char* model : {"limit-a", "limit-a", "limit-b"}) {
+    auto s = c->open(small_spec(model));
+    ASSERT_TRUE(s.ok()) << s.err().message;
+    open.push_back(std::move(*s));
+  }
+  auto over = c->open(small_spec("limit-c"));
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.err().code, errc::out_of_memory);
+  EXPECT_NE(over.err().message.find("--max-sessions"), std::string::npos) << over.err().message;
+  ASSERT_TRUE(open.back()->close().ok());
+  open.pop_back();
+  auto again = c->open(small_spec("limit-c"));  // a closed session frees its place
+  ASSERT_TRUE(again.ok()) << again.err().message;
+
+  client_session& s = *open.front();
+  const std::vector<command> too_many(4097, cmd::check{});  // the fixture's limit is 4096
+  auto r = s.step(too_many);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.err().code, errc::invalid_argument);
+  EXPECT_NE(r.err().message.find("4096"), std::string::npos) << r.err().message;
+  const std::vector<command> too_long{create(1, iota_tokens(1, (1 << 16) + 1))};
+  r = s.step(too_long);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.err().code, errc::invalid_argument) << r.err().message;
+  const std::vector<command> fine{create(1, iota_tokens(1, 8)), cmd::check{true}};
+  r = s.step(fine);
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  for (const auto& one : *r)
+    EXPECT_TRUE(one.ok()) << one.error;
+}
+
 // Idle instances: a closed session's instance keeps its tree for the next session with the
 // same spec; beyond max_idle_instances the longest-idle instance is destroyed and its
 // shared memory unlinked.

@@ -42,6 +42,7 @@ struct node_fixture : ::testing::Test {
   std::unique_ptr<rpc_server> server;
   std::string socket = unique_socket_path();
   std::size_t max_idle_instances = 4;  ///< set in a derived fixture's constructor
+  std::size_t max_sessions = 1024;     ///< likewise
   std::string tcp_token;               ///< non-empty: also serve TCP on 127.0.0.1 with it
   std::string address() const { return "unix:" + socket; }
 
@@ -52,6 +53,7 @@ struct node_fixture : ::testing::Test {
     cfg.max_step_commands = 4096;
     cfg.max_command_tokens = 1 << 16;
     cfg.max_idle_instances = max_idle_instances;
+    cfg.max_sessions = max_sessions;
     n = std::make_unique<node>(cfg);
     server = std::make_unique<rpc_server>(*n, metrics);
     rpc_server_config rc;

@@ -40,6 +40,7 @@ void sim_report::merge(const sim_report& o) {
   std::size_t i = 0;
   each_counter(*this, [&](const char*, std::uint64_t& v) { v += add[i++]; });
   seconds = std::max(seconds, o.seconds);  // workers run side by side
+  step_latency.merge(o.step_latency);
   if (first_error.empty()) first_error = o.first_error;
 }
 
@@ -51,6 +52,11 @@ std::string sim_report::json() const {
   j["ops_per_second"] = seconds > 0 ? static_cast<double>(ops) / seconds : 0.0;
   j["hit_tokens"] = {{"l1", l1_hit_tokens}, {"l2", l2_hit_tokens}, {"l3", l3_hit_tokens}};
   j["first_error"] = first_error;
+  j["step_latency_us"] = {{"p50", step_latency.percentile_us(0.50)},
+                          {"p99", step_latency.percentile_us(0.99)},
+                          {"p999", step_latency.percentile_us(0.999)},
+                          {"max", step_latency.max_us()}};
+  j["step_latency_buckets"] = step_latency.sparse();  // merged by the parent process
   return j.dump();
 }
 
@@ -60,6 +66,10 @@ bool sim_report::from_json(const std::string& s, sim_report& out) {
   each_counter(out, [&](const char* k, std::uint64_t& v) { v = j.value(k, std::uint64_t{0}); });
   out.seconds = j.value("seconds", 0.0);
   out.first_error = j.value("first_error", std::string());
+  if (j.contains("step_latency_buckets") && j.contains("step_latency_us"))
+    out.step_latency.add_sparse(
+        j["step_latency_buckets"].get<std::vector<std::array<std::uint64_t, 2>>>(),
+        j["step_latency_us"].value("max", std::uint64_t{0}));
   return true;
 }
 
@@ -71,11 +81,13 @@ std::string sim_report::text() const {
       "ops {} in {:.1f} s ({:.0f} ops/s), {} steps, {} forwards\n"
       "requests {}: {} finished, {} aborted, {} retracted, {} not admitted\n"
       "prompt tokens {}: {} reused ({:.1f} %; L1 {}, L2 {}, L3 {}), {} computed\n"
+      "step latency p50 {} us, p99 {} us, max {} us\n"
       "mismatches {} (KV {}, state {}), leaks {}, errors {}\n",
       ops, seconds, seconds > 0 ? static_cast<double>(ops) / seconds : 0.0, steps, forwards,
       requests, finished, aborted, retracted, rejected, prompt_tokens, reused_tokens, reuse,
-      l1_hit_tokens, l2_hit_tokens, l3_hit_tokens, computed_tokens, mismatches, kv_mismatches,
-      state_mismatches, leaks, errors);
+      l1_hit_tokens, l2_hit_tokens, l3_hit_tokens, computed_tokens,
+      step_latency.percentile_us(0.50), step_latency.percentile_us(0.99), step_latency.max_us(),
+      mismatches, kv_mismatches, state_mismatches, leaks, errors);
   if (!first_error.empty()) t += "first problem: " + first_error + "\n";
   return t;
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "actors/common/strategy.hpp"
+#include "tools/hcsim/latency_histogram.hpp"
 
 namespace hc::sim {
 
@@ -64,6 +65,7 @@ struct sim_report {
   std::uint64_t l1_hit_tokens = 0, l2_hit_tokens = 0, l3_hit_tokens = 0;
   double seconds = 0;
   std::string first_error;
+  latency_histogram step_latency;  ///< of every step RPC (send to answer)
 
   void merge(const sim_report& o);
   std::string json() const;

@@ -132,7 +132,11 @@ class worker {
   std::optional<std::vector<command_result>> step(const std::vector<command>& cmds) {
     rep_.ops += cmds.size();
     ++rep_.steps;
+    const auto t0 = std::chrono::steady_clock::now();
     auto r = session_->step(cmds);
+    rep_.step_latency.add_ns(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count()));
     if (!r) {
       error("step: " + r.err().message);
       return std::nullopt;

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Sustained load on one hybridcached: 64 sessions (8 hcsim processes of 8 workers, each
+# process its own model, so 8 cache instances), strategies mixed (no_buffer, extra_buffer,
+# extra_buffer_lazy, the extra_buffer ones also with overlap scheduling), every instance
+# with a host tier, write-through backups to the RocksDB L3 and a storage prefetch before
+# each admission, for a fixed number of operations. Every prefix hit is verified byte for
+# byte by hcsim; the node's RSS is sampled every second.
+#
+# Usage: tools/soak.sh [OPS] [BUILD_DIR]
+#   OPS        operations over all sessions (default 2000000)
+#   BUILD_DIR  default build/release
+# Output: progress lines, then one JSON report: sessions, instances, ops, seconds, ops/s,
+# step latency p50/p99/p999/max (µs, merged over every session), RSS at warm-up (after
+# 20 % of the run), at the end and its growth, leaks, mismatches, errors. Exit status 1
+# on any leak, mismatch or error. The RSS samples go to $HC_SOAK_RSS (CSV) if set.
+set -uo pipefail
+ops=${1:-2000000}
+build=${2:-build/release}
+daemon=$build/actors/daemon/hybridcached
+hcsim=$build/tools/hcsim/hcsim
+py=/usr/bin/python3
+[ -x "$daemon" ] && [ -x "$hcsim" ] || { echo "build first: $daemon, $hcsim" >&2; exit 2; }
+procs=8
+workers=8
+tmp=$(mktemp -d)
+pid=
+cleanup() {
+  jobs -p | xargs -r kill 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+"$daemon" --socket "$tmp/s" --metrics off --data-dir "$tmp/data" --l3-capacity 2GB \
+  >"$tmp/node.log" 2>&1 &
+pid=$!
+for _ in $(seq 200); do grep -q "hybridcached ready" "$tmp/node.log" && break; sleep 0.05; done
+grep -q "hybridcached ready" "$tmp/node.log" || { echo "hybridcached did not start:"; cat "$tmp/node.log"; exit 2; }
+
+# RSS of the node, one sample per second: seconds,rss_kib
+(
+  t=0
+  while kill -0 "$pid" 2>/dev/null; do
+    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+    [ -n "$rss" ] && echo "$t,$rss"
+    sleep 1
+    t=$((t + 1))
+  done
+) >"$tmp/rss.csv" &
+sampler=$!
+
+legs=(no_buffer extra_buffer extra_buffer_lazy extra_buffer:overlap extra_buffer_lazy:overlap
+  no_buffer extra_buffer extra_buffer_lazy)
+per=$((ops / procs))
+echo "soak: $((procs * workers)) sessions on $procs instances, $ops operations" >&2
+start=$(date +%s.%N)
+for i in $(seq 0 $((procs - 1))); do
+  leg=${legs[$i]}
+  st=${leg%:overlap}
+  extra=()
+  [ "$leg" != "$st" ] && extra=(--overlap-scheduling)
+  "$hcsim" --socket "$tmp/s" --strategy "$st" --ops "$per" --workers "$workers" --seed $((100 + i)) \
+    --json --progress false --model "soak-$i" --kv-tokens 16384 --slots 96 --max-context 1500 \
+    --batch 4 --host-ratio 3 --prefetch "${extra[@]}" >"$tmp/sim-$i.json" 2>"$tmp/sim-$i.err" &
+done
+sims=$(jobs -p | grep -v -e "^$pid\$" -e "^$sampler\$")
+while [ -n "$(jobs -rp | grep -v -e "^$pid\$" -e "^$sampler\$")" ]; do
+  sleep 10
+  echo "soak: $(($(date +%s) - ${start%.*})) s, node RSS $(tail -1 "$tmp/rss.csv" | cut -d, -f2) KiB" >&2
+done
+wait $sims 2>/dev/null
+end=$(date +%s.%N)
+kill -TERM "$pid"
+wait "$pid"
+node_exit=$?
+kill "$sampler" 2>/dev/null
+[ -n "${HC_SOAK_RSS:-}" ] && cp "$tmp/rss.csv" "$HC_SOAK_RSS"
+
+$py - "$tmp" "$procs" "$workers" "$start" "$end" "$node_exit" <<'EOF'
+import json, sys, glob, os
+tmp, procs, workers, start, end, node_exit = sys.argv[1:7]
+seconds = float(end) - float(start)
+tot = {"ops": 0, "leaks": 0, "mismatches": 0, "errors": 0, "finished": 0, "aborted": 0,
+       "steps": 0}
+hits = {"l1": 0, "l2": 0, "l3": 0}
+buckets = {}
+lat_max = 0
+failed = []
+for f in sorted(glob.glob(os.path.join(tmp, "sim-*.json"))):
+    try:
+        r = json.load(open(f))
+    except Exception:
+        failed.append(os.path.basename(f) + ": " + open(f.replace(".json", ".err")).read()[-300:])
+        continue
+    for k in tot:
+        tot[k] += r.get(k, 0)
+    for k in hits:
+        hits[k] += r["hit_tokens"][k]
+    for b, n in r.get("step_latency_buckets", []):
+        buckets[b] = buckets.get(b, 0) + n
+    lat_max = max(lat_max, r["step_latency_us"]["max"])
+
+def upper(i, sub_bits=4):  # as latency_histogram::upper_of
+    if i < (1 << sub_bits):
+        return i
+    shift = (i >> sub_bits) - 1
+    sub = i & ((1 << sub_bits) - 1)
+    return (((1 << sub_bits) | sub) << shift) + ((1 << shift) - 1)
+
+def pct(q):
+    n = sum(buckets.values())
+    if n == 0:
+        return 0
+    rank = int(q * (n - 1)) + 1
+    seen = 0
+    for b in sorted(buckets):
+        seen += buckets[b]
+        if seen >= rank:
+            return min(upper(b), lat_max)
+    return lat_max
+
+rss = [tuple(map(int, l.split(","))) for l in open(os.path.join(tmp, "rss.csv")) if "," in l]
+warm = rss[max(0, len(rss) // 5)][1] if rss else 0
+final = rss[-1][1] if rss else 0
+peak = max((r for _, r in rss), default=0)
+report = {
+    "sessions": int(procs) * int(workers), "instances": int(procs), "ops": tot["ops"],
+    "seconds": round(seconds, 1), "ops_per_second": round(tot["ops"] / seconds) if seconds else 0,
+    "steps": tot["steps"],
+    "step_latency_us": {"p50": pct(0.5), "p99": pct(0.99), "p999": pct(0.999), "max": lat_max},
+    "rss_kib": {"after_warmup": warm, "end": final, "peak": peak,
+                "growth_after_warmup_pct": round(100.0 * (final - warm) / warm, 1) if warm else None},
+    "hit_tokens": hits, "finished": tot["finished"], "aborted": tot["aborted"],
+    "leaks": tot["leaks"], "mismatches": tot["mismatches"], "errors": tot["errors"],
+    "failed_hcsim": failed, "node_exit": int(node_exit),
+}
+print(json.dumps(report))
+bad = tot["leaks"] or tot["mismatches"] or tot["errors"] or failed or int(node_exit) != 0
+sys.exit(1 if bad else 0)
+EOF
