@@ -24,7 +24,8 @@ TEST(LatencyHistogram, PercentilesAreWithinOneBucketOfTheExactValue) {
   }
   std::sort(us.begin(), us.end());
   for (double q : {0.5, 0.9, 0.99, 0.999}) {
-    const std::uint64_t exact = us[static_cast<std::size_t>(q * static_cast<double>(us.size() - 1))];
+    const std::uint64_t exact =
+        us[static_cast<std::size_t>(q * static_cast<double>(us.size() - 1))];
     const std::uint64_t got = h.percentile_us(q);
     EXPECT_GE(got, exact) << q;
     EXPECT_LE(static_cast<double>(got), static_cast<double>(exact) * (1 + 1.0 / 16) + 1) << q;
