@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "actors/common/log.hpp"
 #include "actors/node/messages.hpp"
 #include "actors/node/scheduler_actor.hpp"
 #include "actors/scheduler/command_executor.hpp"
+#include "gpu/shm_region.hpp"
 
 namespace hc {
 namespace {
@@ -70,7 +72,14 @@ status check_step(const step_job& j, const node_config& cfg) {
 
 node::node(const node_config& cfg) {
   node_config c = cfg;
-  if (c.shm_prefix.empty()) c.shm_prefix = "/hybridcache-" + std::to_string(::getpid());
+  if (c.shm_prefix.empty()) {
+    c.shm_prefix = "/hybridcache-" + std::to_string(::getpid());
+    // L1 pools of nodes that were killed (SIGKILL, OOM killer) stay in /dev/shm until
+    // unlinked; one of them may even have had this pid.
+    if (const std::size_t n = unlink_orphaned_segments("hybridcache-", ::getpid()); n > 0)
+      log::warn("unlinked " + std::to_string(n) +
+                " shared-memory segments left by hybridcache nodes that are gone");
+  }
   if (c.scheduler_threads == 0) c.scheduler_threads = 1;
   impl_ = std::make_unique<impl>(c);
   if (impl_->cfg.metrics == nullptr) impl_->cfg.metrics = &impl_->no_metrics;

@@ -45,7 +45,8 @@ class fuzz_input {
   }
   /// Up to `max` bytes, taken whole.
   std::span<const std::uint8_t> bytes(std::size_t max) noexcept {
-    const std::size_t n = std::min<std::size_t>(range(0, max), remaining());
+    const std::uint64_t want = range(0, max);  // read first: it consumes input
+    const std::size_t n = std::min<std::size_t>(want, remaining());
     std::span<const std::uint8_t> out(data_ + pos_, n);
     pos_ += n;
     return out;

@@ -1,7 +1,10 @@
 // The device seam (actors/common/l1_pool.hpp): the CPU implementation's range checks, the
 // shared-memory pools a worker maps, and the tier copies between an L1 pool and the L2
-// host pools through the interface only.
+// host pools through the interface only; the sweep of the segments crashed nodes leave.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,6 +13,7 @@
 
 #include "actors/forward_stream/tier_copier.hpp"
 #include "gpu/shm_l1_pool.hpp"
+#include "gpu/shm_region.hpp"
 
 namespace hc::test {
 namespace {
@@ -124,6 +128,41 @@ TEST(L1Pool, TierCopiesGoThroughTheInterfaceBothWays) {
   tier_copy bad = up;
   bad.device_kv[0] = 16;  // past the device pool
   EXPECT_EQ(run_tier_copy(dev, host, bad), 0u) << "nothing moves when an id is out of range";
+}
+
+}  // namespace
+}  // namespace hc::test
+
+namespace hc::test {
+namespace {
+
+/// A segment created and left behind, as a killed process leaves its pools.
+void leave_segment(const std::string& name) {
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_GE(fd, 0) << name;
+  ASSERT_EQ(::ftruncate(fd, 4096), 0);
+  ::close(fd);
+}
+
+TEST(OrphanedSegments, ThoseOfDeadProcessesAndOfAReusedPidAreUnlinkedOthersStay) {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // `child` is now a dead pid
+  const std::string stem = "hctest-orphans-";
+  const std::string dead = "/" + stem + std::to_string(child) + "-i1-kv";
+  const std::string reused = "/" + stem + std::to_string(::getpid()) + "-i1-ssm";
+  const std::string live = "/" + stem + std::to_string(::getppid()) + "-i1-kv";
+  const std::string other = "/" + stem + "notapid-x";
+  for (const auto& n : {dead, reused, live, other})
+    leave_segment(n);
+  EXPECT_EQ(unlink_orphaned_segments(stem, ::getpid()), 2u);
+  auto exists = [](const std::string& n) { return std::filesystem::exists("/dev/shm" + n); };
+  EXPECT_FALSE(exists(dead));
+  EXPECT_FALSE(exists(reused));
+  EXPECT_TRUE(exists(live)) << "a live process's pools are never touched";
+  EXPECT_TRUE(exists(other));
+  ::shm_unlink(live.c_str());
+  ::shm_unlink(other.c_str());
 }
 
 }  // namespace
