@@ -6,9 +6,14 @@
 # each admission, for a fixed number of operations. Every prefix hit is verified byte for
 # byte by hcsim; the node's RSS is sampled every second.
 #
-# Usage: tools/soak.sh [OPS] [BUILD_DIR]
-#   OPS        operations over all sessions (default 2000000)
-#   BUILD_DIR  default build/release
+# Usage: tools/soak.sh [OPS] [BUILD_DIR] [L3_CAPACITY]
+#   OPS          operations over all sessions (default 2000000)
+#   BUILD_DIR    default build/release
+#   L3_CAPACITY  the node's --l3-capacity (default 128MB). The L3 store keeps an in-memory
+#                index entry per value (a few hundred bytes: its key twice, in the index and
+#                in the LRU order) and hcsim's toy pages are 32 B, so the node's
+#                RSS grows with the L3 until it is full; a small capacity reaches the steady
+#                state (LRU eviction) early in the run.
 # Output: progress lines, then one JSON report: sessions, instances, ops, seconds, ops/s,
 # step latency p50/p99/p999/max (µs, merged over every session), RSS at warm-up (after
 # 20 % of the run), at the end and its growth, leaks, mismatches, errors. Exit status 1
@@ -16,6 +21,7 @@
 set -uo pipefail
 ops=${1:-2000000}
 build=${2:-build/release}
+l3_capacity=${3:-128MB}
 daemon=$build/actors/daemon/hybridcached
 hcsim=$build/tools/hcsim/hcsim
 py=/usr/bin/python3
@@ -31,7 +37,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$daemon" --socket "$tmp/s" --metrics off --data-dir "$tmp/data" --l3-capacity 2GB \
+"$daemon" --socket "$tmp/s" --metrics off --data-dir "$tmp/data" --l3-capacity "$l3_capacity" \
   >"$tmp/node.log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do grep -q "hybridcached ready" "$tmp/node.log" && break; sleep 0.05; done
