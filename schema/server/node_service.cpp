@@ -66,6 +66,7 @@ class node_impl final : public wire::CacheNode::Server {
   kj::Promise<void> stats(StatsContext c) override { return gather(c, false); }
   kj::Promise<void> inspect(InspectContext c) override { return gather(c, true); }
   kj::Promise<void> drain(DrainContext c) override {
+    c.allowCancellation();  // may wait for a long time: a client that goes away stops it
     if (refused(c.getResults())) return kj::READY_NOW;
     auto job = std::make_shared<drain_job>();
     return submit(ctx_.n, job).then([c, job]() mutable {

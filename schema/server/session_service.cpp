@@ -90,6 +90,12 @@ class session_impl final : public wire::Session::Server {
  private:
   template <class Ctx>
   kj::Promise<void> fence(Ctx c, std::uint64_t batch, bool begin, const char* name) {
+    // A begin may wait for an end that a client which went away never sends. capnp 0.9
+    // does not cancel a call on disconnect unless the call allows it, and a call that
+    // never returns keeps this session alive: it would never close, its requests, locks
+    // and slots held for good (found by tests/fuzz/fuzz_rpc). Cancelled, the call drops
+    // its reference; the node still completes the job into the void.
+    c.allowCancellation();
     timed t(ctx_.metrics, name);
     auto job = std::make_shared<fence_job>();
     job->session = id_;

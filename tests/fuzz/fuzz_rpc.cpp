@@ -19,6 +19,7 @@
 #include <capnp/any.h>
 #include <capnp/ez-rpc.h>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -101,6 +102,12 @@ void raw_frames(std::span<const std::uint8_t> bytes) {
 }
 
 // ---- structure-aware scripts ---------------------------------------------------------------
+
+/// HC_FUZZ_TRACE=1: print each call of a script (to read what an input does).
+bool trace_calls() {
+  static const bool on = std::getenv("HC_FUZZ_TRACE") != nullptr;
+  return on;
+}
 
 /// "k3": a name from a small set, so that calls meet the same keys and models again.
 /// (Not `"k" + std::to_string(n)`: GCC 12 warns falsely on it, bug 105329.)
@@ -285,6 +292,9 @@ struct script {
   /// One call; false when the connection is gone.
   bool call(fuzz_input& in) {
     const auto op = in.range(0, 23);
+    if (trace_calls())
+      std::fprintf(stderr, "call %llu (sessions %zu, stores %zu)\n",
+                   static_cast<unsigned long long>(op), sessions.size(), stores.size());
     const std::size_t si = sessions.empty() ? 0 : in.range(0, sessions.size() - 1);
     const std::size_t ti = stores.empty() ? 0 : in.range(0, stores.size() - 1);
     switch (op) {
