@@ -119,6 +119,13 @@ struct prometheus_metrics::impl {
           .Name("hybridcache_tier_bandwidth_bytes_per_second")
           .Help("Bytes per second of the last timed transfer of each tier and direction")
           .Register(*reg);
+  pm::Family<pm::Counter>& faults =
+      pm::BuildCounter()
+          .Name("hybridcache_faults_total")
+          .Help("Faults the node survived, by kind (metrics_sink::fault; README, Reliability)")
+          .Register(*reg);
+  static constexpr const char* fault_kinds[] = {"l3_write_error",   "l3_full",    "l3_read_error",
+                                                "l3_corrupt_value", "l3_timeout", "client_gone"};
   static pm::Histogram::BucketBoundaries io_buckets() {
     return {1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0, 5.0, 30.0};
   }
@@ -147,6 +154,8 @@ struct prometheus_metrics::impl {
       prefetches.Add({{"outcome", o}});
     for (const char* r : {"ok", "failed"})
       backup_seconds.Add({{"result", r}}, io_buckets());
+    for (const char* k : fault_kinds)
+      faults.Add({{"kind", k}});
     for (const char* tier : {"l2", "l3"})
       for (const char* dir : {"read", "write"}) {
         tier_bytes.Add({{"tier", tier}, {"direction", dir}});
@@ -283,6 +292,10 @@ void prometheus_metrics::tier_bytes(std::string_view tier, std::string_view dire
 void prometheus_metrics::backup(double seconds, bool failed) {
   impl_->backup_seconds.Add({{"result", failed ? "failed" : "ok"}}, impl::io_buckets())
       .Observe(seconds);
+}
+
+void prometheus_metrics::fault(std::string_view kind) {
+  impl_->faults.Add({{"kind", std::string(kind)}}).Increment();
 }
 
 }  // namespace hc

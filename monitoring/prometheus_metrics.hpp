@@ -61,6 +61,7 @@ class prometheus_metrics final : public metrics_sink {
   void tier_bytes(std::string_view tier, std::string_view direction, std::uint64_t bytes,
                   double seconds) override;
   void backup(double seconds, bool failed) override;
+  void fault(std::string_view kind) override;
 
  private:
   struct impl;

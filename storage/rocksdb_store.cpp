@@ -44,7 +44,11 @@ std::string recency_value(std::uint64_t size, std::uint64_t seq) {
   return v;
 }
 
+/// A RocksDB failure: out_of_memory when the disk is full (like a value larger than the
+/// store: no space), io_error otherwise.
 error io(const rocksdb::Status& s, std::string_view what) {
+  if (s.IsNoSpace())
+    return {errc::out_of_memory, std::string(what) + ": disk full: " + s.ToString()};
   return {errc::io_error, std::string(what) + ": " + s.ToString()};
 }
 

@@ -9,11 +9,12 @@
 # Usage: tools/soak.sh [OPS] [BUILD_DIR] [L3_CAPACITY]
 #   OPS          operations over all sessions (default 2000000)
 #   BUILD_DIR    default build/release
-#   L3_CAPACITY  the node's --l3-capacity (default 128MB). The L3 store keeps an in-memory
+#   L3_CAPACITY  the node's --l3-capacity (default 8MB). The L3 store keeps an in-memory
 #                index entry per value (a few hundred bytes: its key twice, in the index and
 #                in the LRU order) and hcsim's toy pages are 32 B, so the node's
-#                RSS grows with the L3 until it is full; a small capacity reaches the steady
-#                state (LRU eviction) early in the run.
+#                RSS grows with the L3 until it is full; 8MB fills in the first minute and
+#                the run measures the steady state (LRU eviction); a larger one measures the
+#                growth of the index (BENCHMARKS.md §8).
 # Output: progress lines, then one JSON report: sessions, instances, ops, seconds, ops/s,
 # step latency p50/p99/p999/max (µs, merged over every session), RSS at warm-up (after
 # 20 % of the run), at the end and its growth, leaks, mismatches, errors. Exit status 1
@@ -21,7 +22,7 @@
 set -uo pipefail
 ops=${1:-2000000}
 build=${2:-build/release}
-l3_capacity=${3:-128MB}
+l3_capacity=${3:-8MB}
 daemon=$build/actors/daemon/hybridcached
 hcsim=$build/tools/hcsim/hcsim
 py=/usr/bin/python3

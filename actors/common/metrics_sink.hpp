@@ -47,6 +47,14 @@ class metrics_sink {
                           double seconds) = 0;
   /// One node's L3 backup ended (failed: a batch or the state failed to write).
   virtual void backup(double seconds, bool failed) = 0;
+
+  // --- faults the node survived (README, Reliability) ---
+  /// One fault of `kind`: "l3_write_error" (a backup write failed), "l3_full" (a write
+  /// refused for lack of space: a full disk, or a value larger than the store),
+  /// "l3_read_error" (a prefetch read failed), "l3_corrupt_value" (a value failed its
+  /// checksum: deleted, never served), "l3_timeout" (a prefetch ran past its deadline:
+  /// slow I/O), "client_gone" (a session whose connection closed without close()).
+  virtual void fault(std::string_view kind) = 0;
 };
 
 /// A sink that drops everything (tests, tools).
@@ -67,6 +75,7 @@ class null_metrics final : public metrics_sink {
   void prefetch(std::string_view, std::uint64_t, std::uint64_t, double) override {}
   void tier_bytes(std::string_view, std::string_view, std::uint64_t, double) override {}
   void backup(double, bool) override {}
+  void fault(std::string_view) override {}
 };
 
 }  // namespace hc

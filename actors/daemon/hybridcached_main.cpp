@@ -1,14 +1,21 @@
 // hybridcached: the cache node. Starts the actors, the RPC server and the metrics
 // endpoint, then waits for SIGINT / SIGTERM and shuts down in order (RPC, actors,
-// metrics) with exit status 0.
+// metrics) with exit status 0. An actor that fails (a bug: node_config::on_actor_failure)
+// stops it the same way with exit status 70, so a supervisor restarts it and the workers,
+// whose connections close, reconnect instead of waiting for replies that cannot come.
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "actors/common/log.hpp"
 #include "actors/daemon/daemon_options.hpp"
@@ -18,6 +25,8 @@
 #include "storage/rocksdb_store.hpp"
 
 namespace {
+
+constexpr int kActorFailedStatus = 70;  // EX_SOFTWARE
 
 int run(const hc::daemon_options& o, sigset_t& signals) {
   namespace fs = std::filesystem;
@@ -78,6 +87,11 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   nc.max_idle_instances = o.max_idle_instances;
   nc.max_sessions = o.max_sessions;
   nc.l3 = l3;
+  std::atomic<bool> actor_failed{false};
+  nc.on_actor_failure = [&actor_failed](const std::string&) {
+    actor_failed = true;
+    ::kill(::getpid(), SIGTERM);  // blocked in every thread: the sigwait below takes it
+  };
   nc.demo.loads_after_ops = o.race_demo == "loads-after-ops";
   if (o.race_demo != "off")
     hc::log::warn("--race-demo " + o.race_demo +
@@ -100,11 +114,23 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  hc::log::info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
+  if (actor_failed) {
+    hc::log::error("stopping after an actor failure (see above); exit status " +
+                   std::to_string(kActorFailedStatus));
+    // What failed may keep the orderly stop from finishing; the L3 loses at most its
+    // last flush interval then (README, Reliability).
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      hc::log::error("the stop did not finish in 10 s; exiting");
+      std::_Exit(kActorFailedStatus);
+    }).detach();
+  } else {
+    hc::log::info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
+  }
   server.stop();
   node.shutdown();
   hc::log::info("stopped");
-  return 0;
+  return actor_failed ? kActorFailedStatus : 0;
 }
 
 }  // namespace

@@ -19,6 +19,14 @@ struct state {
   std::uint64_t writes = 0, write_failures = 0, reads = 0, pages_written = 0, pages_read = 0;
   std::uint64_t ext_calls = 0, ext_gets = 0, ext_hits = 0, ext_sets = 0;
   std::vector<std::byte> scratch;
+  std::uint64_t corrupt_seen = 0;  ///< the store's corrupt count already reported
+
+  /// Reports the values the store found corrupt since the last call (each a fault).
+  void report_corrupt() {
+    const std::uint64_t now = store->usage().corrupt;
+    for (; corrupt_seen < now; ++corrupt_seen)
+      metrics->fault("l3_corrupt_value");
+  }
 };
 
 /// Most bytes of one external value (a page or a state). 1 GiB.
@@ -87,7 +95,10 @@ void external(state& st, store_job& j) {
       if (j.ok[i]) ++st.ext_hits;
     } else {
       ++st.ext_sets;
-      j.ok[i] = l3::set_from(*st.store, pool, keys[i], segs[i], j.arena, st.scratch).ok();
+      const status s = l3::set_from(*st.store, pool, keys[i], segs[i], j.arena, st.scratch);
+      j.ok[i] = s.ok();
+      if (!s && s.err().code != errc::invalid_argument)
+        st.metrics->fault(s.err().code == errc::out_of_memory ? "l3_full" : "l3_write_error");
     }
   }
 }
@@ -118,7 +129,10 @@ void write(state& st, l3_write_job& j) {
       j.report.err = s.err();
     }
   }
-  if (j.report.failed) ++st.write_failures;
+  if (j.report.failed) {
+    ++st.write_failures;
+    st.metrics->fault(j.report.err.code == errc::out_of_memory ? "l3_full" : "l3_write_error");
+  }
   st.pages_written += j.report.pages_written;
   j.seconds = st.since(t0);
   st.metrics->tier_bytes("l3", "write", j.bytes, j.seconds);
@@ -147,6 +161,11 @@ void read(state& st, l3_read_job& j) {
   j.bytes = j.report.pages_read * p * h.kv_bytes_per_token() +
             (j.report.state_read ? h.state_bytes() : 0);
   st.pages_read += j.report.pages_read;
+  st.report_corrupt();
+  if (j.report.timed_out)
+    st.metrics->fault("l3_timeout");
+  else if (j.report.err.code == errc::io_error)
+    st.metrics->fault("l3_read_error");
   j.seconds = st.since(t0);
   st.metrics->tier_bytes("l3", "read", j.bytes, j.seconds);
 }
@@ -171,6 +190,7 @@ msg::storage_actor::behavior_type host_storage_actor(msg::storage_actor::pointer
       },
       [st](msg::ext_store_atom, const msg::store_ptr& j) {
         external(*st, *j);
+        if (st->store) st->report_corrupt();
         j->complete();
       },
       [st](msg::inspect_atom) -> std::string {

@@ -6,10 +6,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "actors/common/invariant.hpp"
 #include "actors/common/log.hpp"
+#include "actors/node/actor_watch.hpp"
 #include "actors/node/messages.hpp"
 #include "actors/node/scheduler_actor.hpp"
 #include "actors/scheduler/command_executor.hpp"
@@ -28,8 +32,16 @@ caf::actor_system_config make_caf_config(const node_config& c) {
 
 }  // namespace
 
+/// The first failure of an actor of the node (node_config::on_actor_failure).
+struct actor_failure_state {
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  std::string what;  ///< guarded by mu
+};
+
 struct node::impl {
   explicit impl(const node_config& c) : cfg(c), caf_cfg(make_caf_config(cfg)), sys(caf_cfg) {}
+  std::shared_ptr<actor_failure_state> failure = std::make_shared<actor_failure_state>();
   node_config cfg;
   null_metrics no_metrics;
   caf::actor_system_config caf_cfg;
@@ -40,8 +52,14 @@ struct node::impl {
 
   template <class Job>
   bool refuse_if_down(const std::shared_ptr<Job>& j) {
-    if (!down.load()) return false;
-    j->err = {errc::io_error, "the node is shutting down"};
+    if (failure->failed.load()) {
+      std::lock_guard lk(failure->mu);
+      j->err = {errc::invariant_violated, "the node stopped serving: " + failure->what};
+    } else if (down.load()) {
+      j->err = {errc::io_error, "the node is shutting down"};
+    } else {
+      return false;
+    }
     j->complete();
     return true;
   }
@@ -84,7 +102,21 @@ node::node(const node_config& cfg) {
   impl_ = std::make_unique<impl>(c);
   if (impl_->cfg.metrics == nullptr) impl_->cfg.metrics = &impl_->no_metrics;
   if (impl_->cfg.time_source == nullptr) impl_->cfg.time_source = &steady();
+  impl_->cfg.on_actor_failure = [st = impl_->failure,
+                                 user = std::move(c.on_actor_failure)](const std::string& what) {
+    {
+      std::lock_guard lk(st->mu);
+      if (st->failed.load()) return;  // a failure's consequences are not news
+      st->what = what;
+      st->failed.store(true);
+    }
+    must(false, "an actor of the node failed");
+    log::error(what + "; the node refuses every job from now on");
+    if (user) user(what);
+  };
   impl_->root = impl_->sys.spawn(scheduler_actor, impl_->cfg, &impl_->registry);
+  watch_actor(caf::actor_cast<caf::strong_actor_ptr>(impl_->root), "the scheduler actor",
+              impl_->cfg.on_actor_failure);
 }
 
 node::~node() {
@@ -145,6 +177,13 @@ void node::submit(std::shared_ptr<drain_job> j) {
 void node::submit(std::shared_ptr<store_job> j) {
   if (impl_->refuse_if_down(j)) return;
   caf::anon_send(impl_->root, msg::ext_store_atom::value, std::move(j));
+}
+
+bool node::kill_instance_for_testing(session_id session) {
+  auto r = impl_->registry.find(session);
+  if (!r) return false;
+  caf::anon_send_exit(r->radix, caf::exit_reason::kill);
+  return true;
 }
 
 void node::shutdown() {

@@ -7,6 +7,7 @@
 // errc::not_found. After shutdown() every job completes with io_error.
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -49,6 +50,13 @@ struct node_config {
   const clock* time_source = nullptr;
   /// Ordering rules turned off on purpose, for hcsim's self-test only. Default: none.
   race_demo demo;
+  /// Called once, on the failing actor's thread, when an actor of the node ends abnormally
+  /// (an exception escaped a handler, or a kill): a bug. The jobs in that actor's mailbox
+  /// are lost and their callers would wait for ever, so the embedder should stop the
+  /// process (hybridcached exits with status 70; clients see their connection close). From
+  /// then on the node refuses every job with invariant_violated naming the failure, counts
+  /// it in invariant_violations() and logs it. Default: only that.
+  std::function<void(const std::string& what)> on_actor_failure;
 };
 
 class node {
@@ -71,6 +79,10 @@ class node {
 
   /// Closes every session, stops every actor and waits for them. Idempotent.
   void shutdown();
+
+  /// Test hook: kills the radix_cache actor of `session`'s instance (and so its linked
+  /// forward_stream), as a bug would; false if the session is unknown.
+  bool kill_instance_for_testing(session_id session);
 
   const node_config& config() const noexcept;
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actors/common/invariant.hpp"
+#include "actors/node/actor_watch.hpp"
 #include "actors/node/forward_stream_actor.hpp"
 #include "actors/node/host_storage_actor.hpp"
 #include "actors/node/messages.hpp"
@@ -108,9 +109,14 @@ result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_sta
                   st.cfg.metrics,
                   st.cfg.time_source,
                   st.cfg.demo};
-  in.radix = self->spawn(radix_cache_actor, cc, id, std::move(ss),
-                         caf::actor_cast<msg::scheduler_actor_type>(self), std::move(*tiers),
-                         st.cfg.metrics);
+  in.radix = self->spawn<caf::linked>(radix_cache_actor, cc, id, std::move(ss),
+                                      caf::actor_cast<msg::scheduler_actor_type>(self),
+                                      std::move(*tiers), st.cfg.metrics);
+  // Linked both ways: its forward_stream is linked to it, so a failure anywhere ends every
+  // actor of the node (the exit handler below), and node::shutdown() never waits for an
+  // orphan.
+  watch_actor(caf::actor_cast<caf::strong_actor_ptr>(in.radix),
+              "the radix_cache actor of instance " + std::to_string(id), st.cfg.on_actor_failure);
   return in;
 }
 
@@ -326,8 +332,17 @@ msg::scheduler_actor_type::behavior_type scheduler_actor(msg::scheduler_actor_ty
   st->cfg = std::move(cfg);
   st->registry = registry;
   // Blocking L3 I/O: on its own thread, never on the scheduler's.
-  st->host = self->spawn<caf::detached>(host_storage_actor, st->cfg.l3, st->cfg.metrics,
-                                        st->cfg.time_source);
+  st->host = self->spawn<caf::detached + caf::linked>(host_storage_actor, st->cfg.l3,
+                                                      st->cfg.metrics, st->cfg.time_source);
+  watch_actor(caf::actor_cast<caf::strong_actor_ptr>(st->host), "the host_storage actor",
+              st->cfg.on_actor_failure);
+  // A linked actor that ends: an instance dropped when idle (user_shutdown) is routine;
+  // anything else is a failure (actor_watch.hpp) and ends the scheduler, and through the
+  // links every other actor, with the same reason.
+  self->set_exit_handler([self](caf::exit_msg& m) {
+    if (m.reason && m.reason != caf::make_error(caf::exit_reason::user_shutdown))
+      self->quit(m.reason);
+  });
   return {
       [self, st](msg::open_atom, const msg::open_ptr& job) { open_session(self, *st, job); },
       [self, st](msg::stats_atom, const msg::stats_ptr& job) {

@@ -16,6 +16,7 @@ class session_impl final : public wire::Session::Server {
   session_impl(server_ctx& ctx, session_id id) : ctx_(ctx), id_(id) {}
   ~session_impl() noexcept(false) {
     if (closed_) return;
+    ctx_.metrics.fault("client_gone");
     auto j = std::make_shared<close_job>();  // the client went away: release everything
     j->session = id_;
     ctx_.n.submit(j);

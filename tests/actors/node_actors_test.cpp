@@ -4,8 +4,11 @@
 // end_forward(k-1).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <string>
 
+#include "actors/common/invariant.hpp"
 #include "actors/node/node.hpp"
 
 namespace hc::test {
@@ -114,6 +117,50 @@ TEST_F(NodeActors, AfterShutdownJobsFailWithIoError) {
   j->spec = spec();
   submit(n, j).get();
   EXPECT_EQ(j->err.code, errc::io_error);
+}
+
+// An actor that ends abnormally (here killed, as a bug would end it) is noticed: the node's
+// handler hears of it once, naming the actor; every later job is refused with
+// invariant_violated instead of waiting for ever; shutdown still ends every actor.
+TEST(NodeActorFailure, IsReportedOnceAndLaterJobsAreRefused) {
+  std::promise<std::string> reported;
+  std::atomic<int> calls{0};
+  node_config cfg;
+  cfg.on_actor_failure = [&](const std::string& what) {
+    if (calls.fetch_add(1) == 0) reported.set_value(what);
+  };
+  const std::uint64_t violations = invariant_violations();
+  node n{cfg};
+  auto o = std::make_shared<open_job>();
+  o->spec = spec();
+  submit(n, o).get();
+  ASSERT_EQ(o->err.code, errc::ok) << o->err.message;
+  auto second = std::make_shared<open_job>();
+  second->spec = spec();
+  second->spec.model_id = "another";
+  submit(n, second).get();
+  ASSERT_EQ(second->err.code, errc::ok) << second->err.message;
+
+  ASSERT_TRUE(n.kill_instance_for_testing(o->session));
+  EXPECT_FALSE(n.kill_instance_for_testing(o->session + 100));
+  const std::string what = reported.get_future().get();
+  EXPECT_NE(what.find("radix_cache actor of instance"), std::string::npos) << what;
+  EXPECT_NE(what.find("failed"), std::string::npos) << what;
+  EXPECT_EQ(invariant_violations(), violations + 1);
+
+  // The other instance's session is refused too: the whole node stopped serving.
+  auto step = std::make_shared<step_job>();
+  step->session = second->session;
+  step->cmds = {cmd::create{1, 0, {1, 2, 3}}};
+  submit(n, step).get();
+  EXPECT_EQ(step->err.code, errc::invariant_violated);
+  EXPECT_NE(step->err.message.find(what), std::string::npos) << step->err.message;
+  auto again = std::make_shared<open_job>();
+  again->spec = spec();
+  submit(n, again).get();
+  EXPECT_EQ(again->err.code, errc::invariant_violated);
+  n.shutdown();  // returns: no actor is left waiting
+  EXPECT_EQ(calls.load(), 1);
 }
 
 }  // namespace

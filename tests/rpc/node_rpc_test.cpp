@@ -260,6 +260,7 @@ TEST_F(NodeRpc, DisconnectReleasesEveryRequestLockAndSlot) {
   EXPECT_EQ(t["mamba_protected"], 0);
   EXPECT_EQ(t["slot_available"].get<int>() + t["mamba_evictable"].get<int>(), 16)
       << "every slot is free or held by the tree";
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="client_gone"})"), 1);
 }
 
 TEST_F(NodeRpc, ForwardFenceRunsQueuedClearOnlyAtBegin) {

@@ -62,7 +62,7 @@ TEST_F(StoreRpc, PagesAndAScatteredStateRoundTripThroughTheArena) {
   std::vector<store_entry> pages;
   for (std::uint8_t i = 0; i < 3; ++i) {
     fill(arena.subspan(i * page, page), i);
-    pages.push_back({"h" + std::to_string(i), {{i * page, page}}});
+    pages.push_back({std::string("h").append(std::to_string(i)), {{i * page, page}}});
   }
   auto w = s->set(store_pool::kv_page, pages);
   ASSERT_TRUE(w.ok()) << w.err().message;
@@ -79,7 +79,7 @@ TEST_F(StoreRpc, PagesAndAScatteredStateRoundTripThroughTheArena) {
   std::memset(arena.data(), 0, arena.size());
   std::vector<store_entry> back;
   for (std::size_t i = 0; i < 3; ++i)
-    back.push_back({"h" + std::to_string(i), {{500000 + i * page, page}}});
+    back.push_back({std::string("h").append(std::to_string(i)), {{500000 + i * page, page}}});
   back.push_back({"missing", {{600000, page}}});
   auto r = s->get(store_pool::kv_page, back);
   ASSERT_TRUE(r.ok()) << r.err().message;
@@ -176,9 +176,9 @@ TEST_F(StoreRpc, ClearErasesOneIdentityOnly) {
   ASSERT_TRUE(a->set(store_pool::kv_page, std::span(&e, 1)).ok());
   ASSERT_TRUE(a->set(store_pool::ssm_state, std::span(&e, 1)).ok());
   ASSERT_TRUE(b->set(store_pool::kv_page, std::span(&e, 1)).ok());
-  auto n = a->clear();
-  ASSERT_TRUE(n.ok()) << n.err().message;
-  EXPECT_EQ(*n, 2u);
+  auto erased = a->clear();
+  ASSERT_TRUE(erased.ok()) << erased.err().message;
+  EXPECT_EQ(*erased, 2u);
   const std::string key = "h";
   EXPECT_EQ(a->exists(std::span(&key, 1))->kv_hit_pages, 0u);
   EXPECT_EQ(b->exists(std::span(&key, 1))->kv_hit_pages, 1u);

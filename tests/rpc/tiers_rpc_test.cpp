@@ -113,11 +113,7 @@ struct TiersRpc : ::testing::Test {
     auto doc = nlohmann::json::parse(j.ok() ? *j : "{}");
     return doc["instances"].empty() ? nlohmann::json() : doc["instances"][0]["tree"]["host"];
   }
-  double metric(const std::string& series) {
-    const std::string text = metrics.text();
-    const auto at = text.find("\n" + series + " ");
-    return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
-  }
+  double metric(const std::string& series) const { return metric_value(metrics, series); }
 };
 
 TEST_F(TiersRpc, WarmRestartServesThePrefixFromL3ByteForByte) {
@@ -183,6 +179,8 @@ TEST_F(TiersRpc, AFailedReadShortensThePrefetchAndTheRequestRecomputes) {
   EXPECT_EQ(faults.state_reads, 0u) << "no state is read unless every page arrived";
   expect_recompute(wk);  // pages without a state are not resumable
   EXPECT_EQ(metric(R"(hybridcache_prefetch_total{outcome="partial"})"), 1);
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="l3_read_error"})"), 1);
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="l3_corrupt_value"})"), 0);
 }
 
 TEST_F(TiersRpc, ACorruptValueIsNeverServed) {
@@ -198,6 +196,8 @@ TEST_F(TiersRpc, ACorruptValueIsNeverServed) {
   EXPECT_EQ(p.storage_hit_tokens, 30u);
   EXPECT_FALSE(mem.exists(l3_pool::kv_page, bad)) << "a corrupt value is deleted";
   expect_recompute(wk);
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="l3_corrupt_value"})"), 1);
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="l3_read_error"})"), 0);
 }
 
 TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
@@ -217,10 +217,30 @@ TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
   EXPECT_TRUE(after_drain(*c, [&] { return mem.usage().values >= prompt_len + 1; }))
       << "a failed backup stopped the later ones";
   EXPECT_GT(metric(R"(hybridcache_backup_seconds_count{result="failed"})"), 0);
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="l3_write_error"})"),
+            metric(R"(hybridcache_backup_seconds_count{result="failed"})"));
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="l3_full"})"), 0);
   restart();
   const res::prefetch p = open().prefetch(2);
   EXPECT_EQ(p.outcome, "revoked") << "nothing of the first prompt reached L3";
   w->abort_and_check_idle(2);
+}
+
+TEST_F(TiersRpc, AFullStoreIsCountedAndTheNodeKeepsServing) {
+  faults.fail_writes_after = 0;
+  faults.write_error = errc::out_of_memory;  // what rocksdb_store says when the disk is full
+  toy_worker& wk = open();
+  wk.serve(1);
+  ASSERT_TRUE(after_drain(*c, [&] {
+    const auto h = host_of_instance();
+    return h.value("l3_writes", 0u) >= 1 && h.value("l3_write_failures", 0u) >= 1;
+  })) << host_of_instance().dump();
+  EXPECT_GT(metric(R"(hybridcache_faults_total{kind="l3_full"})"), 0);
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="l3_write_error"})"), 0);
+  faults.fail_writes_after = SIZE_MAX;  // space again: the next prompt reaches L3
+  wk.K = iota_tokens(5000, prompt_len);
+  wk.serve(3);
+  EXPECT_TRUE(after_drain(*c, [&] { return mem.usage().values >= prompt_len + 1; }));
 }
 
 TEST_F(TiersRpc, SlowReadsPastTheTimeoutEndTheWaitAndKeepWhatArrived) {
@@ -243,6 +263,7 @@ TEST_F(TiersRpc, SlowReadsPastTheTimeoutEndTheWaitAndKeepWhatArrived) {
   EXPECT_EQ(faults.state_reads, 0u);
   expect_recompute(wk);
   EXPECT_EQ(metric(R"(hybridcache_prefetch_total{outcome="timed_out"})"), 1);
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="l3_timeout"})"), 1);
 }
 
 TEST_F(TiersRpc, BestEffortAdmitsAtOnceAndAnAbortedRequestReleasesItsPrefetch) {

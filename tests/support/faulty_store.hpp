@@ -21,8 +21,10 @@ class faulty_store final : public l3_store {
   explicit faulty_store(l3_store& inner, manual_clock* time = nullptr)
       : inner_(inner), time_(time) {}
 
-  /// Writes fail (io_error) once `n` more writes have succeeded; SIZE_MAX = never.
+  /// Writes fail (with write_error) once `n` more writes have succeeded; SIZE_MAX = never.
   std::size_t fail_writes_after = SIZE_MAX;
+  /// How failed writes fail: io_error, or out_of_memory (a full disk).
+  errc write_error = errc::io_error;
   /// Reads of these keys fail with io_error.
   std::set<std::string> fail_reads;
   /// Every read advances the manual clock by this much first.
@@ -44,7 +46,7 @@ class faulty_store final : public l3_store {
   std::atomic<std::size_t> writes{0}, reads{0}, state_reads{0};
 
   status set(l3_pool pool, std::string_view key, std::span<const std::byte> value) override {
-    if (writes >= fail_writes_after) return {errc::io_error, "injected write failure"};
+    if (writes >= fail_writes_after) return {write_error, "injected write failure"};
     status s = inner_.set(pool, key, value);
     if (s) ++writes;
     return s;

@@ -11,10 +11,18 @@
 #include <string>
 
 #include "actors/node/node.hpp"
+#include "monitoring/prometheus_metrics.hpp"
 #include "schema/client.hpp"
 #include "schema/server/rpc_server.hpp"
 
 namespace hc::test {
+
+/// The value of one series in Prometheus text (`name{labels}` as exposed), -1 if absent.
+inline double metric_value(const prometheus_metrics& m, const std::string& series) {
+  const std::string text = m.text();
+  const auto at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+}
 
 inline std::string unique_socket_path() {
   static std::atomic<int> n{0};
@@ -37,7 +45,8 @@ inline instance_spec small_spec(std::string model = "toy") {
 }
 
 struct node_fixture : ::testing::Test {
-  null_metrics metrics;
+  prometheus_metrics metrics;  ///< not served; read with metric()
+  double metric(const std::string& series) const { return metric_value(metrics, series); }
   std::unique_ptr<node> n;
   std::unique_ptr<rpc_server> server;
   std::string socket = unique_socket_path();

@@ -23,7 +23,9 @@ TEST(Invariant, ABrokenInvariantIsCountedAndNamed) {
   EXPECT_FALSE(must(status{errc::invalid_argument, "double free"}, "test: a double free"));
   EXPECT_FALSE(must(false, "test: a second one"));
   EXPECT_EQ(invariant_violations(), before + 2);
-  if (before == 0) EXPECT_STREQ(first_invariant_violation(), "test: a double free");
+  if (before == 0) {
+    EXPECT_STREQ(first_invariant_violation(), "test: a double free");
+  }
   prometheus_metrics m;
   EXPECT_NE(m.text().find("hybridcache_invariant_violations_total " + std::to_string(before + 2)),
             std::string::npos)

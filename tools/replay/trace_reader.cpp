@@ -1,7 +1,10 @@
 #include <zlib.h>
 
+#include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string_view>
+#include <type_traits>
 
 #include "tools/replay/trace.hpp"
 
@@ -28,10 +31,56 @@ result<op_kind> kind_of(std::string_view s) {
   return error{errc::parse_error, "unknown op '" + std::string(s) + "'"};
 }
 
+// A JSON number read as the integer type T, refused when it is not an integer or out of T's range:
+// nlohmann's get<T>() casts a float or a negative number without a check (a float out of range is
+// undefined behaviour, found by fuzz_trace_reader).
+template <class T>
+T integer(const json& v, const char* key) {
+  static_assert(std::is_integral_v<T>);
+  const auto bad = [&](const char* why) {
+    return std::invalid_argument(std::string("field '") + key + "' " + why + ", got " + v.dump());
+  };
+  if (!v.is_number_integer()) throw bad("must be an integer");
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) throw bad("is too large");
+    return static_cast<T>(u);
+  }
+  const auto i = v.get<std::int64_t>();
+  if (i < 0 && !std::is_signed_v<T>) throw bad("must not be negative");
+  if constexpr (std::is_signed_v<T>) {
+    if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max())
+      throw bad("is out of range");
+  } else if (static_cast<std::uint64_t>(i) > std::numeric_limits<T>::max()) {
+    throw bad("is too large");
+  }
+  return static_cast<T>(i);
+}
+
+template <class T>
+std::vector<T> integers(const json& v, const char* key) {
+  if (!v.is_array())
+    throw std::invalid_argument(std::string("field '") + key + "' must be an array");
+  std::vector<T> out;
+  out.reserve(v.size());
+  for (const json& e : v)
+    out.push_back(integer<T>(e, key));
+  return out;
+}
+
 template <class T>
 T get_or(const json& j, const char* key, T def) {
   auto it = j.find(key);
-  return it == j.end() || it->is_null() ? def : it->get<T>();
+  if (it == j.end() || it->is_null()) return def;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    return integer<T>(*it, key);
+  else
+    return it->get<T>();
+}
+
+template <class T>
+T required(const json& j, const char* key) {
+  return integer<T>(j.at(key), key);
 }
 
 status parse_header(const json& j, trace_config& c) {
@@ -40,24 +89,24 @@ status parse_header(const json& j, trace_config& c) {
   if (get_or<std::string>(j, "format", "") != "sglang-mamba-trace")
     return {errc::parse_error, "format is not sglang-mamba-trace"};
   if (get_or<int>(j, "version", 0) != 1) return {errc::parse_error, "unsupported trace version"};
-  c.page_size = j.at("page_size").get<std::size_t>();
+  c.page_size = required<std::size_t>(j, "page_size");
   c.strategy = j.at("strategy").get<std::string>();
   c.ping_pong_size = get_or<int>(j, "ping_pong_size", 2);
   c.chunk_size = get_or<std::size_t>(j, "mamba_cache_chunk_size", 64);
   c.track_interval = get_or<std::size_t>(j, "mamba_track_interval", 256);
   c.state_per_req = get_or<std::size_t>(j, "mamba_state_per_req", 3);
-  c.kv_pool_tokens = j.at("kv_pool_tokens").get<std::size_t>();
-  c.mamba_pool_slots = j.at("mamba_pool_slots").get<std::size_t>();
-  c.req_pool_rows = j.at("req_pool_rows").get<std::size_t>();
+  c.kv_pool_tokens = required<std::size_t>(j, "kv_pool_tokens");
+  c.mamba_pool_slots = required<std::size_t>(j, "mamba_pool_slots");
+  c.req_pool_rows = required<std::size_t>(j, "req_pool_rows");
   c.max_context_len = get_or<std::size_t>(j, "max_context_len", 0);
   const json& t = j.at("tokens");
   if (get_or<std::string>(t, "generator", "") != "splitmix64-v1")
     return {errc::parse_error, "unsupported token generator"};
-  c.seed = t.at("seed").get<std::uint64_t>();
-  c.vocab = t.at("vocab").get<std::uint64_t>();
-  c.sys_len = t.at("sys_len").get<std::size_t>();
-  c.sys_groups = t.at("sys_groups").get<std::size_t>();
-  c.conv_lengths = t.at("conv_lengths").get<std::vector<std::size_t>>();
+  c.seed = required<std::uint64_t>(t, "seed");
+  c.vocab = required<std::uint64_t>(t, "vocab");
+  c.sys_len = required<std::size_t>(t, "sys_len");
+  c.sys_groups = required<std::size_t>(t, "sys_groups");
+  c.conv_lengths = integers<std::size_t>(t.at("conv_lengths"), "conv_lengths");
   c.self_test = get_or<json>(j, "self_test", json());
   if (c.page_size == 0 || c.vocab == 0 || c.sys_groups == 0 || c.kv_pool_tokens % c.page_size != 0)
     return {errc::parse_error,
@@ -136,6 +185,8 @@ result<trace> read_trace(const std::string& path) {
       t.ops.push_back(std::move(op));
     } catch (const json::exception& e) {
       return error{errc::parse_error, path + ":" + std::to_string(lineno) + ": " + e.what()};
+    } catch (const std::invalid_argument& e) {
+      return error{errc::parse_error, path + ":" + std::to_string(lineno) + ": " + e.what()};
     }
   }
   if (lineno == 0) return error{errc::parse_error, path + ": empty trace"};
@@ -167,7 +218,12 @@ status token_generator::self_test() const {
   auto check = [&](const char* key, std::uint64_t stream) -> status {
     auto it = cfg_.self_test.find(key);
     if (it == cfg_.self_test.end()) return {};
-    const auto want = it->get<std::vector<std::int64_t>>();
+    std::vector<std::int64_t> want;
+    try {
+      want = integers<std::int64_t>(*it, key);
+    } catch (const std::invalid_argument& e) {
+      return {errc::parse_error, std::string("token generator self test: ") + e.what()};
+    }
     for (std::size_t i = 0; i < want.size(); ++i)
       if (token(stream, i) != want[i])
         return {errc::parse_error, std::string("token generator self test '") + key +

@@ -1,0 +1,81 @@
+// The trace reader refuses numbers it cannot hold (spec/trace-format.md): a float, a negative
+// or an out-of-range value where an integer is expected gives a parse error naming the line and
+// the field, never a silent cast (nlohmann's get<T>() casts; a float out of range is undefined
+// behaviour, found by fuzz_trace_reader).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "tools/replay/trace.hpp"
+
+namespace hc::test {
+namespace {
+
+const char* const kHeader =
+    R"({"op":"config","format":"sglang-mamba-trace","version":1,"page_size":PAGE,)"
+    R"("strategy":"no_buffer","kv_pool_tokens":64,"mamba_pool_slots":4,"req_pool_rows":2,)"
+    R"("tokens":{"generator":"splitmix64-v1","seed":1,"vocab":100,"sys_len":4,"sys_groups":1,)"
+    R"("conv_lengths":[8]}})";
+
+std::string header(const std::string& page_size) {
+  std::string h = kHeader;
+  return h.replace(h.find("PAGE"), 4, page_size);
+}
+
+class TraceReader : public ::testing::Test {
+ protected:
+  const std::string path_ = ::testing::TempDir() + "hc-trace-reader-" + std::to_string(::getpid());
+  void TearDown() override { std::remove(path_.c_str()); }
+
+  result<replay::trace> read(const std::string& text) {
+    std::ofstream(path_) << text;
+    return replay::read_trace(path_);
+  }
+};
+
+TEST_F(TraceReader, AcceptsAWellFormedTrace) {
+  auto t = read(header("1") + "\n" + R"({"op":"match","req":0,"conv":0,"input_len":3})" + "\n");
+  ASSERT_TRUE(t.ok()) << t.err().message;
+  EXPECT_EQ(t->config.page_size, 1u);
+  ASSERT_EQ(t->ops.size(), 1u);
+  EXPECT_EQ(t->ops[0].input_len, 3u);
+}
+
+TEST_F(TraceReader, RefusesAFloatWhereAnIntegerIsExpected) {
+  for (const char* bad : {"1e300", "1.5", "-1", "18446744073709551616"}) {
+    auto t = read(header(bad) + "\n");
+    ASSERT_FALSE(t.ok()) << bad;
+    EXPECT_EQ(t.err().code, errc::parse_error) << bad;
+    EXPECT_NE(t.err().message.find(":1: "), std::string::npos) << t.err().message;
+    EXPECT_NE(t.err().message.find("page_size"), std::string::npos) << t.err().message;
+  }
+}
+
+TEST_F(TraceReader, RefusesOutOfRangeOpFieldsNamingTheLine) {
+  auto t = read(header("1") + "\n" + R"({"op":"match","req":-3,"conv":0,"input_len":3})" + "\n");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.err().message.find(":2: "), std::string::npos) << t.err().message;
+  EXPECT_NE(t.err().message.find("'req' must not be negative"), std::string::npos)
+      << t.err().message;
+  t = read(header("1") + "\n" + R"({"op":"match","req":0,"conv":1e40,"input_len":3})" + "\n");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.err().message.find("'conv' must be an integer"), std::string::npos)
+      << t.err().message;
+}
+
+TEST_F(TraceReader, ASelfTestWithAFloatIsAnErrorNotACrash) {
+  std::string h = header("1");
+  h.insert(h.size() - 1, R"(,"self_test":{"sys_stream_0_first4":[6.8e300]})");
+  auto t = read(h + "\n");
+  ASSERT_TRUE(t.ok()) << t.err().message;
+  replay::token_generator gen(t->config);
+  auto s = gen.self_test();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.err().message.find("must be an integer"), std::string::npos) << s.err().message;
+}
+
+}  // namespace
+}  // namespace hc::test
