@@ -1,6 +1,7 @@
 #include "gpu/shm_l1_pool.hpp"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <utility>
 
@@ -35,6 +36,14 @@ result<std::unique_ptr<shm_l1_pool>> shm_l1_pool::create(
   }
   return std::unique_ptr<shm_l1_pool>(
       new shm_l1_pool(std::move(kv), token_bytes, std::move(ssm), slot_bytes));
+}
+
+bool shm_l1_pool::names_exist(const l1_pool_names& names) noexcept {
+  for (const std::string* n : {&names.kv, &names.ssm}) {
+    struct stat st {};
+    if (!n->empty() && ::stat(("/dev/shm" + *n).c_str(), &st) != 0) return false;
+  }
+  return true;
 }
 
 void shm_l1_pool::unlink(const l1_pool_names& names) noexcept {

@@ -30,6 +30,10 @@ class shm_l1_pool final : private detail::shm_l1_regions, public byte_l1_pool {
   /// gone is not an error); mappings, the pool's own included, stay valid until unmapped.
   /// The pool's destructor then finds them gone.
   static void unlink(const l1_pool_names& names) noexcept;
+  /// Whether every (non-empty) name of a pool's regions still exists: someone may remove
+  /// them from under the node (rm /dev/shm/..., a cleanup script), and then a new worker
+  /// cannot map the pools while the mapped ones go on. Linux (/dev/shm).
+  static bool names_exist(const l1_pool_names& names) noexcept;
 
  private:
   shm_l1_pool(shm_region kv_region, std::size_t token_bytes, shm_region ssm_region,

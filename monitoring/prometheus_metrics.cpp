@@ -125,7 +125,8 @@ struct prometheus_metrics::impl {
           .Help("Faults the node survived, by kind (metrics_sink::fault; README, Reliability)")
           .Register(*reg);
   static constexpr const char* fault_kinds[] = {"l3_write_error",   "l3_full",    "l3_read_error",
-                                                "l3_corrupt_value", "l3_timeout", "client_gone"};
+                                                "l3_corrupt_value", "l3_timeout", "client_gone",
+                                                "shm_removed"};
   static pm::Histogram::BucketBoundaries io_buckets() {
     return {1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0, 5.0, 30.0};
   }

@@ -53,7 +53,8 @@ class metrics_sink {
   /// refused for lack of space: a full disk, or a value larger than the store),
   /// "l3_read_error" (a prefetch read failed), "l3_corrupt_value" (a value failed its
   /// checksum: deleted, never served), "l3_timeout" (a prefetch ran past its deadline:
-  /// slow I/O), "client_gone" (a session whose connection closed without close()).
+  /// slow I/O), "client_gone" (a session whose connection closed without close()),
+  /// "shm_removed" (an instance's L1 shared-memory names were removed from under the node).
   virtual void fault(std::string_view kind) = 0;
 };
 

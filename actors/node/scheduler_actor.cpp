@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actors/common/invariant.hpp"
+#include "actors/common/log.hpp"
 #include "actors/node/actor_watch.hpp"
 #include "actors/node/forward_stream_actor.hpp"
 #include "actors/node/host_storage_actor.hpp"
@@ -34,6 +35,7 @@ struct instance {
   l1_pool_names pool_names;      ///< where its L1 pools are (what a worker maps)
   std::size_t sessions = 0;      ///< open sessions
   std::uint64_t idle_since = 0;  ///< node tick when the last session closed
+  bool retired = false;          ///< its shm names were removed: no new session; dropped when idle
 };
 
 struct node_state {
@@ -133,6 +135,27 @@ pool_info pool_info_of(const instance& in, const instance_spec& sp) {
   return info;
 }
 
+void drop_instance(msg::scheduler_actor_type::pointer self, node_state& st,
+                   std::unordered_map<std::string, instance>::iterator it);
+
+/// The shm names of an instance's L1 pools were removed from under the node: a new worker
+/// could not map them, so new sessions of its spec get a fresh instance; the sessions on
+/// it (their mappings still valid) go on, and it ends when the last one closes.
+void retire(msg::scheduler_actor_type::pointer self, node_state& st,
+            std::unordered_map<std::string, instance>::iterator it) {
+  st.cfg.metrics->fault("shm_removed");
+  log::warn("the shared memory of instance " + std::to_string(it->second.id) + " (" +
+            it->second.pool_names.kv + ") was removed from under the node; its " +
+            std::to_string(it->second.sessions) + " sessions go on, new ones get a fresh instance");
+  if (it->second.sessions == 0) return drop_instance(self, st, it);
+  instance in = std::move(it->second);
+  st.instances.erase(it);
+  shm_l1_pool::unlink(in.pool_names);  // what is left of them
+  in.retired = true;
+  const std::string key = "retired:" + std::to_string(in.id);
+  st.instances.emplace(key, std::move(in));
+}
+
 void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
                   const msg::open_ptr& job) {
   if (status s = validate(job->spec, st.cfg.limits); !s) {
@@ -150,6 +173,10 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
   }
   const std::string fp = instance_fingerprint(job->spec);
   auto it = st.instances.find(fp);
+  if (it != st.instances.end() && !shm_l1_pool::names_exist(it->second.pool_names)) {
+    retire(self, st, it);
+    it = st.instances.end();
+  }
   if (it == st.instances.end()) {
     auto in = make_instance(self, st, job->spec);
     if (!in) {
@@ -169,9 +196,9 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
   self->request(in.radix, caf::infinite, msg::attach_atom::value, sid, request_config_of(job->spec),
                 job->spec.ns)
       .then(
-          [self, &st, job, fp, radix = in.radix](msg::stream_actor stream) {
+          [self, &st, job, fp, id = in.id, radix = in.radix](msg::stream_actor stream) {
             auto at = st.instances.find(fp);
-            if (at != st.instances.end()) at->second.stream = stream;
+            if (at != st.instances.end() && at->second.id == id) at->second.stream = stream;
             {
               std::lock_guard lk(st.registry->mu);
               st.registry->sessions.emplace(job->session, session_route{radix, std::move(stream)});
@@ -301,9 +328,26 @@ void drain(msg::scheduler_actor_type::pointer self, const node_state& st,
 /// node's max_idle_instances: their shared-memory names are unlinked at once, their
 /// actors (which hold the mappings) are told to end (a worker's own mapping stays valid
 /// until it unmaps).
+/// Ends an instance: its shm names go now (a worker's mapping stays valid); the regions
+/// unmap when the actors that hold them end.
+void drop_instance(msg::scheduler_actor_type::pointer self, node_state& st,
+                   std::unordered_map<std::string, instance>::iterator it) {
+  shm_l1_pool::unlink(it->second.pool_names);
+  self->send_exit(it->second.radix, caf::exit_reason::user_shutdown);  // and its stream
+  st.cfg.metrics->instance_closed(it->second.id);
+  st.instances.erase(it);
+}
+
 void session_detached(msg::scheduler_actor_type::pointer self, node_state& st, std::uint64_t id) {
-  for (auto& [fp, in] : st.instances)
-    if (in.id == id && in.sessions > 0 && --in.sessions == 0) in.idle_since = ++st.tick;
+  for (auto it = st.instances.begin(); it != st.instances.end(); ++it) {
+    instance& in = it->second;
+    if (in.id != id || in.sessions == 0 || --in.sessions != 0) continue;
+    in.idle_since = ++st.tick;
+    if (in.retired) {  // nobody can attach to it any more
+      drop_instance(self, st, it);
+      break;
+    }
+  }
   for (;;) {
     std::size_t idle = 0;
     auto oldest = st.instances.end();
@@ -314,12 +358,7 @@ void session_detached(msg::scheduler_actor_type::pointer self, node_state& st, s
         oldest = it;
     }
     if (idle <= st.cfg.max_idle_instances) return;
-    // The names go now (a worker's mapping stays valid); the regions unmap when the
-    // actors that hold them end.
-    shm_l1_pool::unlink(oldest->second.pool_names);
-    self->send_exit(oldest->second.radix, caf::exit_reason::user_shutdown);  // and its stream
-    st.cfg.metrics->instance_closed(oldest->second.id);
-    st.instances.erase(oldest);
+    drop_instance(self, st, oldest);
   }
 }
 

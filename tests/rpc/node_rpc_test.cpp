@@ -93,6 +93,43 @@ TEST_F(NodeRpc, OpenGivesPoolsInSharedMemory) {
   EXPECT_TRUE(std::filesystem::exists("/dev/shm" + p.ssm_shm));
 }
 
+// Someone removes an instance's shared-memory names (rm /dev/shm/..., a cleanup script):
+// the session on it goes on with its mapping, a new session of the same spec gets a fresh
+// instance it can map, the fault is counted, and the old instance ends with its last
+// session.
+TEST_F(NodeRpc, RemovedSharedMemoryGivesNewSessionsAFreshInstance) {
+  auto c = connect();
+  auto a = c->open(small_spec());
+  ASSERT_TRUE(a.ok()) << a.err().message;
+  const pool_info old = (*a)->pools();
+  ASSERT_TRUE(std::filesystem::remove("/dev/shm" + old.kv_shm));
+  ASSERT_TRUE(std::filesystem::remove("/dev/shm" + old.ssm_shm));
+
+  std::vector<command> cmds{create(1, iota_tokens(1, 8)), cmd::match{1}, cmd::alloc_req{1},
+                            cmd::alloc_kv{1, 0, 8}, cmd::finish{1}};
+  auto r = (*a)->step(cmds);
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  for (const auto& one : *r)
+    EXPECT_TRUE(one.ok()) << one.error;
+  EXPECT_TRUE((*a)->read_slot(1).ok()) << "the session on the old instance goes on";
+
+  auto b = c->open(small_spec());
+  ASSERT_TRUE(b.ok()) << b.err().message;
+  const pool_info fresh = (*b)->pools();
+  EXPECT_NE(fresh.instance_id, old.instance_id);
+  EXPECT_TRUE(std::filesystem::exists("/dev/shm" + fresh.kv_shm));
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="shm_removed"})"), 1);
+  r = (*b)->step(cmds);
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  EXPECT_EQ((*r)[1].as<res::match>().prefix_len, 0u) << "a fresh instance: an empty tree";
+
+  ASSERT_TRUE((*a)->close().ok());
+  ASSERT_TRUE(c->drain().ok());
+  auto doc = nlohmann::json::parse(*c->inspect());
+  ASSERT_EQ(doc["instances"].size(), 1u) << "the old instance ended with its last session";
+  EXPECT_EQ(doc["instances"][0]["tree"]["instance"], fresh.instance_id) << doc.dump();
+}
+
 TEST_F(NodeRpc, InvalidSpecIsRejectedNamingTheOption) {
   auto c = connect();
   instance_spec bad = small_spec();
