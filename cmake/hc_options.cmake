@@ -26,12 +26,23 @@ if(HC_FUZZ)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-# HC_TSAN: ThreadSanitizer (preset `tsan`). The Debian libraries (CAF, kj, RocksDB) are not
-# instrumented; tests/tsan.supp lists what is suppressed in them and why.
+# HC_TSAN: ThreadSanitizer (preset `tsan`). Debian's CAF and kj are not instrumented, so
+# TSan cannot see the synchronisation inside them: scripts/build-tsan-deps.sh builds both
+# with TSan into HC_TSAN_DEPS, searched first. tests/tsan.supp lists what is suppressed in
+# the other libraries (RocksDB, prometheus-cpp) and why.
 option(HC_TSAN "Build with ThreadSanitizer (preset tsan)" OFF)
+set(HC_TSAN_DEPS "${PROJECT_SOURCE_DIR}/build/tsan-deps/prefix" CACHE PATH
+    "CAF and kj built with TSan (scripts/build-tsan-deps.sh)")
 if(HC_TSAN)
   if(HC_SANITIZE)
     message(FATAL_ERROR "HC_TSAN and HC_SANITIZE cannot be combined")
+  endif()
+  if(EXISTS "${HC_TSAN_DEPS}/lib/libcaf_core.so" AND EXISTS "${HC_TSAN_DEPS}/lib/libkj.so")
+    list(PREPEND CMAKE_PREFIX_PATH "${HC_TSAN_DEPS}")
+    message(STATUS "TSan: CAF and kj from ${HC_TSAN_DEPS}")
+  else()
+    message(WARNING "TSan: no ${HC_TSAN_DEPS}; run scripts/build-tsan-deps.sh first, or every "
+                    "test that starts a node reports races inside Debian's CAF and kj")
   endif()
   add_compile_options(-O1 -g -fsanitize=thread -fno-omit-frame-pointer)
   add_link_options(-fsanitize=thread)

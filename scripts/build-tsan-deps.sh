@@ -30,7 +30,8 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
     apt-get update -qq
   fi
-  # The upstream tarballs only (Debian's patches are packaging).
+  # The upstream tarballs only (Debian's one source fix, a missing #include <limits> in
+  # CAF, is passed as -include limits).
   for pkg in actor-framework capnproto; do
     apt-get source --print-uris "$pkg" | grep -o "'[^']*orig.tar[^']*'" | tr -d "'" |
       xargs -r -n1 curl -fsSLO
@@ -44,7 +45,7 @@ build_caf() {
   echo "== CAF 0.17.6 with TSan"
   cmake -S "$work/src/actor-framework-0.17.6" -B "$work/caf" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$prefix" \
-    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
+    -DCMAKE_CXX_FLAGS="$flags -include limits" -DCMAKE_C_FLAGS="$flags" \
     -DCAF_NO_EXAMPLES=yes -DCAF_NO_UNIT_TESTS=yes -DCAF_NO_TOOLS=yes -DCAF_NO_PYTHON=yes \
     -DCAF_NO_OPENCL=yes -DCAF_NO_OPENSSL=yes -DCAF_NO_BENCHMARKS=yes -DCAF_NO_SUMMARY=yes \
     -DCAF_NO_COMPILER_CHECK=yes >"$work/caf.log" 2>&1
@@ -53,11 +54,12 @@ build_caf() {
 }
 
 build_capnp() {
-  [ -f "$prefix/lib/libkj.so" ] && return
+  [ -f "$prefix/lib/libkj.so" ] && "$prefix/bin/capnp" --version >/dev/null 2>&1 && return
   echo "== Cap'n Proto 0.9.2 with TSan"
   cmake -S "$work/src/capnproto-c++-0.9.2" -B "$work/capnp" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$prefix" \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" -DBUILD_SHARED_LIBS=ON \
+    -DCMAKE_INSTALL_RPATH="$prefix/lib" \
     -DBUILD_TESTING=OFF -DWITH_OPENSSL=OFF -DWITH_ZLIB=OFF >"$work/capnp.log" 2>&1
   cmake --build "$work/capnp" -j "$jobs" >>"$work/capnp.log" 2>&1 || { tail -30 "$work/capnp.log"; exit 1; }
   cmake --install "$work/capnp" >>"$work/capnp.log" 2>&1

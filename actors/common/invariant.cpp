@@ -11,11 +11,15 @@ std::atomic<const char*> first{nullptr};
 
 }  // namespace
 
-bool must(bool ok, const char* what) noexcept {
-  if (ok) return true;
+void count_violation(const char* what) noexcept {
   const char* none = nullptr;
   first.compare_exchange_strong(none, what);
   violations.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool must(bool ok, const char* what) noexcept {
+  if (ok) return true;
+  count_violation(what);
   assert(ok && "internal invariant violated (see first_invariant_violation())");
   return false;
 }

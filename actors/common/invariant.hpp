@@ -18,6 +18,9 @@ namespace hc {
 bool must(const status& s, const char* what) noexcept;
 /// The same for a condition.
 bool must(bool ok, const char* what) noexcept;
+/// Counts a violation the caller already handles, without the debug builds' stop (an
+/// actor that failed: the node reports it and stops serving; node_config::on_actor_failure).
+void count_violation(const char* what) noexcept;
 
 /// Violations counted so far in this process.
 std::uint64_t invariant_violations() noexcept;

@@ -110,7 +110,7 @@ node::node(const node_config& cfg) {
       st->what = what;
       st->failed.store(true);
     }
-    must(false, "an actor of the node failed");
+    count_violation("an actor of the node failed");
     log::error(what + "; the node refuses every job from now on");
     if (user) user(what);
   };
