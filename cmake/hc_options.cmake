@@ -39,6 +39,7 @@ if(HC_TSAN)
   endif()
   if(EXISTS "${HC_TSAN_DEPS}/lib/libcaf_core.so" AND EXISTS "${HC_TSAN_DEPS}/lib/libkj.so")
     list(PREPEND CMAKE_PREFIX_PATH "${HC_TSAN_DEPS}")
+    set(CMAKE_INSTALL_RPATH "${HC_TSAN_DEPS}/lib")  # installed binaries (package_consumer)
     message(STATUS "TSan: CAF and kj from ${HC_TSAN_DEPS}")
   else()
     message(WARNING "TSan: no ${HC_TSAN_DEPS}; run scripts/build-tsan-deps.sh first, or every "
