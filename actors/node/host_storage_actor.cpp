@@ -29,6 +29,12 @@ struct state {
   }
 };
 
+/// The fault a failed L3 write counts as: no space (a full disk, a value larger than the
+/// store) or any other write error.
+std::string_view write_fault(const error& e) {
+  return e.code == errc::out_of_memory ? "l3_full" : "l3_write_error";
+}
+
 /// Most bytes of one external value (a page or a state). 1 GiB.
 constexpr std::size_t max_external_value = std::size_t{1} << 30;
 
@@ -97,8 +103,7 @@ void external(state& st, store_job& j) {
       ++st.ext_sets;
       const status s = l3::set_from(*st.store, pool, keys[i], segs[i], j.arena, st.scratch);
       j.ok[i] = s.ok();
-      if (!s && s.err().code != errc::invalid_argument)
-        st.metrics->fault(s.err().code == errc::out_of_memory ? "l3_full" : "l3_write_error");
+      if (!s && s.err().code != errc::invalid_argument) st.metrics->fault(write_fault(s.err()));
     }
   }
 }
@@ -131,7 +136,7 @@ void write(state& st, l3_write_job& j) {
   }
   if (j.report.failed) {
     ++st.write_failures;
-    st.metrics->fault(j.report.err.code == errc::out_of_memory ? "l3_full" : "l3_write_error");
+    st.metrics->fault(write_fault(j.report.err));
   }
   st.pages_written += j.report.pages_written;
   j.seconds = st.since(t0);

@@ -135,8 +135,15 @@ pool_info pool_info_of(const instance& in, const instance_spec& sp) {
   return info;
 }
 
+/// Ends an instance: its shm names go now (a worker's mapping stays valid); the regions
+/// unmap when the actors that hold them end.
 void drop_instance(msg::scheduler_actor_type::pointer self, node_state& st,
-                   std::unordered_map<std::string, instance>::iterator it);
+                   std::unordered_map<std::string, instance>::iterator it) {
+  shm_l1_pool::unlink(it->second.pool_names);
+  self->send_exit(it->second.radix, caf::exit_reason::user_shutdown);  // and its stream
+  st.cfg.metrics->instance_closed(it->second.id);
+  st.instances.erase(it);
+}
 
 /// The shm names of an instance's L1 pools were removed from under the node: a new worker
 /// could not map them, so new sessions of its spec get a fresh instance; the sessions on
@@ -328,16 +335,6 @@ void drain(msg::scheduler_actor_type::pointer self, const node_state& st,
 /// node's max_idle_instances: their shared-memory names are unlinked at once, their
 /// actors (which hold the mappings) are told to end (a worker's own mapping stays valid
 /// until it unmaps).
-/// Ends an instance: its shm names go now (a worker's mapping stays valid); the regions
-/// unmap when the actors that hold them end.
-void drop_instance(msg::scheduler_actor_type::pointer self, node_state& st,
-                   std::unordered_map<std::string, instance>::iterator it) {
-  shm_l1_pool::unlink(it->second.pool_names);
-  self->send_exit(it->second.radix, caf::exit_reason::user_shutdown);  // and its stream
-  st.cfg.metrics->instance_closed(it->second.id);
-  st.instances.erase(it);
-}
-
 void session_detached(msg::scheduler_actor_type::pointer self, node_state& st, std::uint64_t id) {
   for (auto it = st.instances.begin(); it != st.instances.end(); ++it) {
     instance& in = it->second;
