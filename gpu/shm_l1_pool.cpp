@@ -9,7 +9,12 @@ namespace hc {
 namespace {
 
 l1_pool_names names_of(const shm_region& kv, const shm_region& ssm) {
-  return {kv.name(), kv.bytes().size(), ssm.name(), ssm.bytes().size()};
+  l1_pool_names n;
+  n.kv = kv.name();
+  n.kv_bytes = kv.bytes().size();
+  n.ssm = ssm.name();
+  n.ssm_bytes = ssm.bytes().size();
+  return n;
 }
 
 }  // namespace

@@ -122,6 +122,8 @@ void put_spec(wire::InstanceSpec::Builder b, const instance_spec& s) {
   b.setPrefetchPolicy(static_cast<wire::PrefetchPolicy>(s.prefetch_policy));
   b.setPrefetchThreshold(static_cast<std::uint32_t>(s.prefetch_threshold));
   b.setHicacheStorage(s.hicache_storage);
+  b.setDevice(s.device == device_kind::cuda ? wire::Device::CUDA : wire::Device::CPU);
+  b.setDeviceOrdinal(s.device_ordinal);
 }
 
 result<instance_spec> get_spec(wire::InstanceSpec::Reader r) {
@@ -168,6 +170,19 @@ result<instance_spec> get_spec(wire::InstanceSpec::Reader r) {
   s.prefetch_policy = static_cast<prefetch_termination>(pp);
   s.prefetch_threshold = r.getPrefetchThreshold();
   s.hicache_storage = r.getHicacheStorage();
+  switch (r.getDevice()) {
+    case wire::Device::CPU:
+      s.device = device_kind::cpu;
+      break;
+    case wire::Device::CUDA:
+      s.device = device_kind::cuda;
+      break;
+    default:
+      return error{
+          errc::invalid_config,
+          "device " + std::to_string(static_cast<unsigned>(r.getDevice())) + " is unknown"};
+  }
+  s.device_ordinal = r.getDeviceOrdinal();
   return s;
 }
 
@@ -575,11 +590,30 @@ void put_pool_info(wire::PoolInfo::Builder b, const pool_info& p) {
   b.setKvBytesPerToken(p.kv_bytes_per_token);
   b.setSsmSlotBytes(p.ssm_slot_bytes);
   b.setInstanceId(p.instance_id);
+  b.setDevice(p.device == device_kind::cuda ? wire::Device::CUDA : wire::Device::CPU);
+  b.setDeviceOrdinal(p.device_ordinal);
+  b.setKvIpcHandle(kj::arrayPtr(reinterpret_cast<const kj::byte*>(p.kv_ipc_handle.data()),
+                                p.kv_ipc_handle.size()));
+  b.setSsmIpcHandle(kj::arrayPtr(reinterpret_cast<const kj::byte*>(p.ssm_ipc_handle.data()),
+                                 p.ssm_ipc_handle.size()));
 }
 
 pool_info get_pool_info(wire::PoolInfo::Reader r) {
-  return {r.getKvShm().cStr(),    r.getKvBytes(),      r.getSsmShm().cStr(), r.getSsmBytes(),
-          r.getKvBytesPerToken(), r.getSsmSlotBytes(), r.getInstanceId()};
+  pool_info p;
+  p.kv_shm = r.getKvShm().cStr();
+  p.kv_bytes = r.getKvBytes();
+  p.ssm_shm = r.getSsmShm().cStr();
+  p.ssm_bytes = r.getSsmBytes();
+  p.kv_bytes_per_token = r.getKvBytesPerToken();
+  p.ssm_slot_bytes = r.getSsmSlotBytes();
+  p.instance_id = r.getInstanceId();
+  p.device = r.getDevice() == wire::Device::CUDA ? device_kind::cuda : device_kind::cpu;
+  p.device_ordinal = r.getDeviceOrdinal();
+  const auto kv = r.getKvIpcHandle();
+  p.kv_ipc_handle.assign(reinterpret_cast<const char*>(kv.begin()), kv.size());
+  const auto ssm = r.getSsmIpcHandle();
+  p.ssm_ipc_handle.assign(reinterpret_cast<const char*>(ssm.begin()), ssm.size());
+  return p;
 }
 
 }  // namespace hc::wire_convert

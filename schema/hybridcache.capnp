@@ -68,6 +68,16 @@ struct InstanceSpec {
   prefetchPolicy @20 :PrefetchPolicy;
   prefetchThreshold @21 :UInt32 = 256;  # tokens; shorter storage hits are not prefetched
   hicacheStorage @22 :Bool = true;      # back up to / prefetch from the node's L3 store
+  # Where the L1 pools live: cpu = POSIX shared memory (PoolInfo.kvShm / ssmShm), cuda =
+  # device memory on CUDA device deviceOrdinal (PoolInfo.kvIpcHandle / ssmIpcHandle). A node
+  # built or running without CUDA refuses cuda with invalidConfig.
+  device @23 :Device;
+  deviceOrdinal @24 :UInt32;
+}
+
+enum Device {
+  cpu @0;
+  cuda @1;
 }
 
 enum WritePolicy {
@@ -263,6 +273,10 @@ struct PoolInfo {
   kvBytesPerToken @4 :UInt64;
   ssmSlotBytes @5 :UInt64;
   instanceId @6 :UInt64;
+  device @7 :Device;            # the instance's device (its spec's)
+  deviceOrdinal @8 :UInt32;
+  kvIpcHandle @9 :Data;         # device cuda: cudaIpcMemHandle_t (64 bytes) of the KV pool
+  ssmIpcHandle @10 :Data;       # device cuda: of the SSM pool; empty when it has no bytes
 }
 
 struct Stat {

@@ -28,4 +28,11 @@ using session_id = std::uint64_t;
 inline constexpr slot_id no_slot = -1;
 inline constexpr row_id no_row = -1;
 
+/// One slot's state copied onto another (COW, snapshot, donation).
+struct slot_copy {
+  slot_id src = no_slot;
+  slot_id dst = no_slot;
+  friend bool operator==(const slot_copy&, const slot_copy&) = default;
+};
+
 }  // namespace hc

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/common/device_kind.hpp"
 #include "actors/common/strategy.hpp"
 #include "actors/common/tier_policy.hpp"
 
@@ -24,12 +25,14 @@ struct instance_spec {
   std::size_t ssm_slot_bytes = 0;      ///< 0: bookkeeping only (no slot bytes)
   std::size_t chunk_size = 64;         ///< C = max(model chunk, P). Default: 64
   strategy strat = strategy::no_buffer;
-  std::size_t track_interval = 256;   ///< Default: 256
-  bool overlap = true;                ///< ping-pong size 2. Default: true
-  std::size_t request_rows = 64;      ///< rows of this session. Default: 64
-  std::size_t max_context_len = 0;    ///< row width; 0 = unlimited
-  std::size_t slots_per_request = 0;  ///< pre-eviction factor; 0 = from strategy
-  std::string ns;                     ///< namespace (LoRA / cache salt); "" = default
+  std::size_t track_interval = 256;       ///< Default: 256
+  bool overlap = true;                    ///< ping-pong size 2. Default: true
+  std::size_t request_rows = 64;          ///< rows of this session. Default: 64
+  std::size_t max_context_len = 0;        ///< row width; 0 = unlimited
+  std::size_t slots_per_request = 0;      ///< pre-eviction factor; 0 = from strategy
+  std::string ns;                         ///< namespace (LoRA / cache salt); "" = default
+  device_kind device = device_kind::cpu;  ///< where the L1 pools live. Default: cpu
+  std::uint32_t device_ordinal = 0;       ///< CUDA device of the pools (device cuda)
 
   // --- host tier (HiCache, cache-semantics.md §5); on when hicache_ratio or hicache_bytes > 0
   double hicache_ratio = 0;         ///< host pools as a multiple of the device pools (> 1)

@@ -6,30 +6,42 @@
 // pools (host memory) through it.
 //
 // Implementations: byte_l1_pool below (the bytes in host memory — CPU mode; shm_l1_pool in
-// gpu/ puts them in POSIX shared memory that the workers map); a device implementation
-// does the same on device memory, with read_* / write_* as D→H / H→D copies.
+// gpu/ puts them in POSIX shared memory that the workers map); the CUDA pool
+// (gpu/cuda_l1_pool.hpp) keeps them in device memory, runs clears and copies on its own
+// stream, and makes read_* / write_* D→H / H→D copies ordered after them.
 //
 // Every call checks its ids: one out of range (or the reserved slot 0, or a copy onto
 // itself) gives invalid_argument and changes nothing. A pool without KV or slot bytes
 // (token_bytes or slot_bytes 0: a bookkeeping-only instance) refuses every byte call of
-// that kind.
+// that kind. The batch calls skip (and count) the ids a single call would refuse.
+// Ordering: every call sees the effects of the calls before it, as if run one after the
+// other; a worker mapping the pools sees them after synchronize() (or, in CUDA mode, after
+// the stream's event for them — forward fences).
 // Thread safety: none; one owner (the instance's forward_stream).
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "actors/common/device_kind.hpp"
 #include "actors/common/ids.hpp"
 #include "actors/common/status.hpp"
 
 namespace hc {
 
-/// Where the pools are, for inspect: the shared-memory names a worker maps ("" if none).
+/// Where the pools are, for a worker that maps them and for inspect.
 struct l1_pool_names {
-  std::string kv;
+  device_kind device = device_kind::cpu;
+  std::uint32_t device_ordinal = 0;  ///< CUDA mode: the device the pools are on
+  std::string kv;                    ///< CPU mode: shared-memory name ("" if no KV bytes)
   std::size_t kv_bytes = 0;
-  std::string ssm;
+  std::string ssm;  ///< CPU mode: shared-memory name ("" if no slot bytes)
   std::size_t ssm_bytes = 0;
+  /// CUDA mode: the pools' CUDA IPC memory handles (cudaIpcMemHandle_t, 64 bytes each;
+  /// "" if that part has no bytes), which another process opens to map them.
+  std::string kv_ipc, ssm_ipc;
 };
 
 class l1_pool {
@@ -50,9 +62,33 @@ class l1_pool {
   /// Slot s to / from host memory of exactly slot_bytes() bytes.
   virtual status read_slot(slot_id s, std::span<std::byte> dst) const = 0;
   virtual status write_slot(slot_id s, std::span<const std::byte> src) = 0;
+
+  /// Many clears / copies in one call, in order (a later copy reads what an earlier one
+  /// wrote, as clear_slot / copy_slot one after the other would): what a forward batch's
+  /// ops need, one kernel launch or so on a device. Returns how many entries were refused
+  /// (skipped; the others are done). The defaults loop over the single calls.
+  virtual std::size_t clear_slots(std::span<const slot_id> slots);
+  virtual std::size_t copy_slots(std::span<const slot_copy> copies);
+  /// Returns once every change made so far is done (a device pool waits for its stream);
+  /// host pools have nothing to wait for.
+  virtual status synchronize() { return {}; }
+
+ protected:
+  /// The range checks every implementation applies (messages name the offending ids).
+  status check_slot(slot_id s) const;
+  status check_copy(slot_copy c) const;
+  status check_slot_buffer(std::size_t bytes) const;
+  status check_kv(kv_index first, std::size_t n, std::size_t bytes) const;
 };
 
-/// L1 bytes in host memory the caller owns (which must outlive the pool).
+/// Splits `copies` into runs that can each be done all at once (in parallel) with the
+/// result of doing them one after the other: within a run no copy reads or writes a slot
+/// an earlier one writes, nor writes a slot an earlier one reads. Returns each run's end
+/// index (the last is copies.size(); none for no copies). What a device pool launches.
+std::vector<std::size_t> independent_runs(std::span<const slot_copy> copies);
+
+/// L1 bytes in host memory the caller owns (which must outlive the pool). names() has
+/// the spans' sizes.
 class byte_l1_pool : public l1_pool {
  public:
   byte_l1_pool(std::span<std::byte> kv, std::size_t token_bytes, std::span<std::byte> ssm,
@@ -76,8 +112,6 @@ class byte_l1_pool : public l1_pool {
   status write_slot(slot_id s, std::span<const std::byte> src) override;
 
  private:
-  status check_slot(slot_id s) const;
-  status check_kv(kv_index first, std::size_t n, std::size_t bytes) const;
   std::span<std::byte> kv_;
   std::size_t token_bytes_;
   std::span<std::byte> ssm_;

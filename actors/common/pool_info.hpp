@@ -5,19 +5,27 @@
 #include <cstdint>
 #include <string>
 
+#include "actors/common/device_kind.hpp"
+
 namespace hc {
 
-/// The POSIX shared-memory names and sizes of an instance's L1 pools. A worker maps them
-/// read-write; their layout is token-major KV (kv_bytes_per_token per token, page 0
-/// reserved) and slot-major SSM states (ssm_slot_bytes per slot, slot 0 reserved).
+/// Where an instance's L1 pools are and their sizes. A worker maps them read-write: in
+/// CPU mode the POSIX shared-memory names, in CUDA mode the CUDA IPC memory handles
+/// (cudaIpcOpenMemHandle on device_ordinal). Their layout is token-major KV
+/// (kv_bytes_per_token per token, page 0 reserved) and slot-major SSM states
+/// (ssm_slot_bytes per slot, slot 0 reserved).
 struct pool_info {
-  std::string kv_shm;  ///< "" when the instance has no KV bytes
+  std::string kv_shm;  ///< CPU mode; "" when the instance has no KV bytes
   std::uint64_t kv_bytes = 0;
-  std::string ssm_shm;  ///< "" when the instance has no slot bytes
+  std::string ssm_shm;  ///< CPU mode; "" when the instance has no slot bytes
   std::uint64_t ssm_bytes = 0;
   std::uint64_t kv_bytes_per_token = 0;
   std::uint64_t ssm_slot_bytes = 0;
   std::uint64_t instance_id = 0;
+  device_kind device = device_kind::cpu;
+  std::uint32_t device_ordinal = 0;
+  std::string kv_ipc_handle;   ///< CUDA mode: cudaIpcMemHandle_t bytes (64); "" if no KV bytes
+  std::string ssm_ipc_handle;  ///< CUDA mode: of the SSM pool; "" if no slot bytes
   friend bool operator==(const pool_info&, const pool_info&) = default;
 };
 

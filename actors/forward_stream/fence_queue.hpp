@@ -61,7 +61,6 @@ class slot_op_runner {
   const fence_stats& stats() const noexcept { return stats_; }
 
  private:
-  void copy(slot_copy c);
   l1_pool& pool_;
   fence_stats stats_;
 };

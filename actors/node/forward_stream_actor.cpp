@@ -195,9 +195,10 @@ msg::stream_actor::behavior_type forward_stream_actor(msg::stream_actor::pointer
         const fence_stats& total = st->ops->stats();
         const stream_counters& rc = st->rules.counters();
         const l1_pool_names names = st->pools->names();
-        return "{\"kv_shm\":\"" + names.kv + "\",\"kv_bytes\":" + std::to_string(names.kv_bytes) +
-               ",\"ssm_shm\":\"" + names.ssm +
-               "\",\"ssm_bytes\":" + std::to_string(names.ssm_bytes) +
+        return "{\"device\":\"" + std::string(to_string(names.device)) +
+               "\",\"device_ordinal\":" + std::to_string(names.device_ordinal) + ",\"kv_shm\":\"" +
+               names.kv + "\",\"kv_bytes\":" + std::to_string(names.kv_bytes) + ",\"ssm_shm\":\"" +
+               names.ssm + "\",\"ssm_bytes\":" + std::to_string(names.ssm_bytes) +
                ",\"snapshots_run\":" + std::to_string(total.snapshots) +
                ",\"clears_run\":" + std::to_string(total.clears) +
                ",\"cows_run\":" + std::to_string(total.cows) +

@@ -22,6 +22,7 @@
 #include "actors/node/host_storage_actor.hpp"
 #include "actors/node/messages.hpp"
 #include "actors/node/radix_cache_actor.hpp"
+#include "gpu/cuda_l1_pool.hpp"
 #include "gpu/shm_l1_pool.hpp"
 #include "storage/l3_keys.hpp"
 
@@ -90,6 +91,22 @@ result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_
   return w;
 }
 
+/// The instance's L1 pools on its device. Page 0 and slot 0 are reserved: one more page
+/// and slot than the spec's usable ones.
+result<std::shared_ptr<l1_pool>> make_pools(const instance_spec& spec, const std::string& base) {
+  const std::size_t tokens = spec.kv_tokens + spec.page_size, slots = spec.ssm_slots + 1;
+  if (spec.device == device_kind::cuda) {
+    auto p = make_cuda_l1_pool(
+        {spec.device_ordinal, tokens, spec.kv_bytes_per_token, slots, spec.ssm_slot_bytes});
+    if (!p) return p.err();
+    return std::shared_ptr<l1_pool>(std::move(*p));
+  }
+  auto p = shm_l1_pool::create(base + "-kv", tokens, spec.kv_bytes_per_token, base + "-ssm", slots,
+                               spec.ssm_slot_bytes);
+  if (!p) return p.err();
+  return std::shared_ptr<l1_pool>(std::move(*p));
+}
+
 result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_state& st,
                                const instance_spec& spec) {
   cache_config cc = cache_config_of(spec);
@@ -97,20 +114,13 @@ result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_sta
   if (!tiers) return tiers.err();
   const std::uint64_t id = ++st.next_instance;
   const std::string base = st.cfg.shm_prefix + "-i" + std::to_string(id);
-  // Page 0 and slot 0 are reserved: one more page and slot than the spec's usable ones.
-  auto pools =
-      shm_l1_pool::create(base + "-kv", spec.kv_tokens + spec.page_size, spec.kv_bytes_per_token,
-                          base + "-ssm", spec.ssm_slots + 1, spec.ssm_slot_bytes);
+  auto pools = make_pools(spec, base);
   if (!pools) return pools.err();
   instance in;
   in.id = id;
   in.pool_names = (*pools)->names();
-  stream_setup ss{std::shared_ptr<l1_pool>(std::move(*pools)),
-                  spec.page_size,
-                  tiers->host,
-                  st.cfg.metrics,
-                  st.cfg.time_source,
-                  st.cfg.demo};
+  stream_setup ss{std::move(*pools), spec.page_size,     tiers->host,
+                  st.cfg.metrics,    st.cfg.time_source, st.cfg.demo};
   in.radix = self->spawn<caf::linked>(radix_cache_actor, cc, id, std::move(ss),
                                       caf::actor_cast<msg::scheduler_actor_type>(self),
                                       std::move(*tiers), st.cfg.metrics);
@@ -132,6 +142,10 @@ pool_info pool_info_of(const instance& in, const instance_spec& sp) {
   info.kv_bytes = in.pool_names.kv_bytes;
   info.ssm_shm = in.pool_names.ssm;
   info.ssm_bytes = in.pool_names.ssm_bytes;
+  info.device = in.pool_names.device;
+  info.device_ordinal = in.pool_names.device_ordinal;
+  info.kv_ipc_handle = in.pool_names.kv_ipc;
+  info.ssm_ipc_handle = in.pool_names.ssm_ipc;
   return info;
 }
 

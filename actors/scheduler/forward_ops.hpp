@@ -12,12 +12,6 @@
 
 namespace hc {
 
-struct slot_copy {
-  slot_id src = no_slot;
-  slot_id dst = no_slot;
-  friend bool operator==(const slot_copy&, const slot_copy&) = default;
-};
-
 struct forward_ops {
   std::vector<slot_copy> snapshots;
   std::vector<slot_id> clears;

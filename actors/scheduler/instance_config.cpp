@@ -25,6 +25,9 @@ status validate(const instance_spec& s, const spec_limits& lim) {
     return bad("chunkSize (" + std::to_string(s.chunk_size) +
                ") must be a multiple of pageSize and >= it");
   if (s.track_interval == 0) return bad("trackInterval must be > 0");
+  if (s.device == device_kind::cpu && s.device_ordinal != 0)
+    return bad("deviceOrdinal (" + std::to_string(s.device_ordinal) +
+               ") applies to device cuda only; leave it 0 for device cpu");
   if (!(s.hicache_ratio >= 0) || s.hicache_ratio > 1e6)
     return bad("hicacheRatio must be 0 (off) or a multiple of the device pools > 1");
   if (s.host_tier() && s.hicache_bytes == 0 && s.hicache_ratio <= 1)
@@ -58,6 +61,8 @@ std::string instance_fingerprint(const instance_spec& s) {
          std::to_string(s.kv_bytes_per_token) + "|ssm" + std::to_string(s.ssm_slots) + "x" +
          std::to_string(s.ssm_slot_bytes) + "|C" + std::to_string(s.chunk_size) + "|" +
          std::string(to_string(s.strat)) +
+         (s.device == device_kind::cuda ? "|cuda" + std::to_string(s.device_ordinal)
+                                        : std::string()) +
          (s.host_tier()
               ? "|host" + std::to_string(s.hicache_ratio) + "/" + std::to_string(s.hicache_bytes) +
                     "/w" + std::to_string(static_cast<int>(s.hicache_write_policy)) + "/p" +

@@ -148,6 +148,8 @@ TEST(WireConvert, ASpecAndThePoolInfoKeepEveryField) {
   s.prefetch_policy = prefetch_termination::timeout;
   s.prefetch_threshold = 77;
   s.hicache_storage = false;
+  s.device = device_kind::cuda;
+  s.device_ordinal = 3;
   capnp::MallocMessageBuilder msg;
   auto b = msg.initRoot<wire::InstanceSpec>();
   wc::put_spec(b, s);
@@ -156,6 +158,10 @@ TEST(WireConvert, ASpecAndThePoolInfoKeepEveryField) {
   EXPECT_EQ(*back, s);
 
   pool_info p{"/kv", 1, "/ssm", 2, 3, 4, 5};
+  p.device = device_kind::cuda;
+  p.device_ordinal = 1;
+  p.kv_ipc_handle = std::string(64, '\x01');
+  p.ssm_ipc_handle = std::string("\0\xff\x7f", 3);  // raw bytes, NULs included
   capnp::MallocMessageBuilder msg2;
   auto pb = msg2.initRoot<wire::PoolInfo>();
   wc::put_pool_info(pb, p);

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpu/device_probe.hpp"
 #include "schema/convert.hpp"
 #include "tests/support/commands.hpp"
 #include "tests/support/node_fixture.hpp"
@@ -130,6 +131,34 @@ TEST_F(NodeRpc, RemovedSharedMemoryGivesNewSessionsAFreshInstance) {
   EXPECT_EQ(doc["instances"][0]["tree"]["instance"], fresh.instance_id) << doc.dump();
 }
 
+// device cuda: where no CUDA device is usable (a build without CUDA, no driver, no GPU)
+// the open is refused with invalid_config saying why and the node goes on; with one, the
+// pools are device memory with IPC handles and no shared-memory names.
+TEST_F(NodeRpc, ACudaInstanceGetsIpcHandlesOrIsRefusedSayingWhy) {
+  auto c = connect();
+  instance_spec spec = small_spec();
+  spec.device = device_kind::cuda;
+  auto s = c->open(spec);
+  if (gpu::probe_devices().device_count == 0) {
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.err().code, errc::invalid_config);
+    EXPECT_NE(s.err().message.find("cuda"), std::string::npos) << s.err().message;
+    auto cpu = c->open(small_spec());
+    EXPECT_TRUE(cpu.ok()) << "the node keeps serving: " << cpu.err().message;
+    return;
+  }
+  ASSERT_TRUE(s.ok()) << s.err().message;
+  const pool_info& p = (*s)->pools();
+  EXPECT_EQ(p.device, device_kind::cuda);
+  EXPECT_EQ(p.kv_ipc_handle.size(), 64u);
+  EXPECT_EQ(p.ssm_ipc_handle.size(), 64u);
+  EXPECT_TRUE(p.kv_shm.empty() && p.ssm_shm.empty());
+  EXPECT_EQ(p.ssm_bytes, 17u * 64u);
+  auto cpu = c->open(small_spec());
+  ASSERT_TRUE(cpu.ok()) << cpu.err().message;
+  EXPECT_NE((*cpu)->pools().instance_id, p.instance_id) << "the device is part of the identity";
+}
+
 TEST_F(NodeRpc, InvalidSpecIsRejectedNamingTheOption) {
   auto c = connect();
   instance_spec bad = small_spec();
@@ -145,6 +174,12 @@ TEST_F(NodeRpc, InvalidSpecIsRejectedNamingTheOption) {
   s = c->open(bad);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.err().message.find("ssmSlots * ssmSlotBytes"), std::string::npos);
+  bad = small_spec();
+  bad.device_ordinal = 2;  // on device cpu
+  s = c->open(bad);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.err().code, errc::invalid_config);
+  EXPECT_NE(s.err().message.find("deviceOrdinal"), std::string::npos) << s.err().message;
   EXPECT_TRUE(c->ping().ok()) << "the node keeps serving";
 }
 

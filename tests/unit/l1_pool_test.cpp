@@ -1,6 +1,6 @@
-// The device seam (actors/common/l1_pool.hpp): the CPU implementation's range checks, the
-// shared-memory pools a worker maps, and the tier copies between an L1 pool and the L2
-// host pools through the interface only; the sweep of the segments crashed nodes leave.
+// The shared-memory pools of CPU mode beyond the device seam's contract
+// (l1_pool_contract_test.cpp): their names a worker maps, unlinking, and the sweep of the
+// segments crashed nodes leave.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "actors/forward_stream/tier_copier.hpp"
 #include "gpu/shm_l1_pool.hpp"
 #include "gpu/shm_region.hpp"
 
@@ -23,36 +22,6 @@ std::vector<std::byte> filled(std::size_t n, int seed) {
   for (std::size_t i = 0; i < n; ++i)
     v[i] = static_cast<std::byte>((seed * 31 + static_cast<int>(i)) & 0xff);
   return v;
-}
-
-TEST(L1Pool, ByteAccessChecksEveryIdAndSize) {
-  std::vector<std::byte> kv(8 * 4), ssm(4 * 16);
-  byte_l1_pool p(kv, 4, ssm, 16);
-  EXPECT_EQ(p.kv_tokens(), 8u);
-  EXPECT_EQ(p.slots(), 4u);
-  const auto three = filled(12, 1);
-  ASSERT_TRUE(p.write_kv(5, 3, three).ok());
-  std::vector<std::byte> back(12);
-  ASSERT_TRUE(p.read_kv(5, 3, back).ok());
-  EXPECT_EQ(back, three);
-  EXPECT_FALSE(p.write_kv(6, 3, three).ok()) << "past the last token";
-  EXPECT_FALSE(p.read_kv(-1, 1, std::span<std::byte>(back).first(4)).ok());
-  EXPECT_FALSE(p.read_kv(0, 2, back).ok()) << "buffer size must be n * token_bytes";
-  const auto state = filled(16, 2);
-  ASSERT_TRUE(p.write_slot(3, state).ok());
-  ASSERT_TRUE(p.copy_slot(3, 1).ok());
-  std::vector<std::byte> s(16);
-  ASSERT_TRUE(p.read_slot(1, s).ok());
-  EXPECT_EQ(s, state);
-  ASSERT_TRUE(p.clear_slot(3).ok());
-  ASSERT_TRUE(p.read_slot(3, s).ok());
-  EXPECT_EQ(s, std::vector<std::byte>(16));
-  EXPECT_FALSE(p.clear_slot(0).ok()) << "slot 0 is reserved";
-  EXPECT_FALSE(p.copy_slot(1, 1).ok()) << "a copy onto itself";
-  EXPECT_FALSE(p.copy_slot(1, 4).ok()) << "out of range";
-  byte_l1_pool none({}, 0, {}, 0);
-  EXPECT_FALSE(none.clear_slot(1).ok()) << "no slot bytes";
-  EXPECT_FALSE(none.write_kv(0, 0, {}).ok()) << "no KV bytes";
 }
 
 TEST(L1Pool, SharedMemoryPoolsAreNamedMappableAndSized) {
@@ -91,43 +60,6 @@ TEST(L1Pool, UnlinkedNamesAreGoneWhileTheMappingsStayValid) {
       << "and so does a worker's";
   shm_l1_pool::unlink(n);  // a second time: nothing left, no error
   p->reset();              // the destructor finds the names gone
-}
-
-TEST(L1Pool, TierCopiesGoThroughTheInterfaceBothWays) {
-  std::vector<std::byte> kv(16 * 4), ssm(4 * 8);
-  byte_l1_pool dev(kv, 4, ssm, 8);
-  host_pool_sizes sizes;
-  sizes.kv_tokens = 16;
-  sizes.slots = 2;
-  sizes.kv_bytes_per_token = 4;
-  sizes.state_bytes = 8;
-  host_pools host(sizes, 1);
-  const auto tokens = filled(4 * 4, 4);
-  ASSERT_TRUE(dev.write_kv(2, 4, tokens).ok());
-  const auto state = filled(8, 5);
-  ASSERT_TRUE(dev.write_slot(3, state).ok());
-  tier_copy down;  // device 2..5 -> host 9, 10, 7, 8 (two runs), slot 3 -> host slot 1
-  down.device_kv = {2, 3, 4, 5};
-  down.host_kv = {9, 10, 7, 8};
-  down.device_slot = 3;
-  down.host_slot = 1;
-  EXPECT_EQ(run_tier_copy(dev, host, down), 4u * 4 + 8);
-  // back to other device ids: device 10..13, slot 1
-  tier_copy up;
-  up.dir = tier_copy::direction::host_to_device;
-  up.device_kv = {10, 11, 12, 13};
-  up.host_kv = {9, 10, 7, 8};
-  up.device_slot = 1;
-  up.host_slot = 1;
-  EXPECT_EQ(run_tier_copy(dev, host, up), 4u * 4 + 8);
-  std::vector<std::byte> back(16), s(8);
-  ASSERT_TRUE(dev.read_kv(10, 4, back).ok());
-  EXPECT_EQ(back, tokens);
-  ASSERT_TRUE(dev.read_slot(1, s).ok());
-  EXPECT_EQ(s, state);
-  tier_copy bad = up;
-  bad.device_kv[0] = 16;  // past the device pool
-  EXPECT_EQ(run_tier_copy(dev, host, bad), 0u) << "nothing moves when an id is out of range";
 }
 
 }  // namespace

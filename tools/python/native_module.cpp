@@ -626,10 +626,18 @@ void bind_vocabulary(py::module_& m) {
       .def_readonly("pools", &command_result::pools)
       .def_readonly("elapsed_ns", &command_result::elapsed_ns)
       .def_readonly("body", &command_result::body);
-  py::class_<pool_info>(m, "PoolInfo", "Where the instance's L1 pools are (POSIX shm names).")
-      HC_RO(pool_info, kv_shm) HC_RO(pool_info, kv_bytes) HC_RO(pool_info, ssm_shm)
-          HC_RO(pool_info, ssm_bytes) HC_RO(pool_info, kv_bytes_per_token)
-              HC_RO(pool_info, ssm_slot_bytes) HC_RO(pool_info, instance_id);
+  py::class_<pool_info>(m, "PoolInfo",
+                        "Where the instance's L1 pools are: POSIX shm names (device 'cpu') or "
+                        "CUDA IPC memory handles (device 'cuda').") HC_RO(pool_info, kv_shm)
+      HC_RO(pool_info, kv_bytes) HC_RO(pool_info, ssm_shm) HC_RO(pool_info, ssm_bytes)
+          HC_RO(pool_info, kv_bytes_per_token) HC_RO(pool_info, ssm_slot_bytes) HC_RO(
+              pool_info, instance_id) HC_RO(pool_info, device_ordinal)
+              .def_property_readonly(
+                  "device", [](const pool_info& p) { return std::string(to_string(p.device)); })
+              .def_property_readonly("kv_ipc_handle",
+                                     [](const pool_info& p) { return py::bytes(p.kv_ipc_handle); })
+              .def_property_readonly(
+                  "ssm_ipc_handle", [](const pool_info& p) { return py::bytes(p.ssm_ipc_handle); });
   py::class_<ping_reply>(m, "PingReply", "The node's protocol version and build.")
       HC_RO(ping_reply, protocol_version) HC_RO(ping_reply, node_version);
   py::enum_<strategy>(m, "Strategy")
@@ -657,7 +665,16 @@ void bind_vocabulary(py::module_& m) {
       .def_readwrite("hicache_ratio", &instance_spec::hicache_ratio)
       .def_readwrite("hicache_bytes", &instance_spec::hicache_bytes)
       .def_readwrite("prefetch_threshold", &instance_spec::prefetch_threshold)
-      .def_readwrite("hicache_storage", &instance_spec::hicache_storage);
+      .def_readwrite("hicache_storage", &instance_spec::hicache_storage)
+      .def_property(
+          "device", [](const instance_spec& s) { return std::string(to_string(s.device)); },
+          [](instance_spec& s, const std::string& name) {
+            const auto d = parse_device_kind(name);
+            if (!d) throw py::value_error("device must be 'cpu' or 'cuda', not '" + name + "'");
+            s.device = *d;
+          },
+          "Where the L1 pools live: 'cpu' (shared memory) or 'cuda'. Default: 'cpu'")
+      .def_readwrite("device_ordinal", &instance_spec::device_ordinal);
 }
 
 #undef HC_RO

@@ -134,6 +134,28 @@ class NodeTest(unittest.TestCase):
         with self.assertRaises(hybridcache.NotFound):
             closed.ping()
 
+    def test_the_device_is_chosen_per_instance(self):
+        spec = small_spec("py-device")
+        self.assertEqual(spec.device, "cpu")
+        with self.assertRaises(ValueError):
+            spec.device = "gpu"
+        with self.connect() as node:
+            with node.open(spec) as s:
+                pools = s.pools
+                self.assertEqual(pools.device, "cpu")
+                self.assertEqual(pools.kv_ipc_handle, b"")
+            spec.device = "cuda"
+            try:
+                s = node.open(spec)
+            except hybridcache.InvalidConfig as e:  # no usable device here: the reason
+                self.assertIn("cuda", str(e))
+                return
+            with s:
+                pools = s.pools
+                self.assertEqual(pools.device, "cuda")
+                self.assertEqual(len(pools.ssm_ipc_handle), 64)
+                self.assertEqual(pools.ssm_shm, "")
+
     def test_commands_compare_by_value(self):
         self.assertEqual(cmd.AllocKv(req=1, start=2, count=3), cmd.AllocKv(req=1, start=2, count=3))
         self.assertNotEqual(cmd.Evict(tokens=1), cmd.Evict(slots=1))

@@ -1,0 +1,84 @@
+#include <cuda_runtime.h>
+
+#include "gpu/cuda_kernels.hpp"
+
+namespace hc::gpu {
+namespace {
+
+/// A launch's slots, passed by value in the kernel's parameters (2 KiB + 4 bytes; the
+/// parameter space holds 4 KiB on every supported architecture).
+struct slot_list {
+  unsigned n;
+  std::int32_t src[max_slots_per_launch];  // unused by clears
+  std::int32_t dst[max_slots_per_launch];
+};
+
+/// Grid: y = the list's entry, x = a grid-stride loop over the slot's words. `Word` is the
+/// widest access the slot size allows (16, 4 or 1 bytes; pools are cudaMalloc'd, so
+/// 256-byte aligned, and every slot starts at a multiple of slot_bytes).
+template <class Word, bool Clear>
+__global__ void slot_kernel(unsigned char* base, std::size_t slot_bytes, slot_list l) {
+  const unsigned i = blockIdx.y;
+  const std::size_t words = slot_bytes / sizeof(Word);
+  Word* d = reinterpret_cast<Word*>(base + static_cast<std::size_t>(l.dst[i]) * slot_bytes);
+  const Word* s =
+      Clear ? nullptr
+            : reinterpret_cast<const Word*>(base + static_cast<std::size_t>(l.src[i]) * slot_bytes);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < words;
+       k += stride) {
+    if constexpr (Clear) {
+      d[k] = Word{};
+    } else {
+      d[k] = s[k];
+    }
+  }
+}
+
+constexpr unsigned threads_per_block = 256;
+/// Blocks in flight per launch, about what an H100 keeps resident (132 SMs x 8 x 256
+/// threads): one big slot gets them all, many small slots share them.
+constexpr std::size_t blocks_per_launch = 1056;
+
+template <bool Clear>
+cudaError_t launch(void* base, std::size_t slot_bytes, const std::int32_t* src,
+                   const std::int32_t* dst, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (n > max_slots_per_launch) return cudaErrorInvalidValue;
+  slot_list l{};
+  l.n = static_cast<unsigned>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    l.dst[i] = dst[i];
+    if (!Clear) l.src[i] = src[i];
+  }
+  const std::size_t word = slot_bytes % 16 == 0 ? 16 : slot_bytes % 4 == 0 ? 4 : 1;
+  const std::size_t words = slot_bytes / word;
+  std::size_t x = (words + threads_per_block - 1) / threads_per_block;
+  const std::size_t cap = blocks_per_launch / n > 0 ? blocks_per_launch / n : 1;
+  if (x > cap) x = cap;
+  if (x == 0) x = 1;
+  const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(n));
+  auto* b = static_cast<unsigned char*>(base);
+  if (word == 16) {
+    slot_kernel<uint4, Clear><<<grid, threads_per_block, 0, stream>>>(b, slot_bytes, l);
+  } else if (word == 4) {
+    slot_kernel<unsigned, Clear><<<grid, threads_per_block, 0, stream>>>(b, slot_bytes, l);
+  } else {
+    slot_kernel<unsigned char, Clear><<<grid, threads_per_block, 0, stream>>>(b, slot_bytes, l);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_clear_slots(void* base, std::size_t slot_bytes, const std::int32_t* slots,
+                               std::size_t n, cudaStream_t stream) {
+  return launch<true>(base, slot_bytes, nullptr, slots, n, stream);
+}
+
+cudaError_t launch_copy_slots(void* base, std::size_t slot_bytes, const std::int32_t* src,
+                              const std::int32_t* dst, std::size_t n, cudaStream_t stream) {
+  return launch<false>(base, slot_bytes, src, dst, n, stream);
+}
+
+}  // namespace hc::gpu

@@ -1,0 +1,229 @@
+// The CUDA L1 pools (gpu/cuda_l1_pool.hpp). C++20 host code over the CUDA runtime API;
+// the kernels are in gpu/cuda_kernels.cu.
+#include "gpu/cuda_l1_pool.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpu/cuda_kernels.hpp"
+
+namespace hc {
+namespace {
+
+/// A CUDA error as a project error; clears the runtime's last-error state.
+error cuda_error(cudaError_t e, std::string_view call) {
+  (void)cudaGetLastError();
+  errc code = errc::io_error;
+  if (e == cudaErrorMemoryAllocation) code = errc::out_of_memory;
+  if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || e == cudaErrorInvalidDevice)
+    code = errc::invalid_config;
+  return {code, std::string(call) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e)};
+}
+
+status check(cudaError_t e, std::string_view call) {
+  if (e == cudaSuccess) return {};
+  return cuda_error(e, call);
+}
+
+std::string ipc_handle_of(void* p) {
+  cudaIpcMemHandle_t h{};
+  if (p == nullptr || cudaIpcGetMemHandle(&h, p) != cudaSuccess) return {};
+  return {reinterpret_cast<const char*>(&h), sizeof h};
+}
+
+class cuda_l1_pool final : public l1_pool {
+ public:
+  explicit cuda_l1_pool(const cuda_pool_shape& s) : shape_(s) {
+    names_.device = device_kind::cuda;
+    names_.device_ordinal = s.device;
+  }
+  cuda_l1_pool(const cuda_l1_pool&) = delete;
+  cuda_l1_pool& operator=(const cuda_l1_pool&) = delete;
+
+  ~cuda_l1_pool() override {
+    if (!use_device()) return;
+    if (stream_) {
+      (void)cudaStreamSynchronize(stream_);
+      (void)cudaStreamDestroy(stream_);
+    }
+    if (kv_) (void)cudaFree(kv_);
+    if (ssm_) (void)cudaFree(ssm_);
+  }
+
+  /// Allocates, zeroes and exports the pools. The object is usable only if this succeeded.
+  status init() {
+    int count = 0;
+    if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
+      return cuda_error(e, "cudaGetDeviceCount");
+    if (shape_.device >= static_cast<std::uint32_t>(count))
+      return {errc::invalid_config, "device cuda: CUDA device " + std::to_string(shape_.device) +
+                                        " does not exist (" + std::to_string(count) + " devices)"};
+    if (status s = use_device(); !s) return s;
+    if (status s = check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                         "cudaStreamCreateWithFlags");
+        !s)
+      return s;
+    if (status s = allocate(kv_, shape_.kv_tokens * shape_.token_bytes, "KV pool"); !s) return s;
+    if (status s = allocate(ssm_, shape_.slots * shape_.slot_bytes, "SSM pool"); !s) return s;
+    names_.kv_bytes = kv_ ? shape_.kv_tokens * shape_.token_bytes : 0;
+    names_.ssm_bytes = ssm_ ? shape_.slots * shape_.slot_bytes : 0;
+    names_.kv_ipc = ipc_handle_of(kv_);
+    names_.ssm_ipc = ipc_handle_of(ssm_);
+    if ((kv_ && names_.kv_ipc.empty()) || (ssm_ && names_.ssm_ipc.empty()))
+      return {errc::io_error, "cudaIpcGetMemHandle failed for the L1 pools"};
+    return synchronize();
+  }
+
+  std::size_t token_bytes() const noexcept override { return shape_.token_bytes; }
+  std::size_t kv_tokens() const noexcept override {
+    return shape_.token_bytes ? shape_.kv_tokens : 0;
+  }
+  std::size_t slot_bytes() const noexcept override { return shape_.slot_bytes; }
+  std::size_t slots() const noexcept override { return shape_.slot_bytes ? shape_.slots : 0; }
+  l1_pool_names names() const override { return names_; }
+
+  status clear_slot(slot_id s) override {
+    if (status st = check_slot(s); !st) return st;
+    if (status st = use_device(); !st) return st;
+    return check(cudaMemsetAsync(slot_ptr(s), 0, shape_.slot_bytes, stream_), "cudaMemsetAsync");
+  }
+
+  status copy_slot(slot_id src, slot_id dst) override {
+    if (status st = check_copy({src, dst}); !st) return st;
+    if (status st = use_device(); !st) return st;
+    return check(cudaMemcpyAsync(slot_ptr(dst), slot_ptr(src), shape_.slot_bytes,
+                                 cudaMemcpyDeviceToDevice, stream_),
+                 "cudaMemcpyAsync D2D");
+  }
+
+  status read_kv(kv_index first, std::size_t n, std::span<std::byte> dst) const override {
+    if (status st = check_kv(first, n, dst.size()); !st) return st;
+    return to_host(dst, kv_ + static_cast<std::size_t>(first) * shape_.token_bytes);
+  }
+  status write_kv(kv_index first, std::size_t n, std::span<const std::byte> src) override {
+    if (status st = check_kv(first, n, src.size()); !st) return st;
+    return to_device(kv_ + static_cast<std::size_t>(first) * shape_.token_bytes, src);
+  }
+  status read_slot(slot_id s, std::span<std::byte> dst) const override {
+    if (status st = check_slot(s); !st) return st;
+    if (status st = check_slot_buffer(dst.size()); !st) return st;
+    return to_host(dst, slot_ptr(s));
+  }
+  status write_slot(slot_id s, std::span<const std::byte> src) override {
+    if (status st = check_slot(s); !st) return st;
+    if (status st = check_slot_buffer(src.size()); !st) return st;
+    return to_device(slot_ptr(s), src);
+  }
+
+  std::size_t clear_slots(std::span<const slot_id> slots) override {
+    std::vector<std::int32_t> ok;
+    ok.reserve(slots.size());
+    for (slot_id s : slots)
+      if (check_slot(s)) ok.push_back(s);
+    std::size_t refused = slots.size() - ok.size();
+    if (ok.empty() || !use_device()) return slots.size();
+    for (std::size_t i = 0; i < ok.size(); i += gpu::max_slots_per_launch) {
+      const std::size_t n = std::min(gpu::max_slots_per_launch, ok.size() - i);
+      if (gpu::launch_clear_slots(ssm_, shape_.slot_bytes, ok.data() + i, n, stream_) !=
+          cudaSuccess)
+        refused += n;
+    }
+    return refused;
+  }
+
+  std::size_t copy_slots(std::span<const slot_copy> copies) override {
+    std::vector<slot_copy> ok;
+    ok.reserve(copies.size());
+    for (slot_copy c : copies)
+      if (check_copy(c)) ok.push_back(c);
+    std::size_t refused = copies.size() - ok.size();
+    if (ok.empty() || !use_device()) return copies.size();
+    std::vector<std::int32_t> src, dst;
+    std::size_t begin = 0;
+    for (std::size_t end : independent_runs(ok)) {
+      for (std::size_t i = begin; i < end; i += gpu::max_slots_per_launch) {
+        const std::size_t n = std::min(gpu::max_slots_per_launch, end - i);
+        src.clear();
+        dst.clear();
+        for (std::size_t k = i; k < i + n; ++k) {
+          src.push_back(ok[k].src);
+          dst.push_back(ok[k].dst);
+        }
+        if (gpu::launch_copy_slots(ssm_, shape_.slot_bytes, src.data(), dst.data(), n, stream_) !=
+            cudaSuccess)
+          refused += n;
+      }
+      begin = end;
+    }
+    return refused;
+  }
+
+  status synchronize() override {
+    if (status st = use_device(); !st) return st;
+    return check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+ private:
+  status use_device() const {
+    return check(cudaSetDevice(static_cast<int>(shape_.device)), "cudaSetDevice");
+  }
+
+  status allocate(std::byte*& p, std::size_t bytes, const char* what) {
+    if (bytes == 0) return {};
+    void* raw = nullptr;
+    if (const cudaError_t e = cudaMalloc(&raw, bytes); e != cudaSuccess) {
+      error err = cuda_error(e, "cudaMalloc");
+      err.message = std::string(what) + " of " + std::to_string(bytes) + " bytes: " + err.message;
+      return err;
+    }
+    p = static_cast<std::byte*>(raw);
+    return check(cudaMemsetAsync(p, 0, bytes, stream_), "cudaMemsetAsync");
+  }
+
+  std::byte* slot_ptr(slot_id s) const {
+    return ssm_ + static_cast<std::size_t>(s) * shape_.slot_bytes;
+  }
+
+  /// Waits for the copy (and so for every change queued before it): the caller's buffer
+  /// is pageable host memory that may go away once the call returns.
+  status to_host(std::span<std::byte> dst, const std::byte* from) const {
+    if (dst.empty()) return {};
+    if (status st = use_device(); !st) return st;
+    if (status st =
+            check(cudaMemcpyAsync(dst.data(), from, dst.size(), cudaMemcpyDeviceToHost, stream_),
+                  "cudaMemcpyAsync D2H");
+        !st)
+      return st;
+    return check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+  status to_device(std::byte* to, std::span<const std::byte> src) {
+    if (src.empty()) return {};
+    if (status st = use_device(); !st) return st;
+    if (status st =
+            check(cudaMemcpyAsync(to, src.data(), src.size(), cudaMemcpyHostToDevice, stream_),
+                  "cudaMemcpyAsync H2D");
+        !st)
+      return st;
+    return check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
+  cuda_pool_shape shape_;
+  l1_pool_names names_;
+  cudaStream_t stream_ = nullptr;
+  std::byte* kv_ = nullptr;
+  std::byte* ssm_ = nullptr;
+};
+
+}  // namespace
+
+result<std::unique_ptr<l1_pool>> make_cuda_l1_pool(const cuda_pool_shape& shape) {
+  auto pool = std::make_unique<cuda_l1_pool>(shape);
+  if (status s = pool->init(); !s) return s.err();
+  return std::unique_ptr<l1_pool>(std::move(pool));
+}
+
+}  // namespace hc
