@@ -7,26 +7,18 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "gpu/cuda_error.hpp"
 #include "gpu/cuda_kernels.hpp"
 
 namespace hc {
 namespace {
 
-/// A CUDA error as a project error; clears the runtime's last-error state.
-error cuda_error(cudaError_t e, std::string_view call) {
-  (void)cudaGetLastError();
-  errc code = errc::io_error;
-  if (e == cudaErrorMemoryAllocation) code = errc::out_of_memory;
-  if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || e == cudaErrorInvalidDevice)
-    code = errc::invalid_config;
-  return {code, std::string(call) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e)};
-}
-
+using gpu::cuda_error;
 status check(cudaError_t e, std::string_view call) {
-  if (e == cudaSuccess) return {};
-  return cuda_error(e, call);
+  return gpu::cuda_status(e, call);
 }
 
 std::string ipc_handle_of(void* p) {
@@ -46,6 +38,8 @@ class cuda_l1_pool final : public l1_pool {
 
   ~cuda_l1_pool() override {
     if (!use_device()) return;
+    for (auto& [s, e] : events_)
+      destroy(e);
     if (stream_) {
       (void)cudaStreamSynchronize(stream_);
       (void)cudaStreamDestroy(stream_);
@@ -167,6 +161,55 @@ class cuda_l1_pool final : public l1_pool {
     return check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
 
+  void when_done(std::function<void()> done) override {
+    auto* fn = new std::function<void()>(std::move(done));
+    if (use_device() && cudaLaunchHostFunc(stream_, run_and_delete, fn) == cudaSuccess) return;
+    (void)cudaGetLastError();  // could not queue it: wait here instead, then call it
+    (void)synchronize();
+    run_and_delete(fn);
+  }
+
+  result<session_events> open_events(session_id s) override {
+    if (events_.contains(s)) return names_of(events_.at(s));
+    if (status st = use_device(); !st) return st.err();
+    event_pair e;
+    constexpr unsigned flags = cudaEventDisableTiming | cudaEventInterprocess;
+    status st = check(cudaEventCreateWithFlags(&e.ready, flags), "cudaEventCreateWithFlags");
+    if (st) st = check(cudaEventCreateWithFlags(&e.done, flags), "cudaEventCreateWithFlags");
+    if (!st) {
+      destroy(e);
+      return st.err();
+    }
+    auto names = names_of(e);
+    if (!names) {
+      destroy(e);
+      return names.err();
+    }
+    events_.emplace(s, e);
+    return names;
+  }
+
+  void close_events(session_id s) override {
+    auto it = events_.find(s);
+    if (it == events_.end() || !use_device()) return;
+    destroy(it->second);  // CUDA frees an event once the work it waits for is done
+    events_.erase(it);
+  }
+
+  status record_ready(session_id s) override {
+    auto it = events_.find(s);
+    if (it == events_.end()) return {};  // a session that never asked for events
+    if (status st = use_device(); !st) return st;
+    return check(cudaEventRecord(it->second.ready, stream_), "cudaEventRecord");
+  }
+
+  status wait_done(session_id s) override {
+    auto it = events_.find(s);
+    if (it == events_.end()) return {};
+    if (status st = use_device(); !st) return st;
+    return check(cudaStreamWaitEvent(stream_, it->second.done, 0), "cudaStreamWaitEvent");
+  }
+
  private:
   status use_device() const {
     return check(cudaSetDevice(static_cast<int>(shape_.device)), "cudaSetDevice");
@@ -211,8 +254,32 @@ class cuda_l1_pool final : public l1_pool {
     return check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
 
+  struct event_pair {
+    cudaEvent_t ready = nullptr, done = nullptr;
+  };
+  static void destroy(event_pair& e) {
+    if (e.ready) (void)cudaEventDestroy(e.ready);
+    if (e.done) (void)cudaEventDestroy(e.done);
+    e = {};
+  }
+  static result<session_events> names_of(const event_pair& e) {
+    cudaIpcEventHandle_t ready{}, done{};
+    if (status st = check(cudaIpcGetEventHandle(&ready, e.ready), "cudaIpcGetEventHandle"); !st)
+      return st.err();
+    if (status st = check(cudaIpcGetEventHandle(&done, e.done), "cudaIpcGetEventHandle"); !st)
+      return st.err();
+    return session_events{{reinterpret_cast<const char*>(&ready), sizeof ready},
+                          {reinterpret_cast<const char*>(&done), sizeof done}};
+  }
+  static void CUDART_CB run_and_delete(void* p) {
+    auto* fn = static_cast<std::function<void()>*>(p);
+    (*fn)();
+    delete fn;
+  }
+
   cuda_pool_shape shape_;
   l1_pool_names names_;
+  std::unordered_map<session_id, event_pair> events_;
   cudaStream_t stream_ = nullptr;
   std::byte* kv_ = nullptr;
   std::byte* ssm_ = nullptr;

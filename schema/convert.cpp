@@ -596,6 +596,12 @@ void put_pool_info(wire::PoolInfo::Builder b, const pool_info& p) {
                                 p.kv_ipc_handle.size()));
   b.setSsmIpcHandle(kj::arrayPtr(reinterpret_cast<const kj::byte*>(p.ssm_ipc_handle.data()),
                                  p.ssm_ipc_handle.size()));
+  b.setReadyEventIpcHandle(
+      kj::arrayPtr(reinterpret_cast<const kj::byte*>(p.ready_event_ipc_handle.data()),
+                   p.ready_event_ipc_handle.size()));
+  b.setDoneEventIpcHandle(
+      kj::arrayPtr(reinterpret_cast<const kj::byte*>(p.done_event_ipc_handle.data()),
+                   p.done_event_ipc_handle.size()));
 }
 
 pool_info get_pool_info(wire::PoolInfo::Reader r) {
@@ -613,6 +619,10 @@ pool_info get_pool_info(wire::PoolInfo::Reader r) {
   p.kv_ipc_handle.assign(reinterpret_cast<const char*>(kv.begin()), kv.size());
   const auto ssm = r.getSsmIpcHandle();
   p.ssm_ipc_handle.assign(reinterpret_cast<const char*>(ssm.begin()), ssm.size());
+  const auto ready = r.getReadyEventIpcHandle();
+  p.ready_event_ipc_handle.assign(reinterpret_cast<const char*>(ready.begin()), ready.size());
+  const auto done = r.getDoneEventIpcHandle();
+  p.done_event_ipc_handle.assign(reinterpret_cast<const char*>(done.begin()), done.size());
   return p;
 }
 

@@ -277,6 +277,12 @@ struct PoolInfo {
   deviceOrdinal @8 :UInt32;
   kvIpcHandle @9 :Data;         # device cuda: cudaIpcMemHandle_t (64 bytes) of the KV pool
   ssmIpcHandle @10 :Data;       # device cuda: of the SSM pool; empty when it has no bytes
+  # device cuda: the session's fence events (cudaIpcEventHandle_t, 64 bytes each). After
+  # beginForward the worker's stream waits on readyEvent (cudaStreamWaitEvent: the batch's
+  # clears and copies are queued before it); after its forward the worker records
+  # doneEvent on its stream, then calls endForward: the node's later work waits on it.
+  readyEventIpcHandle @11 :Data;
+  doneEventIpcHandle @12 :Data;
 }
 
 struct Stat {

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -72,6 +73,25 @@ class l1_pool {
   /// Returns once every change made so far is done (a device pool waits for its stream);
   /// host pools have nothing to wait for.
   virtual status synchronize() { return {}; }
+  /// Calls `done` once every change made so far is done: at once on host pools; from a
+  /// CUDA runtime thread on a device pool, so `done` must only post (a message to an
+  /// actor) and never call CUDA. How a tier job answers without blocking the stream.
+  virtual void when_done(std::function<void()> done) { done(); }
+
+  /// Forward fences on a device, per worker session (architecture.md §1 rule 5: no
+  /// GPU→CPU wait on either side). A device pool gives a session two CUDA IPC events:
+  /// `ready`, recorded on the pool's stream after the ops a forward needs (record_ready),
+  /// which the worker's forward waits on with cudaStreamWaitEvent; and `done`, which the
+  /// worker records after its forward before it calls end, and which the pool's later
+  /// work waits on (wait_done). Host pools have nothing to do (their ops are done when the
+  /// call returns; a worker's forward is done when it calls end): empty handles, ok.
+  struct session_events {
+    std::string ready_ipc, done_ipc;  ///< cudaIpcEventHandle_t bytes (64); "" on host pools
+  };
+  virtual result<session_events> open_events(session_id) { return session_events{}; }
+  virtual void close_events(session_id) {}
+  virtual status record_ready(session_id) { return {}; }
+  virtual status wait_done(session_id) { return {}; }
 
  protected:
   /// The range checks every implementation applies (messages name the offending ids).

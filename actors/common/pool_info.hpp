@@ -26,6 +26,10 @@ struct pool_info {
   std::uint32_t device_ordinal = 0;
   std::string kv_ipc_handle;   ///< CUDA mode: cudaIpcMemHandle_t bytes (64); "" if no KV bytes
   std::string ssm_ipc_handle;  ///< CUDA mode: of the SSM pool; "" if no slot bytes
+  /// CUDA mode: the session's fence events (cudaIpcEventHandle_t bytes, 64 each). The
+  /// worker's forward waits on `ready` (cudaStreamWaitEvent) once beginForward returned;
+  /// after the forward the worker records `done` on its stream, then calls endForward.
+  std::string ready_event_ipc_handle, done_event_ipc_handle;
   friend bool operator==(const pool_info&, const pool_info&) = default;
 };
 

@@ -62,6 +62,14 @@ void run_tier(state& st, state::pending_tier& p) {
   p.answer.deliver(std::move(p.copies));
 }
 
+/// A device pool's side of an accepted fence (host pools: nothing). Begin: the forward's
+/// ops are queued; `ready` is recorded after them for the worker's stream to wait on.
+/// End: the worker recorded `done` after its forward; everything queued on the pool's
+/// stream from now on waits for it. Neither waits on the CPU.
+status device_fence(state& st, const fence_job& j) {
+  return j.begin ? st.pools->record_ready(j.session) : st.pools->wait_done(j.session);
+}
+
 /// Performs the rules' actions in their order. A report goes to radix_cache before the
 /// answer that follows it, so the worker's next step finds it already in that mailbox.
 void perform(msg::stream_actor::pointer self, state& st, stream_actions& actions) {
@@ -83,6 +91,8 @@ void perform(msg::stream_actor::pointer self, state& st, stream_actions& actions
       st.fences.erase(it);
       if (!ans->result) {
         j->err = ans->result.err();
+      } else if (status dev = device_fence(st, *j); !dev) {
+        j->err = dev.err();
       } else if (j->begin) {
         j->waited_ns = st.now_ns() - j->started_ns;
         st.metrics->fence_wait(static_cast<double>(j->waited_ns) * 1e-9);
@@ -190,6 +200,12 @@ msg::stream_actor::behavior_type forward_stream_actor(msg::stream_actor::pointer
         stream_actions out;
         st->rules.detach(s, out);
         perform(self, *st, out);
+        st->pools->close_events(s);
+      },
+      [st](msg::events_atom, session_id s) -> std::tuple<std::string, std::string, std::string> {
+        auto e = st->pools->open_events(s);
+        if (!e) return {"", "", e.err().message};
+        return {e->ready_ipc, e->done_ipc, ""};
       },
       [st](msg::inspect_atom) -> std::string {
         const fence_stats& total = st->ops->stats();

@@ -39,6 +39,7 @@ using donate_atom = caf::atom_constant<caf::atom("donate")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using fenced_atom = caf::atom_constant<caf::atom("fenced")>;
 using read_after_atom = caf::atom_constant<caf::atom("readafter")>;
+using events_atom = caf::atom_constant<caf::atom("events")>;
 
 using writer_marks = std::vector<writer_mark>;
 /// What a batch of tier copies is, which decides when forward_stream runs it
@@ -71,6 +72,9 @@ using stream_actor = caf::typed_actor<
     caf::reacts_to<bytes_atom, bytes_ptr>,
     /// Tier copies, answered once they ran.
     caf::replies_to<tier_atom, tier_kind, session_id, tier_copies>::with<tier_copies>,
+    /// A session's fence events on a device pool (l1_pool::open_events): the IPC handles
+    /// of `ready` and `done`, and an error message ("" = none; empty handles on host pools).
+    caf::replies_to<events_atom, session_id>::with<std::string, std::string, std::string>,
     caf::replies_to<inspect_atom>::with<std::string>>;
 
 /// host_storage (one per node, detached: it blocks on L3 I/O).

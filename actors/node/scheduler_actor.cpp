@@ -177,6 +177,31 @@ void retire(msg::scheduler_actor_type::pointer self, node_state& st,
   st.instances.emplace(key, std::move(in));
 }
 
+/// device cuda: the session's fence events (created by its stream) go into the open's
+/// answer. If they cannot be created the open fails and the session is closed again.
+void give_fence_events(msg::scheduler_actor_type::pointer self, const msg::open_ptr& job,
+                       const msg::cache_actor& radix, const msg::stream_actor& stream) {
+  self->request(stream, caf::infinite, msg::events_atom::value, job->session)
+      .then(
+          [self, job, radix](std::string& ready, std::string& done, std::string& err) {
+            if (err.empty()) {
+              job->info.ready_event_ipc_handle = std::move(ready);
+              job->info.done_event_ipc_handle = std::move(done);
+              return job->complete();
+            }
+            job->err = {errc::io_error, "the session's CUDA fence events: " + err};
+            auto close = std::make_shared<close_job>();
+            close->session = job->session;
+            self->send(radix, msg::close_atom::value, close);
+            job->complete();
+          },
+          [job](caf::error& e) {
+            job->err = {errc::io_error,
+                        "the stream did not give fence events: " + caf::to_string(e)};
+            job->complete();
+          });
+}
+
 void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
                   const msg::open_ptr& job) {
   if (status s = validate(job->spec, st.cfg.limits); !s) {
@@ -222,10 +247,11 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
             if (at != st.instances.end() && at->second.id == id) at->second.stream = stream;
             {
               std::lock_guard lk(st.registry->mu);
-              st.registry->sessions.emplace(job->session, session_route{radix, std::move(stream)});
+              st.registry->sessions.emplace(job->session, session_route{radix, stream});
             }
             st.cfg.metrics->sessions(+1);
-            job->complete();
+            if (job->spec.device != device_kind::cuda) return job->complete();
+            give_fence_events(self, job, radix, stream);
           },
           [job](caf::error& e) {
             job->err = {errc::io_error,

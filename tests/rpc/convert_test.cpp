@@ -157,11 +157,20 @@ TEST(WireConvert, ASpecAndThePoolInfoKeepEveryField) {
   ASSERT_TRUE(back.ok()) << back.err().message;
   EXPECT_EQ(*back, s);
 
-  pool_info p{"/kv", 1, "/ssm", 2, 3, 4, 5};
+  pool_info p;
+  p.kv_shm = "/kv";
+  p.kv_bytes = 1;
+  p.ssm_shm = "/ssm";
+  p.ssm_bytes = 2;
+  p.kv_bytes_per_token = 3;
+  p.ssm_slot_bytes = 4;
+  p.instance_id = 5;
   p.device = device_kind::cuda;
   p.device_ordinal = 1;
   p.kv_ipc_handle = std::string(64, '\x01');
   p.ssm_ipc_handle = std::string("\0\xff\x7f", 3);  // raw bytes, NULs included
+  p.ready_event_ipc_handle = std::string(64, '\x02');
+  p.done_event_ipc_handle = std::string(64, '\x03');
   capnp::MallocMessageBuilder msg2;
   auto pb = msg2.initRoot<wire::PoolInfo>();
   wc::put_pool_info(pb, p);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <random>
 #include <set>
@@ -254,6 +256,35 @@ TEST_P(L1PoolContract, TierCopiesGoThroughTheInterfaceBothWays) {
   tier_copy bad = up;
   bad.device_kv[0] = 16;  // past the device pool
   EXPECT_EQ(run_tier_copy(*dev, host, bad), 0u) << "nothing moves when an id is out of range";
+}
+
+/// The fence events a device pool gives each session (empty on host pools), and
+/// completion callbacks: each is called once, after the work queued before it.
+TEST_P(L1PoolContract, SessionEventsAndCompletionCallbacks) {
+  auto p = make({8, 4, 4, 4096});
+  ASSERT_TRUE(p);
+  const bool device = p->names().device == device_kind::cuda;
+  auto e = p->open_events(7);
+  ASSERT_TRUE(e.ok()) << e.err().message;
+  EXPECT_EQ(e->ready_ipc.size(), device ? 64u : 0u);
+  EXPECT_EQ(e->done_ipc.size(), device ? 64u : 0u);
+  auto again = p->open_events(7);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->ready_ipc, e->ready_ipc) << "one pair per session";
+  const auto state = filled(4096, 6);
+  ASSERT_TRUE(p->write_slot(1, state).ok());
+  EXPECT_TRUE(p->wait_done(7).ok()) << "nothing recorded yet: nothing to wait for";
+  const slot_copy c[] = {{1, 2}};
+  EXPECT_EQ(p->copy_slots(c), 0u);
+  EXPECT_TRUE(p->record_ready(7).ok());
+  EXPECT_TRUE(p->record_ready(99).ok()) << "a session without events: nothing to record";
+  std::promise<void> called;
+  p->when_done([&called] { called.set_value(); });  // a second call would throw
+  // A guard against a hang, not a timing check.
+  ASSERT_EQ(called.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  EXPECT_EQ(slot(*p, 2), state);
+  p->close_events(7);
+  p->close_events(7);  // once more: nothing left, no error
 }
 
 INSTANTIATE_TEST_SUITE_P(Pools, L1PoolContract, ::testing::ValuesIn(implementations()),

@@ -636,8 +636,14 @@ void bind_vocabulary(py::module_& m) {
                   "device", [](const pool_info& p) { return std::string(to_string(p.device)); })
               .def_property_readonly("kv_ipc_handle",
                                      [](const pool_info& p) { return py::bytes(p.kv_ipc_handle); })
+              .def_property_readonly("ssm_ipc_handle",
+                                     [](const pool_info& p) { return py::bytes(p.ssm_ipc_handle); })
               .def_property_readonly(
-                  "ssm_ipc_handle", [](const pool_info& p) { return py::bytes(p.ssm_ipc_handle); });
+                  "ready_event_ipc_handle",
+                  [](const pool_info& p) { return py::bytes(p.ready_event_ipc_handle); })
+              .def_property_readonly("done_event_ipc_handle", [](const pool_info& p) {
+                return py::bytes(p.done_event_ipc_handle);
+              });
   py::class_<ping_reply>(m, "PingReply", "The node's protocol version and build.")
       HC_RO(ping_reply, protocol_version) HC_RO(ping_reply, node_version);
   py::enum_<strategy>(m, "Strategy")

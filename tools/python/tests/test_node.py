@@ -144,6 +144,7 @@ class NodeTest(unittest.TestCase):
                 pools = s.pools
                 self.assertEqual(pools.device, "cpu")
                 self.assertEqual(pools.kv_ipc_handle, b"")
+                self.assertEqual(pools.ready_event_ipc_handle, b"")
             spec.device = "cuda"
             try:
                 s = node.open(spec)
@@ -154,6 +155,7 @@ class NodeTest(unittest.TestCase):
                 pools = s.pools
                 self.assertEqual(pools.device, "cuda")
                 self.assertEqual(len(pools.ssm_ipc_handle), 64)
+                self.assertEqual(len(pools.done_event_ipc_handle), 64)
                 self.assertEqual(pools.ssm_shm, "")
 
     def test_commands_compare_by_value(self):
