@@ -43,7 +43,7 @@ class cuda_ipc_mapping {
   void close() noexcept;
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
-  std::uint32_t device_ = 0;
+  [[maybe_unused]] std::uint32_t device_ = 0;  // unused without CUDA
 };
 
 }  // namespace hc
