@@ -16,13 +16,6 @@ status check(cudaError_t e, std::string_view call) {
   return gpu::cuda_status(e, call);
 }
 
-status check_range(std::size_t offset, std::size_t n, std::size_t size) {
-  if (offset > size || n > size - offset)
-    return {errc::invalid_argument, "bytes " + std::to_string(offset) + "+" + std::to_string(n) +
-                                        " are past the pool's " + std::to_string(size)};
-  return {};
-}
-
 }  // namespace
 
 result<cuda_ipc_mapping> cuda_ipc_mapping::open(std::uint32_t device, std::string_view handle,
@@ -69,7 +62,7 @@ void cuda_ipc_mapping::close() noexcept {
 }
 
 status cuda_ipc_mapping::read(std::size_t offset, std::span<std::byte> dst) const {
-  if (status s = check_range(offset, dst.size(), bytes_); !s) return s;
+  if (status s = check_range(offset, dst.size()); !s) return s;
   if (dst.empty()) return {};
   if (status s = check(cudaSetDevice(static_cast<int>(device_)), "cudaSetDevice"); !s) return s;
   return check(cudaMemcpy(dst.data(), static_cast<const std::byte*>(ptr_) + offset, dst.size(),
@@ -78,7 +71,7 @@ status cuda_ipc_mapping::read(std::size_t offset, std::span<std::byte> dst) cons
 }
 
 status cuda_ipc_mapping::write(std::size_t offset, std::span<const std::byte> src) {
-  if (status s = check_range(offset, src.size(), bytes_); !s) return s;
+  if (status s = check_range(offset, src.size()); !s) return s;
   if (src.empty()) return {};
   if (status s = check(cudaSetDevice(static_cast<int>(device_)), "cudaSetDevice"); !s) return s;
   return check(cudaMemcpy(static_cast<std::byte*>(ptr_) + offset, src.data(), src.size(),

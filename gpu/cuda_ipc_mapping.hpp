@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "actors/common/status.hpp"
@@ -34,6 +35,13 @@ class cuda_ipc_mapping {
 
   void* device_ptr() const noexcept { return ptr_; }
   std::size_t size() const noexcept { return bytes_; }
+  /// invalid_argument unless bytes [offset, offset + n) lie in the pool.
+  status check_range(std::size_t offset, std::size_t n) const {
+    if (offset > bytes_ || n > bytes_ - offset)
+      return {errc::invalid_argument, "bytes " + std::to_string(offset) + "+" + std::to_string(n) +
+                                          " are past the pool's " + std::to_string(bytes_)};
+    return {};
+  }
   /// Bytes [offset, offset + dst.size()) to host memory; invalid_argument past the end.
   status read(std::size_t offset, std::span<std::byte> dst) const;
   /// Host bytes to [offset, offset + src.size()).
