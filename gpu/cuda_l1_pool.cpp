@@ -169,6 +169,16 @@ class cuda_l1_pool final : public l1_pool {
     run_and_delete(fn);
   }
 
+  result<std::shared_ptr<void>> pin_host(std::span<std::byte> region) override {
+    if (region.empty()) return std::shared_ptr<void>();
+    if (status st = use_device(); !st) return st.err();
+    if (status st = check(cudaHostRegister(region.data(), region.size(), cudaHostRegisterPortable),
+                          "cudaHostRegister");
+        !st)
+      return st.err();
+    return std::shared_ptr<void>(region.data(), [](void* p) { (void)cudaHostUnregister(p); });
+  }
+
   result<session_events> open_events(session_id s) override {
     if (events_.contains(s)) return names_of(events_.at(s));
     if (status st = use_device(); !st) return st.err();

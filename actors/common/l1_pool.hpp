@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -77,6 +78,12 @@ class l1_pool {
   /// CUDA runtime thread on a device pool, so `done` must only post (a message to an
   /// actor) and never call CUDA. How a tier job answers without blocking the stream.
   virtual void when_done(std::function<void()> done) { done(); }
+  /// Page-locks host memory that copies to and from this pool use (the L2 host pools), so
+  /// a device copies it by DMA; the region stays locked while the returned guard lives
+  /// (keep the guard shorter-lived than the memory). Host pools: nothing to do (null).
+  virtual result<std::shared_ptr<void>> pin_host(std::span<std::byte>) {
+    return std::shared_ptr<void>();
+  }
 
   /// Forward fences on a device, per worker session (architecture.md §1 rule 5: no
   /// GPU→CPU wait on either side). A device pool gives a session two CUDA IPC events:

@@ -70,6 +70,9 @@ class host_pools {
   /// Token ids 0..kv_tokens()-1 (page 0 unused) and slot ids 1..slots() are addressable.
   std::size_t kv_tokens() const noexcept { return tokens_; }
   std::size_t slots() const noexcept { return slots_; }
+  /// The whole KV and state regions (to page-lock them for device copies).
+  std::span<std::byte> kv_region() noexcept { return kv_; }
+  std::span<std::byte> state_region() noexcept { return states_; }
 
  private:
   std::size_t page_size_;

@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "actors/common/log.hpp"
 #include "actors/forward_stream/stream_rules.hpp"
 #include "actors/forward_stream/tier_copier.hpp"
 #include "actors/node/messages.hpp"
@@ -40,7 +41,25 @@ struct state {
   std::uint64_t now_ns() const { return static_cast<std::uint64_t>(time->now().count()); }
   msg::cache_actor cache;  ///< the instance's radix_cache: told of every begin and end
   tier_counters tier;
+  /// The L2 regions page-locked for a device pool's copies; declared after `host` and
+  /// `pools`, so unlocked before either goes.
+  std::vector<std::shared_ptr<void>> pinned;
 };
+
+/// A device pool copies to and from the L2 host pools by DMA: lock them. A failure only
+/// costs speed (pageable copies still work): logged, not fatal.
+void pin_host_pools(state& st) {
+  if (!st.host) return;
+  for (std::span<std::byte> region : {st.host->kv_region(), st.host->state_region()}) {
+    auto guard = st.pools->pin_host(region);
+    if (!guard) {
+      hc::log::warn("L2 host pool not page-locked (device copies stay pageable): " +
+                    guard.err().message);
+    } else if (*guard) {
+      st.pinned.push_back(std::move(*guard));
+    }
+  }
+}
 
 /// Runs a tier job's copies and answers with them.
 void run_tier(state& st, state::pending_tier& p) {
@@ -177,6 +196,7 @@ msg::stream_actor::behavior_type forward_stream_actor(msg::stream_actor::pointer
   st->page_size = setup.page_size;
   st->ops.emplace(*st->pools);
   st->host = std::move(setup.host);
+  pin_host_pools(*st);
   st->metrics = setup.metrics;
   st->cache = std::move(cache);
   return {

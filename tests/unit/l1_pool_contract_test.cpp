@@ -232,6 +232,9 @@ TEST_P(L1PoolContract, TierCopiesGoThroughTheInterfaceBothWays) {
   sizes.kv_bytes_per_token = 4;
   sizes.state_bytes = 8;
   host_pools host(sizes, 1);
+  auto pin_kv = dev->pin_host(host.kv_region());  // as the node does: DMA on a device
+  auto pin_states = dev->pin_host(host.state_region());
+  ASSERT_TRUE(pin_kv.ok() && pin_states.ok());
   const auto tokens = filled(4 * 4, 4);
   ASSERT_TRUE(dev->write_kv(2, 4, tokens).ok());
   const auto state = filled(8, 5);
