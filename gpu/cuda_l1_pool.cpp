@@ -95,22 +95,28 @@ class cuda_l1_pool final : public l1_pool {
   }
 
   status read_kv(kv_index first, std::size_t n, std::span<std::byte> dst) const override {
-    if (status st = check_kv(first, n, dst.size()); !st) return st;
-    return to_host(dst, kv_ + static_cast<std::size_t>(first) * shape_.token_bytes);
+    return kv_to_host(first, n, dst, true);
   }
   status write_kv(kv_index first, std::size_t n, std::span<const std::byte> src) override {
-    if (status st = check_kv(first, n, src.size()); !st) return st;
-    return to_device(kv_ + static_cast<std::size_t>(first) * shape_.token_bytes, src);
+    return kv_to_device(first, n, src, true);
   }
   status read_slot(slot_id s, std::span<std::byte> dst) const override {
-    if (status st = check_slot(s); !st) return st;
-    if (status st = check_slot_buffer(dst.size()); !st) return st;
-    return to_host(dst, slot_ptr(s));
+    return slot_to_host(s, dst, true);
   }
   status write_slot(slot_id s, std::span<const std::byte> src) override {
-    if (status st = check_slot(s); !st) return st;
-    if (status st = check_slot_buffer(src.size()); !st) return st;
-    return to_device(slot_ptr(s), src);
+    return slot_to_device(s, src, true);
+  }
+  status queue_read_kv(kv_index first, std::size_t n, std::span<std::byte> dst) override {
+    return kv_to_host(first, n, dst, false);
+  }
+  status queue_write_kv(kv_index first, std::size_t n, std::span<const std::byte> src) override {
+    return kv_to_device(first, n, src, false);
+  }
+  status queue_read_slot(slot_id s, std::span<std::byte> dst) override {
+    return slot_to_host(s, dst, false);
+  }
+  status queue_write_slot(slot_id s, std::span<const std::byte> src) override {
+    return slot_to_device(s, src, false);
   }
 
   std::size_t clear_slots(std::span<const slot_id> slots) override {
@@ -241,26 +247,35 @@ class cuda_l1_pool final : public l1_pool {
     return ssm_ + static_cast<std::size_t>(s) * shape_.slot_bytes;
   }
 
-  /// Waits for the copy (and so for every change queued before it): the caller's buffer
-  /// is pageable host memory that may go away once the call returns.
-  status to_host(std::span<std::byte> dst, const std::byte* from) const {
-    if (dst.empty()) return {};
-    if (status st = use_device(); !st) return st;
-    if (status st =
-            check(cudaMemcpyAsync(dst.data(), from, dst.size(), cudaMemcpyDeviceToHost, stream_),
-                  "cudaMemcpyAsync D2H");
-        !st)
-      return st;
-    return check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  status kv_to_host(kv_index first, std::size_t n, std::span<std::byte> dst, bool wait) const {
+    if (status st = check_kv(first, n, dst.size()); !st) return st;
+    return copy(dst.data(), kv_ + static_cast<std::size_t>(first) * shape_.token_bytes, dst.size(),
+                cudaMemcpyDeviceToHost, wait);
   }
-  status to_device(std::byte* to, std::span<const std::byte> src) {
-    if (src.empty()) return {};
+  status kv_to_device(kv_index first, std::size_t n, std::span<const std::byte> src, bool wait) {
+    if (status st = check_kv(first, n, src.size()); !st) return st;
+    return copy(kv_ + static_cast<std::size_t>(first) * shape_.token_bytes, src.data(), src.size(),
+                cudaMemcpyHostToDevice, wait);
+  }
+  status slot_to_host(slot_id s, std::span<std::byte> dst, bool wait) const {
+    if (status st = check_slot(s); !st) return st;
+    if (status st = check_slot_buffer(dst.size()); !st) return st;
+    return copy(dst.data(), slot_ptr(s), dst.size(), cudaMemcpyDeviceToHost, wait);
+  }
+  status slot_to_device(slot_id s, std::span<const std::byte> src, bool wait) {
+    if (status st = check_slot(s); !st) return st;
+    if (status st = check_slot_buffer(src.size()); !st) return st;
+    return copy(slot_ptr(s), src.data(), src.size(), cudaMemcpyHostToDevice, wait);
+  }
+
+  /// Queues the copy after every change queued before it; `wait`: and waits for it (the
+  /// caller's buffer may be pageable memory that goes away once the call returns).
+  status copy(void* to, const void* from, std::size_t n, cudaMemcpyKind kind, bool wait) const {
+    if (n == 0) return {};
     if (status st = use_device(); !st) return st;
-    if (status st =
-            check(cudaMemcpyAsync(to, src.data(), src.size(), cudaMemcpyHostToDevice, stream_),
-                  "cudaMemcpyAsync H2D");
-        !st)
+    if (status st = check(cudaMemcpyAsync(to, from, n, kind, stream_), "cudaMemcpyAsync"); !st)
       return st;
+    if (!wait) return {};
     return check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
 

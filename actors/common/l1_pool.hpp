@@ -65,6 +65,20 @@ class l1_pool {
   virtual status read_slot(slot_id s, std::span<std::byte> dst) const = 0;
   virtual status write_slot(slot_id s, std::span<const std::byte> src) = 0;
 
+  /// As read_kv / write_kv / read_slot / write_slot, but a device pool only queues the
+  /// copy on its stream: the host memory must stay as it is, and is not to be read, until
+  /// when_done() or synchronize() (pinned memory: pin_host). Host pools copy at once.
+  virtual status queue_read_kv(kv_index first, std::size_t n, std::span<std::byte> dst) {
+    return read_kv(first, n, dst);
+  }
+  virtual status queue_write_kv(kv_index first, std::size_t n, std::span<const std::byte> src) {
+    return write_kv(first, n, src);
+  }
+  virtual status queue_read_slot(slot_id s, std::span<std::byte> dst) { return read_slot(s, dst); }
+  virtual status queue_write_slot(slot_id s, std::span<const std::byte> src) {
+    return write_slot(s, src);
+  }
+
   /// Many clears / copies in one call, in order (a later copy reads what an earlier one
   /// wrote, as clear_slot / copy_slot one after the other would): what a forward batch's
   /// ops need, one kernel launch or so on a device. Returns how many entries were refused

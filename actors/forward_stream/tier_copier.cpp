@@ -21,7 +21,7 @@ bool ids_in_range(const l1_pool& dev, const host_pools& host, const tier_copy& c
 
 }  // namespace
 
-std::uint64_t run_tier_copy(l1_pool& dev, host_pools& host, const tier_copy& c) {
+std::uint64_t run_tier_copy(l1_pool& dev, host_pools& host, const tier_copy& c, bool queue_only) {
   if (!ids_in_range(dev, host, c)) return 0;
   const bool d2h = c.dir == tier_copy::direction::device_to_host;
   std::uint64_t moved = 0;
@@ -35,7 +35,10 @@ std::uint64_t run_tier_copy(l1_pool& dev, host_pools& host, const tier_copy& c) 
              c.host_kv[i + n] == c.host_kv[i] + static_cast<kv_index>(n))
         ++n;
       std::span<std::byte> h = host.kv(c.host_kv[i], n);
-      const status s = d2h ? dev.read_kv(c.device_kv[i], n, h) : dev.write_kv(c.device_kv[i], n, h);
+      const status s = d2h ? (queue_only ? dev.queue_read_kv(c.device_kv[i], n, h)
+                                         : dev.read_kv(c.device_kv[i], n, h))
+                           : (queue_only ? dev.queue_write_kv(c.device_kv[i], n, h)
+                                         : dev.write_kv(c.device_kv[i], n, h));
       if (!s) return 0;  // checked above; a pool refusing it moved nothing more
       moved += n * tb;
       i += n;
@@ -43,7 +46,10 @@ std::uint64_t run_tier_copy(l1_pool& dev, host_pools& host, const tier_copy& c) 
   }
   if (c.device_slot != no_slot && c.host_slot != no_slot && dev.slot_bytes() != 0) {
     std::span<std::byte> h = host.state(c.host_slot);
-    const status s = d2h ? dev.read_slot(c.device_slot, h) : dev.write_slot(c.device_slot, h);
+    const status s =
+        d2h ? (queue_only ? dev.queue_read_slot(c.device_slot, h) : dev.read_slot(c.device_slot, h))
+            : (queue_only ? dev.queue_write_slot(c.device_slot, h)
+                          : dev.write_slot(c.device_slot, h));
     if (s) moved += dev.slot_bytes();
   }
   return moved;

@@ -18,6 +18,9 @@ namespace hc {
 /// Performs `c` in its direction. Returns the bytes moved; 0 (and nothing moved) when an
 /// id is out of range of either side, which the caller reports as a bad op.
 /// On a pool without KV (slot) bytes the KV (state) part is only counted, not moved.
-std::uint64_t run_tier_copy(l1_pool& dev, host_pools& host, const tier_copy& c);
+/// `queue_only`: a device pool only queues the copies (l1_pool::queue_*); the host bytes
+/// are not to be used (nor changed) until the pool's when_done() / synchronize().
+std::uint64_t run_tier_copy(l1_pool& dev, host_pools& host, const tier_copy& c,
+                            bool queue_only = false);
 
 }  // namespace hc

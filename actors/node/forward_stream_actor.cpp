@@ -1,6 +1,7 @@
 #include "actors/node/forward_stream_actor.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -36,6 +37,12 @@ struct state {
     caf::typed_response_promise<msg::tier_copies> answer;
   };
   std::unordered_map<stream_ticket, pending_tier> tiers;  ///< tier jobs not run yet
+  struct copying_tier {
+    pending_tier job;
+    std::uint64_t started_ns = 0, to_host = 0, to_device = 0;
+  };
+  /// Tier jobs whose copies are queued on a device and not done yet.
+  std::unordered_map<stream_ticket, copying_tier> copying;
   metrics_sink* metrics = nullptr;
   const clock* time = nullptr;
   std::uint64_t now_ns() const { return static_cast<std::uint64_t>(time->now().count()); }
@@ -61,24 +68,41 @@ void pin_host_pools(state& st) {
   }
 }
 
-/// Runs a tier job's copies and answers with them.
-void run_tier(state& st, state::pending_tier& p) {
+/// Answers a tier job whose copies are done, and counts them.
+void finish_tier(state& st, stream_ticket t) {
+  auto it = st.copying.find(t);
+  if (it == st.copying.end()) return;
+  state::copying_tier c = std::move(it->second);
+  st.copying.erase(it);
+  st.tier.bytes_to_host += c.to_host;
+  st.tier.bytes_to_device += c.to_device;
+  const double seconds = static_cast<double>(st.now_ns() - c.started_ns) * 1e-9;
+  if (c.to_host) st.metrics->tier_bytes("l2", "write", c.to_host, seconds);
+  if (c.to_device) st.metrics->tier_bytes("l2", "read", c.to_device, seconds);
+  c.job.answer.deliver(std::move(c.job.copies));
+}
+
+/// Queues a tier job's copies and answers with them once they are done: at once on host
+/// pools (the copies are done when queued), from the device pool's completion callback
+/// (a message back to this actor) otherwise — the stream never waits on the GPU. Whichever
+/// of the callback and this function comes second answers (the flag).
+void run_tier(msg::stream_actor::pointer self, state& st, stream_ticket t, state::pending_tier p) {
+  state::copying_tier c{std::move(p), st.now_ns(), 0, 0};
   if (st.host) {
-    const std::uint64_t t0 = st.now_ns();
-    std::uint64_t to_host = 0, to_device = 0;
-    for (const tier_copy& c : p.copies) {
-      const bool any = !c.device_kv.empty() || (c.device_slot != no_slot && c.host_slot != no_slot);
-      const std::uint64_t moved = run_tier_copy(*st.pools, *st.host, c);
+    for (const tier_copy& copy : c.job.copies) {
+      const bool any =
+          !copy.device_kv.empty() || (copy.device_slot != no_slot && copy.host_slot != no_slot);
+      const std::uint64_t moved = run_tier_copy(*st.pools, *st.host, copy, /*queue_only=*/true);
       if (any && moved == 0 && (st.pools->token_bytes() || st.pools->slot_bytes())) ++st.tier.bad;
-      (c.dir == tier_copy::direction::device_to_host ? to_host : to_device) += moved;
+      (copy.dir == tier_copy::direction::device_to_host ? c.to_host : c.to_device) += moved;
     }
-    st.tier.bytes_to_host += to_host;
-    st.tier.bytes_to_device += to_device;
-    const double seconds = static_cast<double>(st.now_ns() - t0) * 1e-9;
-    if (to_host) st.metrics->tier_bytes("l2", "write", to_host, seconds);
-    if (to_device) st.metrics->tier_bytes("l2", "read", to_device, seconds);
   }
-  p.answer.deliver(std::move(p.copies));
+  st.copying.emplace(t, std::move(c));
+  auto flag = std::make_shared<std::atomic<int>>(0);  // 1: callback ran, 2: we returned
+  st.pools->when_done([me = caf::actor_cast<msg::stream_actor>(self), t, flag] {
+    if (flag->exchange(1) == 2) caf::anon_send(me, msg::tier_done_atom::value, t);
+  });
+  if (flag->exchange(2) == 1) finish_tier(st, t);
 }
 
 /// A device pool's side of an accepted fence (host pools: nothing). Begin: the forward's
@@ -100,7 +124,7 @@ void perform(msg::stream_actor::pointer self, state& st, stream_actions& actions
       if (it == st.tiers.end()) continue;
       state::pending_tier p = std::move(it->second);
       st.tiers.erase(it);
-      run_tier(st, p);
+      run_tier(self, st, t->ticket, std::move(p));
     } else if (auto* r = std::get_if<stream_action::report>(&a)) {
       if (st.cache) self->send(st.cache, msg::fenced_atom::value, r->session, r->batch, r->ended);
     } else if (auto* ans = std::get_if<stream_action::answer>(&a)) {
@@ -208,6 +232,7 @@ msg::stream_actor::behavior_type forward_stream_actor(msg::stream_actor::pointer
       [self, st](msg::tier_atom, msg::tier_kind kind, session_id s, msg::tier_copies& copies)
           -> caf::result<msg::tier_copies> { return tier(self, *st, kind, s, copies); },
       [st](msg::bytes_atom, const msg::bytes_ptr& j) { bytes(*st, j); },
+      [st](msg::tier_done_atom, std::uint64_t t) { finish_tier(*st, t); },
       [st](msg::read_after_atom, session_id s, msg::writer_marks& marks) {
         st->rules.read_after(s, marks);
       },

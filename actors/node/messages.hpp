@@ -40,6 +40,7 @@ using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using fenced_atom = caf::atom_constant<caf::atom("fenced")>;
 using read_after_atom = caf::atom_constant<caf::atom("readafter")>;
 using events_atom = caf::atom_constant<caf::atom("events")>;
+using tier_done_atom = caf::atom_constant<caf::atom("tierdone")>;
 
 using writer_marks = std::vector<writer_mark>;
 /// What a batch of tier copies is, which decides when forward_stream runs it
@@ -72,6 +73,8 @@ using stream_actor = caf::typed_actor<
     caf::reacts_to<bytes_atom, bytes_ptr>,
     /// Tier copies, answered once they ran.
     caf::replies_to<tier_atom, tier_kind, session_id, tier_copies>::with<tier_copies>,
+    /// A device pool's completion callback: the tier job's queued copies are done.
+    caf::reacts_to<tier_done_atom, std::uint64_t>,
     /// A session's fence events on a device pool (l1_pool::open_events): the IPC handles
     /// of `ready` and `done`, and an error message ("" = none; empty handles on host pools).
     caf::replies_to<events_atom, session_id>::with<std::string, std::string, std::string>,

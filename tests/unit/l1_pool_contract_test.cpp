@@ -256,6 +256,18 @@ TEST_P(L1PoolContract, TierCopiesGoThroughTheInterfaceBothWays) {
   ASSERT_TRUE(dev->read_kv(10, 4, back).ok());
   EXPECT_EQ(back, tokens);
   EXPECT_EQ(slot(*dev, 1), state);
+  // Queued only (the node's way): the host bytes are right once the pool says done.
+  tier_copy again = down;
+  again.host_kv = {1, 2, 3, 4};
+  again.host_slot = 2;
+  EXPECT_EQ(run_tier_copy(*dev, host, again, /*queue_only=*/true), 4u * 4 + 8);
+  std::promise<void> done;
+  dev->when_done([&done] { done.set_value(); });
+  ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  const std::span<std::byte> queued = host.kv(1, 4);
+  EXPECT_EQ(std::vector<std::byte>(queued.begin(), queued.end()), tokens);
+  const std::span<std::byte> queued_state = host.state(2);
+  EXPECT_EQ(std::vector<std::byte>(queued_state.begin(), queued_state.end()), state);
   tier_copy bad = up;
   bad.device_kv[0] = 16;  // past the device pool
   EXPECT_EQ(run_tier_copy(*dev, host, bad), 0u) << "nothing moves when an id is out of range";
