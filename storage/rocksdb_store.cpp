@@ -166,17 +166,13 @@ status rocksdb_store::load_index() {
     next_seq_ = std::max(next_seq_, e.seq + 1);
     usage_.bytes += e.size;
     usage_.values += 1;
+    index_bytes_ += index_bytes_per_value(full.size());
     by_seq_.emplace(e.seq, full);
     index_.emplace(std::move(full), e);
   }
   if (!it->status().ok()) return io(it->status(), "L3 store: cannot read the recency index");
-  // A capacity lowered since the last run takes effect now.
-  std::vector<std::string> victims;
-  std::uint64_t bytes = usage_.bytes;
-  for (auto vi = by_seq_.begin(); bytes > usage_.capacity && vi != by_seq_.end(); ++vi) {
-    bytes -= index_.at(vi->second).size;
-    victims.push_back(vi->second);
-  }
+  // A capacity or index limit lowered since the last run takes effect now.
+  const std::vector<std::string> victims = victims_locked(0, 0);
   if (victims.empty()) return {};
   usage_.evicted += victims.size();
   return drop_locked(victims);
@@ -221,6 +217,20 @@ void rocksdb_store::touch_locked(index_map::iterator it) {
                  slice(recency_value(it->second.size, it->second.seq)));
 }
 
+std::vector<std::string> rocksdb_store::victims_locked(std::uint64_t bytes,
+                                                       std::uint64_t index) const {
+  std::vector<std::string> victims;
+  std::uint64_t b = usage_.bytes + bytes, ix = index_bytes_ + index;
+  const std::uint64_t ix_limit = cfg_.index_memory_bytes ? cfg_.index_memory_bytes : UINT64_MAX;
+  for (auto vi = by_seq_.begin(); (b > usage_.capacity || ix > ix_limit) && vi != by_seq_.end();
+       ++vi) {
+    b -= index_.at(vi->second).size;
+    ix -= index_bytes_per_value(vi->second.size());
+    victims.push_back(vi->second);
+  }
+  return victims;
+}
+
 status rocksdb_store::drop_locked(const std::vector<std::string>& full_keys) {
   rocksdb::WriteBatch batch;
   for (const std::string& full : full_keys) {
@@ -231,6 +241,7 @@ status rocksdb_store::drop_locked(const std::vector<std::string>& full_keys) {
     (void)batch.Delete(meta_, slice(recency_key(full)));
     usage_.bytes -= it->second.size;
     usage_.values -= 1;
+    index_bytes_ -= index_bytes_per_value(full.size());
     by_seq_.erase(it->second.seq);
     index_.erase(it);
   }
@@ -256,12 +267,7 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
     touch_locked(it);  // idempotent: the first value stays, recency refreshes
     return {};
   }
-  std::vector<std::string> victims;
-  std::uint64_t bytes = usage_.bytes;
-  for (auto vi = by_seq_.begin(); bytes + need > usage_.capacity && vi != by_seq_.end(); ++vi) {
-    bytes -= index_.at(vi->second).size;
-    victims.push_back(vi->second);
-  }
+  const std::vector<std::string> victims = victims_locked(need, index_bytes_per_value(full.size()));
   if (!victims.empty()) {
     if (status d = drop_locked(victims); !d) return d;
     usage_.evicted += victims.size();
@@ -277,6 +283,7 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
   by_seq_.emplace(e.seq, full);
   usage_.bytes += e.size;
   usage_.values += 1;
+  index_bytes_ += index_bytes_per_value(full.size());
   return {};
 }
 

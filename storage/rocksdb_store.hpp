@@ -13,8 +13,12 @@
 //
 // Recency and capacity: an in-memory index (key → size, access sequence), rebuilt at open
 // from the metadata column family, orders the LRU; `capacity_bytes` counts live values
-// (headers included). Space of deleted blobs is reclaimed by blob garbage collection
-// during compaction, so the directory can briefly exceed the capacity.
+// (headers included) and `index_memory_bytes` bounds the index itself: small values cost
+// more index memory than value bytes (the 10^8-operation hcsim run of toy-sized values
+// grew a node to 23 GB of index under a 64 GiB capacity), so the least recently used
+// values are evicted when either limit is reached. Space of deleted blobs is reclaimed by
+// blob garbage collection during compaction, so the directory can briefly exceed the
+// capacity.
 //
 // Thread safety: safe for concurrent use (RocksDB is; the index has a mutex).
 
@@ -29,6 +33,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "storage/l3_store.hpp"
 
@@ -44,6 +49,10 @@ struct rocksdb_store_config {
   std::string path;
   /// Bytes of values (headers included) the store keeps before evicting. Default 64 GiB.
   std::uint64_t capacity_bytes = 64ull << 30;
+  /// Memory the in-memory index may take (an estimate per value: index_bytes_per_value)
+  /// before the least recently used values are evicted, whatever capacity_bytes allows.
+  /// Default 1 GiB (≈ 3.5 M values with SGLang's 64-hex-digit page keys); 0 = no limit.
+  std::uint64_t index_memory_bytes = 1ull << 30;
   /// Values at least this large go to blob files (KV pages and SSM states usually do).
   /// Default 4 KiB.
   std::uint64_t min_blob_bytes = 4096;
@@ -55,6 +64,14 @@ struct rocksdb_store_config {
   /// Default 5 s.
   std::chrono::milliseconds flush_interval{5000};
 };
+
+/// The index memory charged for a value under `key` (its key twice — hash map and recency
+/// order — plus their nodes and the allocator's overhead). An estimate, a little above
+/// what was measured (RSS growth over 1 M values, glibc malloc, 2026-11-24): 236 / 332 /
+/// 460 bytes per value for 17 / 65 / 120-byte keys, estimated 258 / 354 / 464.
+constexpr std::uint64_t index_bytes_per_value(std::size_t key_bytes) noexcept {
+  return 2 * static_cast<std::uint64_t>(key_bytes) + 224;
+}
 
 class rocksdb_store final : public l3_store {
  public:
@@ -90,6 +107,9 @@ class rocksdb_store final : public l3_store {
   /// Deletes value + recency record of the given index entries in one batch.
   status drop_locked(const std::vector<std::string>& full_keys);
   void touch_locked(index_map::iterator it);
+  /// The least recently used values to drop so that `bytes` more value bytes and `index`
+  /// more index bytes fit both limits.
+  std::vector<std::string> victims_locked(std::uint64_t bytes, std::uint64_t index) const;
   /// The background flusher (flush_interval): flushes when dirty_, until close().
   void flush_loop();
 
@@ -105,6 +125,7 @@ class rocksdb_store final : public l3_store {
   std::map<std::uint64_t, std::string> by_seq_;  ///< seq → full key (front = least recent)
   std::uint64_t next_seq_ = 1;
   l3_usage usage_;
+  std::uint64_t index_bytes_ = 0;  ///< sum of index_bytes_per_value over the index
 
   std::atomic<bool> dirty_{false};  ///< written since the last background flush
   std::mutex flush_mu_;

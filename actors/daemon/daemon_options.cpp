@@ -51,6 +51,13 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "(units accepted: 512MB, 64GB, 1TB — 1024-based)")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));
+  app.add_option("--l3-index-memory", o.l3_index_memory,
+                 "Memory the L3 store's in-memory index (about 350 bytes per value) may take "
+                 "before the least recently used values are evicted, whatever --l3-capacity "
+                 "allows: small values cost more index than bytes. 0 = no limit (units as "
+                 "--l3-capacity)")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false));
   app.add_option("--l3-flush-seconds", o.l3_flush_seconds,
                  "Flush the L3 store's memtables this often when something was written: a crash "
                  "(kill -9, power loss) loses at most this many seconds of L3 writes (no "

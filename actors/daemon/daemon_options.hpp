@@ -16,20 +16,21 @@ class App;
 namespace hc {
 
 struct daemon_options {
-  std::string socket = "/tmp/hybridcache.sock";           ///< Unix socket (mode 0600)
-  std::string metrics = "127.0.0.1:9464";                 ///< /metrics address; "off" = none
-  std::string data_dir = "./hybridcache-data";            ///< node data (L3 store); created
-  std::string tcp;                                        ///< TCP listen "host:port"; "" = off
-  std::string token_file;                                 ///< file holding the TCP shared secret
-  std::size_t threads = 2;                                ///< actor scheduler threads
-  std::string log_level = "info";                         ///< error | warn | info | debug
-  std::size_t max_step_commands = 65536;                  ///< commands per step
-  std::size_t max_command_tokens = std::size_t{1} << 20;  ///< tokens per command
-  std::size_t max_pool_bytes = std::size_t{64} << 30;     ///< bytes per L1 pool
-  std::size_t max_idle_instances = 4;                     ///< kept without sessions
-  std::size_t max_sessions = 1024;                        ///< open at once
-  bool l3 = true;                                         ///< L3 store in <data-dir>/l3
-  std::uint64_t l3_capacity = std::uint64_t{64} << 30;    ///< L3 bytes before LRU eviction
+  std::string socket = "/tmp/hybridcache.sock";            ///< Unix socket (mode 0600)
+  std::string metrics = "127.0.0.1:9464";                  ///< /metrics address; "off" = none
+  std::string data_dir = "./hybridcache-data";             ///< node data (L3 store); created
+  std::string tcp;                                         ///< TCP listen "host:port"; "" = off
+  std::string token_file;                                  ///< file holding the TCP shared secret
+  std::size_t threads = 2;                                 ///< actor scheduler threads
+  std::string log_level = "info";                          ///< error | warn | info | debug
+  std::size_t max_step_commands = 65536;                   ///< commands per step
+  std::size_t max_command_tokens = std::size_t{1} << 20;   ///< tokens per command
+  std::size_t max_pool_bytes = std::size_t{64} << 30;      ///< bytes per L1 pool
+  std::size_t max_idle_instances = 4;                      ///< kept without sessions
+  std::size_t max_sessions = 1024;                         ///< open at once
+  bool l3 = true;                                          ///< L3 store in <data-dir>/l3
+  std::uint64_t l3_capacity = std::uint64_t{64} << 30;     ///< L3 bytes before LRU eviction
+  std::uint64_t l3_index_memory = std::uint64_t{1} << 30;  ///< L3 index memory before eviction
   double l3_flush_seconds = 5;  ///< L3 memtables flushed this often when written; 0 = off
   std::size_t store_arena_bytes = std::size_t{64} << 20;  ///< arena per Store capability
   std::string race_demo = "off";  ///< HC_RACE_DEMO builds: an ordering rule turned off

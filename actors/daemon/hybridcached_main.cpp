@@ -57,6 +57,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     hc::rocksdb_store_config sc;
     sc.path = (fs::path(o.data_dir) / "l3").string();
     sc.capacity_bytes = o.l3_capacity;
+    sc.index_memory_bytes = o.l3_index_memory;
     sc.flush_interval = std::chrono::milliseconds(static_cast<long>(o.l3_flush_seconds * 1000));
     auto store = hc::rocksdb_store::open(sc);
     if (!store) {
