@@ -81,7 +81,10 @@ inline result<node_connection> connect_node(const std::string& address, const st
       c.node = resp.getNode();
     }
     // Fail fast when nothing listens (EzRpcClient connects lazily), or when the node
-    // needs a login this connection did not make.
+    // needs a login this connection did not make. Also required for safety: in Cap'n Proto
+    // 0.9.2 an EzRpcClient destroyed with calls queued before it connected crashes the
+    // thread's next event-loop turn (fuzz_rpc found it), so no caller may hold a connection
+    // that has not answered once.
     auto ping = wait_call(*c.ez, deadline, c.node.pingRequest().send());
     if (ping.getError().getCode() != wire::ErrorCode::OK) return get_error(ping.getError());
     return c;

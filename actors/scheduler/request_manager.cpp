@@ -404,6 +404,14 @@ result<unfinished_info> request_manager::cache_unfinished(request_handle h, std:
   if (len > fill_len || len % cache_.page_size() != 0)
     return error{errc::invalid_argument, req_name(h) + ": tracked length " + std::to_string(len) +
                                              " is unaligned or beyond the fill length"};
+  // A length inside the protected prefix would move the lock to an ancestor and leave the
+  // row pointing at tree ids it no longer protects. Real tracking never produces one (it
+  // snapshots at prefix + k·C); an injected or caller-given length can (fuzz_executor).
+  if (len < r.cache_protected_len)
+    return error{errc::invalid_argument, req_name(h) + ": " + (extra() ? "tracked" : "fill") +
+                                             " length " + std::to_string(len) +
+                                             " is inside its protected prefix of " +
+                                             std::to_string(r.cache_protected_len) + " tokens"};
   slot_id donated = no_slot;
   if (extra()) {
     const std::size_t k = static_cast<std::size_t>(keep_idx(r));

@@ -389,6 +389,35 @@ TEST_P(unified_requests, CacheUnfinishedReq) {
   ASSERT_TRUE(m->abort(1).ok());
 }
 
+TEST_P(unified_requests, CacheUnfinishedInsideTheProtectedPrefixIsRefusedAndChangesNothing) {
+  // Found by fuzz_executor: a length below cache_protected_len read the match result past
+  // its end and would have moved the lock to an ancestor of the row's prefix.
+  admit(2, seq(1, 2), 2 * P);  // caches the first 2P tokens with their state
+  if (extra) {
+    ASSERT_TRUE(m->record_track(2, 2 * P, false).ok());
+  }
+  ASSERT_TRUE(m->finish(2).ok());
+  ASSERT_TRUE(m->create(1, 0, seq(1, 3)).ok());
+  ASSERT_TRUE(m->match(1).ok());
+  ASSERT_TRUE(m->lock(1).ok());
+  ASSERT_TRUE(m->alloc_req(1).ok());
+  ASSERT_TRUE(m->alloc_kv(1, 2 * P, P).ok());
+  const request_record before = *m->find(1);
+  ASSERT_EQ(before.cache_protected_len, 2 * P);
+  if (extra) {
+    ASSERT_TRUE(m->record_track(1, P, false).ok());
+  }
+  auto u = m->cache_unfinished(1, extra ? 3 * P : P);
+  ASSERT_FALSE(u.ok());
+  EXPECT_EQ(u.err().code, errc::invalid_argument);
+  EXPECT_NE(u.err().message.find("protected prefix"), std::string::npos) << u.err().message;
+  EXPECT_EQ(m->find(1)->cache_protected_len, 2 * P);
+  EXPECT_EQ(m->find(1)->last_node, before.last_node);
+  EXPECT_TRUE(t.check_invariants().ok());
+  ASSERT_TRUE(m->abort(1).ok());
+  EXPECT_EQ(match_len(seq(1, 2)), 2 * P) << "the cached prefix is untouched";
+}
+
 TEST_P(unified_requests_paged, TrackedLengthBeyondCommittedIsNeverInserted) {
   // Unified's strip-thinking scenario caches min(committed, tracked) with a state that
   // covers more tokens than the key; hybridcache ties every state to its exact position

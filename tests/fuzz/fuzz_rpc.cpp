@@ -277,8 +277,15 @@ struct script {
   std::vector<std::uint64_t> batches;
   kj::Vector<kj::Promise<void>> in_flight;  ///< calls that may wait (begin, drain): not awaited
 
+  /// Waits for the connection before the script's first call, as hc::client does: in Cap'n
+  /// Proto 0.9.2 an EzRpcClient destroyed with a call queued on its not yet connected main
+  /// capability leaves an event behind that crashes the thread's next event-loop turn (a
+  /// null read in libcapnp-rpc, found by this target: a script whose only call was a parked
+  /// drain crashed the observer's next inspect).
   explicit script(const std::string& address)
-      : ez(address.c_str()), node(ez.getMain<wire::CacheNode>()) {}
+      : ez(address.c_str()), node(ez.getMain<wire::CacheNode>()) {
+    wire_convert::wait_call(ez, std::chrono::milliseconds(5000), node.pingRequest().send());
+  }
 
   template <class P>
   auto wait(P&& p) {
