@@ -8,6 +8,7 @@
 #include <random>
 
 #include "actors/scheduler/tracking.hpp"
+#include "tests/support/toy_batches.hpp"
 #include "tools/hcsim/toy_model.hpp"
 
 namespace hc::sim {
@@ -111,6 +112,65 @@ TEST_P(ToyModel, AWrongTrackPositionGivesAWrongSnapshot) {
     EXPECT_NE(track, m.state_after(std::span<const token_id>(tokens).first(plan.tracked_len)))
         << "shift " << shift;
   }
+}
+
+TEST_P(ToyModel, TheDeviceBatchLeavesTheBytesTheModelDoes) {
+  // CUDA mode runs plan_extend / plan_decode's batches; their host run (the kernels'
+  // per-thread code in loops) must leave every byte of both pools as extend() / decode().
+  const toy_model m(cfg());
+  std::mt19937 rng(static_cast<unsigned>(m.config().chunk) + 11);
+  std::size_t captures = 0, fills = 0, final_copies = 0;
+  for (int round = 0; round < 80; ++round) {
+    const testing::toy_pools start = testing::random_pools(m, 4096, 24, rng);
+    const testing::random_forward f = testing::random_forward_of(m, start, rng, round % 4 == 3);
+    testing::toy_pools want = start, got = start;
+    testing::run_model(m, f, want);
+    const toy::forward_batch b = testing::plan_of(m, f);
+    ASSERT_TRUE(b.check(m.shape(), got.kv_rows, got.slots).ok())
+        << b.check(m.shape(), got.kv_rows, got.slots).err().message;
+    toy::run_on_host(m.shape(), b, got.kv, got.ssm);
+    ASSERT_EQ(got.kv, want.kv) << "round " << round;
+    ASSERT_EQ(got.ssm, want.ssm) << "round " << round;
+    captures += b.captures.size();
+    for (const toy::conv_fix& x : b.fixes)
+      fills += x.fill_lanes;
+    for (const toy::scan_item& it : b.items)
+      final_copies += it.final_copy >= 0;
+  }
+  EXPECT_GT(captures, 20u);
+  EXPECT_GT(fills, 0u) << "a track source outside the chunk states must occur";
+  EXPECT_GT(final_copies, 0u);
+}
+
+TEST(ToyForwardBatch, OutOfBoundsOrOverlappingWritesAreRefused) {
+  const toy_model m(toy_model_config{});
+  std::mt19937 rng(3);
+  const testing::toy_pools p = testing::random_pools(m, 4096, 24, rng);
+  testing::random_forward f = testing::random_forward_of(m, p, rng, false);
+  const toy::forward_batch good = m.plan_extend(f.extends);
+  ASSERT_TRUE(good.check(m.shape(), p.kv_rows, p.slots).ok());
+  auto refused = [&](auto change) {
+    toy::forward_batch b = good;
+    change(b);
+    return b.check(m.shape(), p.kv_rows, p.slots).err().code == errc::invalid_argument;
+  };
+  EXPECT_TRUE(refused([&](toy::forward_batch& b) { b.kv_rows[0] = 4096; }));
+  EXPECT_TRUE(refused([&](toy::forward_batch& b) { b.kv_rows[0] = -1; }));
+  EXPECT_TRUE(refused([&](toy::forward_batch& b) { b.items[0].working = 24; }));
+  EXPECT_TRUE(refused([&](toy::forward_batch& b) { b.items.back().n_tokens += 1; }));
+  EXPECT_TRUE(refused([&](toy::forward_batch& b) { b.positions.pop_back(); }));
+  EXPECT_TRUE(refused([&](toy::forward_batch& b) {
+    b.captures.push_back({0, b.items[0].n_tokens + 1, 23});
+  }));
+  EXPECT_TRUE(refused([&](toy::forward_batch& b) {
+    b.captures.push_back({0, 0, b.items[0].working});  // a working slot written twice
+  }));
+  EXPECT_TRUE(refused([&](toy::forward_batch& b) {
+    b.fixes.push_back({5, 0, static_cast<std::uint32_t>(b.conv_values.size())});
+  }));
+  toy::shape wide = m.shape();
+  wide.conv_kernel = toy::max_conv_kernel + 1;
+  EXPECT_EQ(toy::check_shape(wide).err().code, errc::invalid_argument);
 }
 
 TEST(ToyModelBasics, DecodeAdvancesAndSnapshotsTheWorkingSlot) {

@@ -5,7 +5,8 @@
 //         --workers W --seed S [--json] [workload and instance options, --help]
 //
 // Prints a summary (text, or one JSON object with --json); exit status 0 only when
-// mismatches, leaks and errors are all 0.
+// mismatches, leaks and errors are all 0; 1 otherwise; 2 for bad options; 3 when
+// --device cuda was asked for on a machine without that CUDA device (says why).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/device_probe.hpp"
 #include "tools/hcsim/sim.hpp"
 
 namespace {
@@ -129,6 +131,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--overlap-scheduling", cfg.overlap_scheduling,
                "Experimental: run each forward on a thread while the next batch is scheduled");
+  std::string device = "cpu";
+  app.add_option("--device", device,
+                 "Where the instance's L1 pools live and the forwards run: cpu (shared memory) or "
+                 "cuda (the node's CUDA pools through IPC, the toy model's kernels on the GPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--device-ordinal", cfg.device_ordinal, "CUDA device of the pools (--device cuda)")
+      ->capture_default_str();
   app.add_option("--host-ratio", cfg.host_ratio, "Host tier as a multiple of L1 (> 1; 0 = off)")
       ->capture_default_str();
   app.add_flag("--prefetch", cfg.prefetch,
@@ -140,6 +150,15 @@ int main(int argc, char** argv) {
   cfg.strat = strat == "no_buffer"      ? strategy::no_buffer
               : strat == "extra_buffer" ? strategy::extra_buffer
                                         : strategy::extra_buffer_lazy;
+  cfg.device = *parse_device_kind(device);
+  if (cfg.device == device_kind::cuda) {  // exit 3: this machine cannot run CUDA mode
+    const gpu::device_probe_result probe = gpu::probe_devices();
+    if (probe.device_count <= static_cast<int>(cfg.device_ordinal)) {
+      std::fprintf(stderr, "hcsim: --device cuda: no CUDA device %u here: %s\n", cfg.device_ordinal,
+                   probe.device_count == 0 ? probe.reason.c_str() : "ordinal out of range");
+      return 3;
+    }
+  }
   if (cfg.prefetch && cfg.host_ratio <= 1) {
     std::fprintf(stderr, "hcsim: --prefetch needs --host-ratio > 1\n");
     return 2;

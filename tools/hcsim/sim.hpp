@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "actors/common/device_kind.hpp"
 #include "actors/common/strategy.hpp"
 #include "tools/hcsim/latency_histogram.hpp"
 
@@ -46,6 +47,11 @@ struct sim_config {
   /// batch's results are processed (SGLang's overlap event loop). Known to report
   /// mismatches and errors (issue 6 notes). Default: off.
   bool overlap_scheduling = false;
+  /// Where the instance's L1 pools live and the forwards run: cpu (shared memory, the toy
+  /// model on the worker's threads) or cuda (the node's CUDA pools, the toy model's kernels
+  /// on the worker's stream, fenced by the session's events).
+  device_kind device = device_kind::cpu;
+  std::uint32_t device_ordinal = 0;
   double host_ratio = 0;  ///< > 1: a host tier (HiCache) of this ratio
   bool prefetch = false;  ///< storage prefetch before each admission (needs L3)
   std::string model = "hcsim-toy";

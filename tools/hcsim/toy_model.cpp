@@ -7,33 +7,16 @@
 #include "actors/scheduler/tracking.hpp"
 
 namespace hc::sim {
-namespace {
-
-std::uint64_t mix(std::uint64_t x) noexcept {  // splitmix64 finaliser
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 toy_model::toy_model(const toy_model_config& cfg) : cfg_(cfg) {
   assert(cfg_.conv_kernel >= 1 && cfg_.chunk > 0 && cfg_.lanes > 0);
 }
 
 void toy_model::kv(std::size_t pos, token_id t, std::span<std::byte> out) const {
   assert(out.size() == cfg_.token_bytes());
-  std::size_t at = 0;
-  for (std::size_t l = 0; l < cfg_.kv_layers; ++l)
-    for (std::size_t b = 0; b < cfg_.kv_layer_bytes; b += 8) {
-      const std::uint64_t v = mix((static_cast<std::uint64_t>(pos) << 32) ^
-                                  static_cast<std::uint32_t>(t) ^ ((l * 131 + b) << 20));
-      const std::size_t n = std::min<std::size_t>(8, cfg_.kv_layer_bytes - b);
-      std::memcpy(out.data() + at, &v, n);
-      at += n;
-    }
+  const toy::shape sh = shape();
+  auto* p = reinterpret_cast<unsigned char*>(out.data());
+  for (std::size_t w = 0; w < sh.kv_layers * sh.layer_words(); ++w)
+    toy::write_kv_word(sh, p, 0, pos, t, w);
 }
 
 std::vector<std::byte> toy_model::kv(std::size_t pos, token_id t) const {
@@ -52,14 +35,9 @@ void toy_model::advance(std::span<std::byte> state, std::size_t pos, token_id t)
       const auto v = static_cast<std::int32_t>(t);
       std::memcpy(layer + (k1 - 1) * 4, &v, 4);
     }
-    std::byte* lanes = layer + cfg_.conv_bytes();
-    for (std::size_t j = 0; j < cfg_.lanes; ++j) {
-      std::uint64_t s = 0;
-      std::memcpy(&s, lanes + j * 8, 8);
-      s = mix(s ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(t)) << 17) ^
-              (static_cast<std::uint64_t>(pos) * 0x9e3779b97f4a7c15ull) ^ (l << 8) ^ j);
-      std::memcpy(lanes + j * 8, &s, 8);
-    }
+    auto* lanes = reinterpret_cast<unsigned char*>(layer + cfg_.conv_bytes());
+    for (std::size_t j = 0; j < cfg_.lanes; ++j)
+      toy::store_u64(lanes + j * 8, toy::lane_step(toy::load_u64(lanes + j * 8), pos, t, l, j));
   }
 }
 
@@ -132,6 +110,89 @@ void toy_model::decode(std::span<std::byte> working, std::size_t pos, token_id t
   advance(working, pos, t);
   kv(pos, t, kv_out);
   if (!track.empty()) std::memcpy(track.data(), working.data(), cfg_.slot_bytes());
+}
+
+toy::shape toy_model::shape() const noexcept {
+  toy::shape s;
+  s.kv_layers = static_cast<std::uint32_t>(cfg_.kv_layers);
+  s.kv_layer_bytes = static_cast<std::uint32_t>(cfg_.kv_layer_bytes);
+  s.ssm_layers = static_cast<std::uint32_t>(cfg_.ssm_layers);
+  s.lanes = static_cast<std::uint32_t>(cfg_.lanes);
+  s.conv_kernel = static_cast<std::uint32_t>(cfg_.conv_kernel);
+  return s;
+}
+
+toy::forward_batch toy_model::plan_extend(std::span<const extend_job> jobs) const {
+  const std::size_t C = cfg_.chunk;
+  toy::forward_batch b;
+  std::vector<toy::capture> chunk_states;  // (item, tokens advanced), in the kernel's order
+  std::vector<packed_extend> shape;
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const extend_job& r = jobs[j];
+    assert(r.kv.size() == r.tokens.size());
+    toy::scan_item it;
+    it.working = r.working;
+    it.first_token = static_cast<std::uint32_t>(b.tokens.size());
+    it.n_tokens = static_cast<std::uint32_t>(r.tokens.size());
+    it.first_pos = r.prefix_len;
+    b.items.push_back(it);
+    const auto item = static_cast<std::uint32_t>(j);
+    for (std::size_t i = 0; i < r.tokens.size(); ++i) {
+      b.tokens.push_back(r.tokens[i]);
+      b.positions.push_back(r.prefix_len + i);
+      b.kv_rows.push_back(r.kv[i]);
+      if (cfg_.convention == chunk_convention::fla && i % C == 0)
+        chunk_states.push_back({item, static_cast<std::uint32_t>(i), no_slot});
+      if (cfg_.convention == chunk_convention::mamba2 && (i + 1) % C == 0)
+        chunk_states.push_back({item, static_cast<std::uint32_t>(i + 1), no_slot});
+    }
+    shape.push_back({r.prefix_len, r.tokens.size(), r.mask, r.kernel_seqlen});
+  }
+  const std::vector<track_source> src =
+      compute_track_sources(shape, C, cfg_.conv_kernel, cfg_.convention);
+  const std::size_t k1 = cfg_.conv_kernel - 1;
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    if (!src[j].mask || jobs[j].track == no_slot) continue;
+    const slot_id track = jobs[j].track;
+    toy::conv_fix fix;
+    fix.dst = track;
+    fix.values = static_cast<std::uint32_t>(b.conv_values.size());
+    if (src[j].from_final_state) {
+      b.captures.push_back({static_cast<std::uint32_t>(j), b.items[j].n_tokens, track});
+    } else if (src[j].chunk_state_index >= 0 &&
+               static_cast<std::size_t>(src[j].chunk_state_index) < chunk_states.size()) {
+      toy::capture c = chunk_states[static_cast<std::size_t>(src[j].chunk_state_index)];
+      c.dst = track;
+      b.captures.push_back(c);
+    } else {
+      fix.fill_lanes = 1;  // out of the tensor
+    }
+    const std::size_t have = src[j].conv_positions.size();
+    assert(have <= k1);
+    b.conv_values.resize(b.conv_values.size() + k1, 0);
+    for (std::size_t q = 0; q < have; ++q)
+      b.conv_values[fix.values + k1 - have + q] =
+          b.tokens[static_cast<std::size_t>(src[j].conv_positions[q])];
+    b.fixes.push_back(fix);
+  }
+  return b;
+}
+
+toy::forward_batch toy_model::plan_decode(std::span<const decode_job> jobs) const {
+  toy::forward_batch b;
+  for (const decode_job& d : jobs) {
+    toy::scan_item it;
+    it.working = d.working;
+    it.final_copy = d.track;
+    it.first_token = static_cast<std::uint32_t>(b.tokens.size());
+    it.n_tokens = 1;
+    it.first_pos = d.pos;
+    b.items.push_back(it);
+    b.tokens.push_back(d.token);
+    b.positions.push_back(d.pos);
+    b.kv_rows.push_back(d.kv);
+  }
+  return b;
 }
 
 }  // namespace hc::sim

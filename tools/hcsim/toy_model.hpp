@@ -23,6 +23,7 @@
 
 #include "actors/common/ids.hpp"
 #include "actors/common/strategy.hpp"
+#include "gpu/toy_forward.hpp"
 
 namespace hc::sim {
 
@@ -54,6 +55,26 @@ struct extend_item {
   std::span<std::byte> track;  ///< the track slot (when mask)
 };
 
+/// The same two forwards by pool ids, for a device that runs them over pools this process
+/// does not hold in its memory (CUDA mode): toy_model::plan_extend / plan_decode.
+struct extend_job {
+  slot_id working = no_slot;
+  std::size_t prefix_len = 0;
+  std::span<const token_id> tokens;
+  std::vector<kv_index> kv;  ///< one row per new token
+  bool mask = false;
+  std::int64_t kernel_seqlen = -1;
+  slot_id track = no_slot;  ///< the track slot (when mask)
+};
+
+struct decode_job {
+  slot_id working = no_slot;
+  std::size_t pos = 0;
+  token_id token = 0;
+  kv_index kv = 0;
+  slot_id track = no_slot;  ///< a decode-boundary snapshot, or no_slot
+};
+
 class toy_model {
  public:
   explicit toy_model(const toy_model_config& cfg);
@@ -77,6 +98,15 @@ class toy_model {
   /// the working slot into `track` if it is not empty (a decode-boundary snapshot).
   void decode(std::span<std::byte> working, std::size_t pos, token_id t, std::span<std::byte> kv,
               std::span<std::byte> track) const;
+
+  /// The pools' layout for a device batch.
+  toy::shape shape() const noexcept;
+  /// extend() of the jobs as a device batch (gpu/toy_forward.hpp): the chunk states that
+  /// the node's track sources name become captures of the scan, and the conv windows of
+  /// each track slot fixes after it. Run on the same bytes, it leaves what extend() does.
+  toy::forward_batch plan_extend(std::span<const extend_job> jobs) const;
+  /// decode() of each job as a device batch.
+  toy::forward_batch plan_decode(std::span<const decode_job> jobs) const;
 
  private:
   toy_model_config cfg_;

@@ -12,8 +12,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "gpu/shm_region.hpp"
 #include "schema/client.hpp"
+#include "tools/hcsim/forward_device.hpp"
 #include "tools/hcsim/sim.hpp"
 #include "tools/hcsim/toy_model.hpp"
 
@@ -39,6 +39,8 @@ instance_spec spec_of(const sim_config& c, const toy_model_config& m) {
   s.ssm_slot_bytes = m.slot_bytes();
   s.chunk_size = m.chunk;
   s.strat = c.strat;
+  s.device = c.device;
+  s.device_ordinal = c.device_ordinal;
   s.track_interval = c.track_interval;
   s.overlap = c.overlap;
   s.request_rows = c.batch + 2;
@@ -108,25 +110,14 @@ class worker {
       return false;
     }
     session_ = std::move(*s);
-    const pool_info& p = session_->pools();
-    auto kv = shm_region::map(p.kv_shm, p.kv_bytes);
-    auto ssm = shm_region::map(p.ssm_shm, p.ssm_bytes);
-    if (!kv || !ssm) {
-      error("cannot map the L1 pools (is the node on this host?)");
+    auto d = forward_device::open(session_->pools(), model_);
+    if (!d) {
+      error(d.err().message);
       session_.reset();
       return false;
     }
-    kv_ = std::move(*kv);
-    ssm_ = std::move(*ssm);
+    device_ = std::move(*d);
     return true;
-  }
-  std::span<std::byte> kv_at(kv_index i) {
-    const std::size_t tb = model_.config().token_bytes();
-    return kv_.bytes().subspan(static_cast<std::size_t>(i) * tb, tb);
-  }
-  std::span<std::byte> slot(slot_id s) {
-    const std::size_t sb = model_.config().slot_bytes();
-    return ssm_.bytes().subspan(static_cast<std::size_t>(s) * sb, sb);
   }
   /// One step; nullopt on a transport / step-level error (counted).
   std::optional<std::vector<command_result>> step(const std::vector<command>& cmds) {
@@ -148,7 +139,14 @@ class worker {
     if (begin) {
       auto r = session_->begin_forward(b);
       if (!r) error("begin_forward: " + r.err().message);
-      return r.ok();
+      if (!r) return false;
+      status w = device_->after_begin();  // the batch's clears and copies first
+      if (!w) error("waiting for the node's ops: " + w.err().message);
+      return w.ok();
+    }
+    if (status w = device_->before_end(); !w) {
+      error("marking the forward's end: " + w.err().message);
+      return false;
     }
     status s = session_->end_forward(b);
     if (!s) error("end_forward: " + s.err().message);
@@ -329,7 +327,7 @@ class worker {
     r.first_forward = false;
     for (std::size_t i = 0; i < r.prefix_kv.size(); ++i) {
       const std::vector<std::byte> want = model_.kv(i, r.tokens[i]);
-      auto got = kv_at(r.prefix_kv[i]);
+      auto got = device_->kv_row(r.prefix_kv[i]);
       if (!std::equal(got.begin(), got.end(), want.begin())) {
         ++rep_.kv_mismatches;
         note_mismatch("KV of token " + std::to_string(i) + " of a " + std::to_string(r.prefix) +
@@ -339,7 +337,7 @@ class worker {
     }
     const std::vector<std::byte> want =
         model_.state_after(std::span<const token_id>(r.tokens).first(r.prefix));
-    auto got = slot(r.working);
+    auto got = device_->slot(r.working);
     if (!std::equal(got.begin(), got.end(), want.begin())) {
       ++rep_.state_mismatches;
       note_mismatch("state of a " + std::to_string(r.prefix) + "-token hit (" +
@@ -374,14 +372,10 @@ class worker {
     std::vector<std::size_t> step_no;       ///< decode: each request's step (1-based)
     std::vector<std::vector<token_id>> in;  ///< the tokens it consumes (owned: requests
                                             ///< may finish while it runs)
-    std::vector<extend_item> items;         ///< extend
-    struct decode_op {
-      std::span<std::byte> working, kv, track;
-      std::size_t pos = 0;
-      token_id token = 0;
-    };
-    std::vector<decode_op> decodes;
+    std::vector<extend_job> extends;
+    std::vector<decode_job> decodes;
     std::thread thread;
+    status outcome;  ///< of the forward's run (written by its thread)
   };
 
   request* find(request_handle h) {
@@ -473,25 +467,24 @@ class worker {
         const std::size_t n = kv.size();
         f.in.emplace_back(r.tokens.begin() + static_cast<std::ptrdiff_t>(r.pos),
                           r.tokens.begin() + static_cast<std::ptrdiff_t>(r.pos + n));
-        extend_item it;
-        it.working = slot(r.working);
+        extend_job it;
+        it.working = r.working;
         it.prefix_len = r.pos;
-        for (kv_index x : kv)
-          it.kv.push_back(kv_at(x));
+        it.kv = kv;
         it.mask = plan.mask;
         it.kernel_seqlen = plan.kernel_seqlen;
-        if (plan.mask && plan.track_slot != no_slot) it.track = slot(plan.track_slot);
-        f.items.push_back(std::move(it));
+        if (plan.mask) it.track = plan.track_slot;
+        f.extends.push_back(std::move(it));
         r.pos += n;  // scheduled: the next chunk starts here
         r.len = r.pos;
         f.ends.push_back(r.pos);
       } else {
         if (r.outputs.size() <= r.decoded) next_output(r);
-        forward_run::decode_op d;
-        d.working = slot(r.working);
+        decode_job d;
+        d.working = r.working;
         const res::prepare_decode& plan = p.as<res::prepare_decode>();
-        d.kv = kv_at(kv[0]);
-        if (plan.mask && plan.track_slot != no_slot) d.track = slot(plan.track_slot);
+        d.kv = kv[0];
+        if (plan.mask) d.track = plan.track_slot;
         d.pos = r.len;
         d.token = r.outputs[r.decoded];
         f.decodes.push_back(d);
@@ -504,8 +497,8 @@ class worker {
     } else {
       retract_all(failed);
     }
-    for (std::size_t k = 0; k < f.items.size(); ++k)
-      f.items[k].tokens = f.in[k];
+    for (std::size_t k = 0; k < f.extends.size(); ++k)
+      f.extends[k].tokens = f.in[k];
     return fp;
   }
 
@@ -513,20 +506,25 @@ class worker {
   /// thread when overlapping, so the scheduler runs on while it writes).
   bool launch(forward_run& f) {
     if (!fence(f.batch, true)) return false;
+    const bool checks = std::any_of(f.reqs.begin(), f.reqs.end(), [&](request_handle h) {
+      const request* r = find(h);
+      return r != nullptr && r->first_forward;
+    });
+    if (checks) {
+      if (status s = device_->refresh(); !s) {
+        error("reading the pools back: " + s.err().message);
+        return false;
+      }
+    }
     for (request_handle h : f.reqs)
       if (request* r = find(h)) verify_prefix(*r);
     auto body = [this, &f] {
-      if (f.extend) {
-        model_.extend(f.items);
-      } else {
-        for (const auto& d : f.decodes)
-          model_.decode(d.working, d.pos, d.token, d.kv, d.track);
-      }
+      f.outcome = f.extend ? device_->run_extend(f.extends) : device_->run_decode(f.decodes);
     };
-    for (const auto& it : f.items)
+    for (const auto& it : f.extends)
       rep_.computed_tokens += it.tokens.size();
     rep_.computed_tokens += f.decodes.size();
-    if (overlap_) {
+    if (overlap_ && !device_->asynchronous()) {
       f.thread = std::thread(body);
     } else {
       body();
@@ -537,6 +535,10 @@ class worker {
   /// Waits for the forward's bytes, then endForward.
   bool finish_forward(forward_run& f) {
     if (f.thread.joinable()) f.thread.join();
+    if (!f.outcome) {
+      error("forward: " + f.outcome.err().message);
+      return false;
+    }
     return fence(f.batch, false);
   }
 
@@ -652,7 +654,7 @@ class worker {
   std::mt19937_64 rng_;
   std::unique_ptr<client> client_;
   std::unique_ptr<client_session> session_;
-  shm_region kv_, ssm_;
+  std::unique_ptr<forward_device> device_;
   std::vector<std::vector<token_id>> system_, history_;
   std::vector<bool> busy_;
   std::vector<request> active_;
