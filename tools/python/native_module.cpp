@@ -31,6 +31,7 @@
 #include "actors/common/instance_spec.hpp"
 #include "actors/common/pool_info.hpp"
 #include "actors/common/status.hpp"
+#include "gpu/cuda_ipc_mapping.hpp"
 #include "schema/client.hpp"
 
 namespace py = pybind11;
@@ -712,6 +713,25 @@ PYBIND11_MODULE(_native, m) {
   auto res_mod = m.def_submodule("res", "Result bodies, one class per kind (protocol v2).");
   bind_results(res_mod);
   bind_vocabulary(m);
+
+  py::class_<cuda_ipc_mapping>(m, "CudaMapping",
+                               "A CUDA instance's pool opened in this process "
+                               "(cudaIpcOpenMemHandle); closed when the object goes.")
+      .def_property_readonly("ptr",
+                             [](const cuda_ipc_mapping& c) {
+                               return reinterpret_cast<std::uintptr_t>(c.device_ptr());
+                             })
+      .def_property_readonly("size", &cuda_ipc_mapping::size);
+  m.def(
+      "map_cuda",
+      [](std::uint32_t device, const py::bytes& handle, std::size_t size) {
+        std::string h = handle;
+        py::gil_scoped_release unlocked;
+        return value_or_raise(cuda_ipc_mapping::open(device, h, size));
+      },
+      py::arg("device"), py::arg("handle"), py::arg("size"),
+      "Opens a pool's CUDA IPC memory handle (PoolInfo.kv_ipc_handle / ssm_ipc_handle) on "
+      "`device`; InvalidConfig without CUDA (build, driver or device).");
 
   py::class_<py_session>(m, "Session", "An open session (see hybridcache.Session).")
       .def("step", &py_session::step, py::arg("commands"))

@@ -95,6 +95,18 @@ def _map_shm(name: str, size: int) -> mmap.mmap:
 DEFAULT_SOCKET = "/tmp/hybridcache.sock"
 
 
+class _CudaArray:
+    """A mapped CUDA pool as ``__cuda_array_interface__`` (what torch.as_tensor reads); the
+    tensor keeps this object, and so the mapping, alive."""
+
+    def __init__(self, mapping: "_native.CudaMapping"):
+        self.mapping = mapping
+        self.__cuda_array_interface__ = {
+            "shape": (mapping.size,), "typestr": "|u1", "data": (mapping.ptr, False),
+            "version": 2, "strides": None,
+        }
+
+
 class Session:
     """An open session on one cache instance: steps, forward fences, pool info.
 
@@ -105,6 +117,7 @@ class Session:
     def __init__(self, native: _native.Session):
         self._s = native
         self._maps: Dict[str, mmap.mmap] = {}
+        self._cuda_maps: Dict[bytes, _native.CudaMapping] = {}
 
     def _pool(self, name: str, size: int) -> memoryview:
         if not name:
@@ -145,6 +158,41 @@ class Session:
         info = self.pools
         return numpy.frombuffer(self.ssm_pool(), dtype=numpy.uint8).reshape(
             -1, info.ssm_slot_bytes)
+
+    def kv_tensor(self):
+        """The instance's L1 KV pool as a torch ``uint8`` tensor of shape
+        (tokens, kv_bytes_per_token) over the pool's memory, no copy: the shared memory
+        (device 'cpu') or the node's GPU memory opened through CUDA IPC (device 'cuda',
+        on ``cuda:<device_ordinal>``). View it as the model's dtype and layers as needed.
+        Needs torch (imported on first use)."""
+        info = self.pools
+        return self._tensor(info.kv_shm, info.kv_ipc_handle, info.kv_bytes,
+                            info.kv_bytes_per_token)
+
+    def ssm_tensor(self):
+        """The instance's L1 SSM pool as a torch ``uint8`` tensor of shape
+        (slots + 1, ssm_slot_bytes), no copy (see :meth:`kv_tensor`)."""
+        info = self.pools
+        return self._tensor(info.ssm_shm, info.ssm_ipc_handle, info.ssm_bytes,
+                            info.ssm_slot_bytes)
+
+    def _tensor(self, shm: str, ipc_handle: bytes, size: int, row_bytes: int):
+        import torch  # not at module import: workers without torch can use the rest
+
+        if row_bytes == 0:
+            raise InvalidArgument("invalid_argument: this instance has no such pool bytes "
+                                  "(kv_bytes_per_token / ssm_slot_bytes is 0)")
+        info = self.pools
+        if info.device == "cpu":
+            flat = torch.frombuffer(self._pool(shm, size), dtype=torch.uint8)
+        else:
+            key = bytes(ipc_handle)
+            mapping = self._cuda_maps.get(key)
+            if mapping is None:
+                mapping = _native.map_cuda(info.device_ordinal, key, size)
+                self._cuda_maps[key] = mapping
+            flat = torch.as_tensor(_CudaArray(mapping), device=f"cuda:{info.device_ordinal}")
+        return flat.view(-1, row_bytes)
 
     def step(self, commands: Sequence[object]) -> List[CommandResult]:
         """Runs one scheduling step: the commands in order, one result per command.

@@ -47,6 +47,8 @@ class InstanceSpec:
     hicache_bytes: int
     prefetch_threshold: int
     hicache_storage: bool
+    device: str
+    device_ordinal: int
     def __init__(self) -> None: ...
 
 class PoolState:
@@ -66,6 +68,18 @@ class PoolInfo:
     kv_bytes_per_token: int
     ssm_slot_bytes: int
     instance_id: int
+    device: str
+    device_ordinal: int
+    kv_ipc_handle: bytes
+    ssm_ipc_handle: bytes
+    ready_event_ipc_handle: bytes
+    done_event_ipc_handle: bytes
+
+class CudaMapping:
+    ptr: int
+    size: int
+
+def map_cuda(device: int, handle: bytes, size: int) -> CudaMapping: ...
 
 class PingReply:
     protocol_version: int

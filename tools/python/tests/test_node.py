@@ -157,6 +157,39 @@ class NodeTest(unittest.TestCase):
                 self.assertEqual(len(pools.ssm_ipc_handle), 64)
                 self.assertEqual(len(pools.done_event_ipc_handle), 64)
                 self.assertEqual(pools.ssm_shm, "")
+                self.check_the_pool_tensors(s, cuda=True)
+
+    def check_the_pool_tensors(self, s, cuda):
+        """The pool tensors share memory with the node's pools, both ways."""
+        try:
+            import torch
+        except ImportError as e:
+            self.skipTest(f"torch is not importable: {e}")
+        info = s.pools
+        ssm, kv = s.ssm_tensor(), s.kv_tensor()
+        self.assertEqual(ssm.dtype, torch.uint8)
+        self.assertEqual(tuple(ssm.shape), (info.ssm_bytes // info.ssm_slot_bytes,
+                                            info.ssm_slot_bytes))
+        self.assertEqual(tuple(kv.shape), (info.kv_bytes // info.kv_bytes_per_token,
+                                           info.kv_bytes_per_token))
+        self.assertEqual(ssm.is_cuda, cuda)
+        r = s.step([cmd.Create(req=7, tokens=[8, 9]), cmd.Match(req=7), cmd.AllocReq(req=7)])
+        self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+        w = r[2].body.working
+        s.write_slot(w, b"\x5a" * info.ssm_slot_bytes)  # the node writes: the tensor sees it
+        self.assertTrue((ssm[w].cpu() == 0x5A).all())
+        ssm[w] = 0xC3  # the tensor writes: the node reads it back
+        if cuda:
+            torch.cuda.synchronize()
+        self.assertEqual(s.read_slot(w), b"\xc3" * info.ssm_slot_bytes)
+        page = bytes(range(info.kv_bytes_per_token))
+        s.write_kv_page(3, page)
+        self.assertEqual(bytes(kv[3].cpu().numpy()), page)
+        s.step([cmd.Abort(req=7)])
+
+    def test_the_pools_are_torch_tensors_without_copies(self):
+        with self.connect() as node, node.open(small_spec("py-tensors")) as s:
+            self.check_the_pool_tensors(s, cuda=False)
 
     def test_commands_compare_by_value(self):
         self.assertEqual(cmd.AllocKv(req=1, start=2, count=3), cmd.AllocKv(req=1, start=2, count=3))
