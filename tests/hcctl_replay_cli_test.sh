@@ -22,4 +22,16 @@ grep -q "line 500" "$tmp/err" && grep -q "kv_avail" "$tmp/err" || { echo "FAIL: 
 echo '{"op":"config"' > "$tmp/garbage.jsonl"
 "$hcctl" replay --check "$tmp/garbage.jsonl" 2>/dev/null; [ $? -eq 2 ] || { echo "FAIL: garbage"; exit 1; }
 "$hcctl" replay --bench --json "$data/conf_p1_pressure.jsonl.gz" | grep -q '"ops_per_s"' || { echo "FAIL: bench"; exit 1; }
+# The index's memory per cached token: a measurement with its parts, and no node address.
+if "$hcctl" replay --memory --json "$data/p64_ctx4k_c100.jsonl.gz" > "$tmp/mem" 2> "$tmp/err"; then
+  for f in cached_tokens bytes_at_start bytes_at_end growth_bytes_per_cached_token; do
+    grep -Eq "\"$f\":[1-9]" "$tmp/mem" || { echo "FAIL: --memory: no $f in $(cat "$tmp/mem")"; exit 1; }
+  done
+elif grep -q mallinfo2 "$tmp/err"; then
+  echo "--memory not checked here: $(cat "$tmp/err")"  # a sanitizer build
+else
+  echo "FAIL: --memory: $(cat "$tmp/err")"; exit 1
+fi
+"$hcctl" --socket /nonexistent replay --memory "$data/p64_ctx4k_c100.jsonl.gz" 2>/dev/null
+[ $? -eq 2 ] || { echo "FAIL: --memory through a node must be refused"; exit 1; }
 echo "hcctl replay CLI: all checks passed"

@@ -39,8 +39,13 @@ int main(int argc, char** argv) {
   replay->add_option("--phase", ro.phase,
                      "With --bench: per-op table only for ops of this trace phase "
                      "(warm, measure, evict_mamba, evict_page)");
+  replay->add_flag("--memory", ro.memory,
+                   "In process: the index's heap (tree, LRU, allocators, requests) per cached "
+                   "token after the trace, measured around the cache's construction and "
+                   "destruction");
   replay->add_flag("--quiet,-q", ro.quiet, "Do not print the per-op JSON result lines");
-  replay->add_flag("--json", ro.json, "With --bench: print the summary as one JSON object");
+  replay->add_flag("--json", ro.json,
+                   "With --bench or --memory: print the summary as one JSON object");
 
   CLI::App* ping = app.add_subcommand("ping", "Check that the node answers (exit 0) or not (1)");
   CLI::App* stats =

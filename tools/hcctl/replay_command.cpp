@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "tools/replay/index_memory.hpp"
 #include "tools/replay/replayer.hpp"
 #include "tools/replay/rpc_backend.hpp"
 
@@ -36,6 +37,43 @@ struct bench_run {
   std::size_t ops = 0, measure_ops = 0;
 };
 
+
+int run_memory(const replay_options& opts, const replay::trace& tr) {
+  if (!opts.address.empty()) {
+    std::fprintf(stderr, "hcctl replay: --memory measures this process: run it without a node "
+                         "address\n");
+    return 2;
+  }
+  auto m = replay::measure_index_memory(tr);
+  if (!m) {
+    std::fprintf(stderr, "hcctl replay: %s\n", m.err().message.c_str());
+    return 1;
+  }
+  json j = {{"trace", opts.trace_path},
+            {"ops", m->ops},
+            {"page_size", tr.config.page_size},
+            {"pool_tokens", m->pool_tokens},
+            {"cached_tokens", m->cached_tokens},
+            {"tree_nodes", m->tree_nodes},
+            {"bytes_at_start", m->bytes_at_start},
+            {"bytes_at_end", m->bytes_at_end},
+            {"growth_bytes_per_cached_token", m->growth_per_cached_token()},
+            {"total_bytes_per_cached_token", m->total_per_cached_token()}};
+  if (opts.json) {
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("%s", fmt::format("trace {}  ({} ops, page {})\n"
+                                "cached tokens {} in {} nodes (pool {} tokens)\n"
+                                "index heap: {} bytes at start, {} at the end\n"
+                                "per cached token: {:.1f} bytes of growth, {:.1f} in all\n",
+                                opts.trace_path, m->ops, tr.config.page_size, m->cached_tokens,
+                                m->tree_nodes, m->pool_tokens, m->bytes_at_start, m->bytes_at_end,
+                                m->growth_per_cached_token(), m->total_per_cached_token())
+                        .c_str());
+  return 0;
+}
+
 }  // namespace
 
 int run_replay(const replay_options& opts) {
@@ -44,6 +82,7 @@ int run_replay(const replay_options& opts) {
     std::fprintf(stderr, "hcctl replay: %s\n", tr.err().message.c_str());
     return 2;
   }
+  if (opts.memory) return run_memory(opts, *tr);
   replay::token_generator gen(tr->config);
   if (status s = gen.self_test(); !s) {
     std::fprintf(stderr, "hcctl replay: %s\n", s.err().message.c_str());

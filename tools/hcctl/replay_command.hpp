@@ -1,6 +1,7 @@
 #pragma once
-// `hcctl [--socket PATH] replay TRACE [--check] [--bench] [--quiet] [--json]`: trace replay
-// in process, or through a running node when a socket (or TCP address) is given.
+// `hcctl [--socket PATH] replay TRACE [--check] [--bench] [--memory] [--quiet] [--json]`:
+// trace replay in process, or through a running node when a socket (or TCP address) is
+// given; --memory (in process only) reports the index's memory per cached token.
 
 #include <string>
 
@@ -14,6 +15,7 @@ struct replay_options {
   bool json = false;    ///< --bench: print the timing summary as one JSON object
   int repeat = 1;       ///< --bench: replay this many times (fresh cache each), keep the best
   std::string phase;    ///< --bench: per-op table only for ops of this phase (e.g. measure)
+  bool memory = false;  ///< in process: the index's heap per cached token (index_memory.hpp)
   std::string address;  ///< "unix:/path" or host:port of a node; "" = in process
   std::string token;    ///< TCP shared secret
 };

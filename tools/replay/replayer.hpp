@@ -60,6 +60,9 @@ class replayer {
   static std::optional<divergence> compare(const trace_op& op, const nlohmann::json& result);
 
   replay_backend& backend() noexcept { return *backend_; }
+  /// Hands the backend over (the replayer cannot execute afterwards): to measure or
+  /// destroy it apart from the replayer's own buffers.
+  std::unique_ptr<replay_backend> release_backend() noexcept { return std::move(backend_); }
 
  private:
   /// What the replayer knows of a live request (it never looks into the cache).
