@@ -45,6 +45,11 @@ class l3_store {
   virtual status set(l3_pool pool, std::string_view key, std::span<const std::byte> value) = 0;
   /// The value's bytes (appended to `out` after clearing it), or not_found.
   virtual status get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) = 0;
+  /// The value's bytes written into `dst`, whose size must be the value's: parse_error
+  /// naming both sizes otherwise (the value is kept). not_found and corrupt values as
+  /// get(); after an error `dst` may hold any bytes. Stores that can serve straight into
+  /// the caller's memory (the L2 host pools) override it; this one copies through get().
+  virtual status get_into(l3_pool pool, std::string_view key, std::span<std::byte> dst);
   /// Presence only (no checksum check; a corrupt value shows when it is read).
   virtual bool exists(l3_pool pool, std::string_view key) = 0;
   virtual status erase(l3_pool pool, std::string_view key) = 0;
@@ -62,5 +67,8 @@ class l3_store {
     return out;
   }
 };
+
+/// parse_error for a value of `have` bytes read into a buffer of `want` bytes.
+error l3_size_mismatch(std::string_view key, std::size_t have, std::size_t want);
 
 }  // namespace hc

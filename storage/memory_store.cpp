@@ -64,6 +64,23 @@ status memory_store::get(l3_pool pool, std::string_view key, std::vector<std::by
   return {};
 }
 
+status memory_store::get_into(l3_pool pool, std::string_view key, std::span<std::byte> dst) {
+  std::lock_guard lk(mu_);
+  auto it = map_.find(full_key(pool, key));
+  if (it == map_.end()) return {errc::not_found, "L3 key not found"};
+  auto len = l3::payload_length(it->second.stored);
+  status st = len ? status{} : status{len.err()};
+  if (len && *len != dst.size()) return l3_size_mismatch(key, *len, dst.size());
+  if (len) st = l3::decode_into(it->second.stored, dst);
+  if (!st) {
+    drop(it);
+    ++usage_.corrupt;
+    return {errc::not_found, "L3 value was corrupt and is deleted: " + st.err().message};
+  }
+  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  return {};
+}
+
 bool memory_store::exists(l3_pool pool, std::string_view key) {
   std::lock_guard lk(mu_);
   return map_.count(full_key(pool, key)) != 0;

@@ -16,6 +16,7 @@ class memory_store final : public l3_store {
 
   status set(l3_pool pool, std::string_view key, std::span<const std::byte> value) override;
   status get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) override;
+  status get_into(l3_pool pool, std::string_view key, std::span<std::byte> dst) override;
   bool exists(l3_pool pool, std::string_view key) override;
   status erase(l3_pool pool, std::string_view key) override;
   result<std::size_t> erase_prefix(std::string_view prefix) override;

@@ -103,6 +103,8 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
   db_opts.create_missing_column_families = true;
   db_opts.max_background_jobs = 2;
   db_opts.avoid_flush_during_shutdown = false;  // with no WAL, close must flush
+  db_opts.use_direct_reads = cfg.direct_io;
+  db_opts.use_direct_io_for_flush_and_compaction = cfg.direct_io;
   std::vector<rocksdb::ColumnFamilyDescriptor> families{
       {rocksdb::kDefaultColumnFamilyName, family_options(cfg, false)},
       {"pages", family_options(cfg, true)},
@@ -144,6 +146,10 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
 void rocksdb_store::flush_loop() {
   std::unique_lock lk(flush_mu_);
   while (!flush_cv_.wait_for(lk, cfg_.flush_interval, [this] { return stopping_; })) {
+    {
+      std::lock_guard ilk(mu_);
+      if (db_) write_recency_locked();
+    }
     if (!dirty_.exchange(false)) continue;
     rocksdb::FlushOptions fo;
     fo.allow_write_stall = true;  // never wait behind the writers it is flushing for
@@ -193,6 +199,7 @@ status rocksdb_store::close() {
   }
   std::lock_guard lk(mu_);
   if (!db_) return {};
+  write_recency_locked();
   rocksdb::FlushOptions fo;
   rocksdb::Status s = db_->Flush(fo, {pages_, states_, meta_});
   for (rocksdb::ColumnFamilyHandle* h : {pages_, states_, meta_, default_})
@@ -212,9 +219,26 @@ void rocksdb_store::touch_locked(index_map::iterator it) {
   by_seq_.erase(it->second.seq);
   it->second.seq = next_seq_++;
   by_seq_.emplace(it->second.seq, it->first);
-  // Recency survives a restart; a lost update only makes the value look older.
-  (void)db_->Put(write_options(), meta_, slice(recency_key(it->first)),
-                 slice(recency_value(it->second.size, it->second.seq)));
+  // Recency survives a restart, written in batches; a lost update only makes the value
+  // look older.
+  recency_pending_.push_back(it->first);
+  if (recency_pending_.size() >= std::max<std::size_t>(cfg_.recency_batch, 1))
+    write_recency_locked();
+}
+
+void rocksdb_store::write_recency_locked() {
+  if (recency_pending_.empty()) return;
+  rocksdb::WriteBatch batch;
+  for (const std::string& full : recency_pending_) {
+    auto it = index_.find(full);  // dropped since: its record is deleted, do not revive it
+    if (it == index_.end()) continue;
+    (void)batch.Put(meta_, slice(recency_key(full)),
+                    slice(recency_value(it->second.size, it->second.seq)));
+  }
+  recency_pending_.clear();
+  if (batch.Count() == 0) return;
+  (void)db_->Write(write_options(), &batch);  // a failed write only loses recency
+  dirty_ = true;
 }
 
 std::vector<std::string> rocksdb_store::victims_locked(std::uint64_t bytes,
@@ -258,8 +282,9 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
     return {errc::out_of_memory, "L3 value of " + std::to_string(need) +
                                      " bytes exceeds the store capacity " +
                                      std::to_string(usage_.capacity)};
-  std::vector<std::byte> stored;
-  l3::encode_value(value, stored);  // outside the lock: checksum at memory speed
+  // Header and payload go to RocksDB as two parts: the payload is not copied to add the
+  // header (the checksum runs outside the lock, at memory speed).
+  const auto header = l3::encode_header(value);
   const std::string full = full_key(pool, key);
   std::lock_guard lk(mu_);
   if (!db_) return {errc::io_error, "L3 store is closed"};
@@ -274,7 +299,10 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
   }
   const entry e{need, next_seq_++};
   rocksdb::WriteBatch batch;
-  (void)batch.Put(family(pool), slice(key), slice(std::span<const std::byte>(stored)));
+  const rocksdb::Slice key_part = slice(key);
+  const rocksdb::Slice value_parts[2] = {slice(std::span<const std::byte>(header)), slice(value)};
+  (void)batch.Put(family(pool), rocksdb::SliceParts(&key_part, 1),
+                  rocksdb::SliceParts(value_parts, 2));
   (void)batch.Put(meta_, slice(recency_key(full)), slice(recency_value(e.size, e.seq)));
   rocksdb::Status s = db_->Write(write_options(), &batch);
   dirty_ = true;
@@ -287,18 +315,24 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
   return {};
 }
 
-status rocksdb_store::get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) {
-  out.clear();
+template <class Use>
+status rocksdb_store::read_value(l3_pool pool, std::string_view key, Use&& use) {
   const std::string full = full_key(pool, key);
   {
     std::lock_guard lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
     if (index_.find(full) == index_.end()) return {errc::not_found, "L3 key not found"};
   }
-  // The read itself runs without the index lock (RocksDB is thread-safe); a concurrent
-  // eviction of this key shows up as not_found below.
+  // The read and the copy run without the index lock (RocksDB is thread-safe; the pinned
+  // slice keeps the bytes alive); a concurrent eviction of this key shows up as not_found.
   rocksdb::PinnableSlice stored;
   rocksdb::Status s = db_->Get(read_options(), family(pool), slice(key), &stored);
+  status used;
+  bool corrupt = false;
+  if (s.ok())
+    used = use(std::span<const std::byte>(reinterpret_cast<const std::byte*>(stored.data()),
+                                          stored.size()),
+               corrupt);
   std::lock_guard lk(mu_);
   auto it = index_.find(full);
   if (s.IsNotFound() || it == index_.end()) {
@@ -306,16 +340,37 @@ status rocksdb_store::get(l3_pool pool, std::string_view key, std::vector<std::b
     return {errc::not_found, "L3 key not found"};
   }
   if (!s.ok()) return io(s, "L3 store: read failed");
-  auto payload = l3::decode_value(
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(stored.data()), stored.size()));
-  if (!payload) {
+  if (corrupt) {
     (void)drop_locked({full});
     ++usage_.corrupt;
-    return {errc::not_found, "L3 value was corrupt and is deleted: " + payload.err().message};
+    return {errc::not_found, "L3 value was corrupt and is deleted: " + used.err().message};
   }
-  out.assign(payload->begin(), payload->end());
+  if (!used) return used;  // the caller's buffer does not fit: the value stays
   touch_locked(it);
   return {};
+}
+
+status rocksdb_store::get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) {
+  out.clear();
+  return read_value(pool, key, [&](std::span<const std::byte> stored, bool& corrupt) -> status {
+    auto payload = l3::decode_value(stored);
+    corrupt = !payload;
+    if (!payload) return payload.err();
+    out.assign(payload->begin(), payload->end());
+    return {};
+  });
+}
+
+status rocksdb_store::get_into(l3_pool pool, std::string_view key, std::span<std::byte> dst) {
+  return read_value(pool, key, [&](std::span<const std::byte> stored, bool& corrupt) -> status {
+    auto len = l3::payload_length(stored);
+    corrupt = !len;
+    if (!len) return len.err();
+    if (*len != dst.size()) return l3_size_mismatch(key, *len, dst.size());
+    status st = l3::decode_into(stored, dst);
+    corrupt = !st;
+    return st;
+  });
 }
 
 bool rocksdb_store::exists(l3_pool pool, std::string_view key) {

@@ -63,6 +63,16 @@ struct rocksdb_store_config {
   /// last one: bounds what a crash loses. 0 = none (only full memtables and close flush).
   /// Default 5 s.
   std::chrono::milliseconds flush_interval{5000};
+  /// O_DIRECT for value reads and for flush/compaction writes (RocksDB's use_direct_reads
+  /// and use_direct_io_for_flush_and_compaction): values bypass the page cache, which then
+  /// stays for the node's other files; reads always go to the device. Default off
+  /// (buffered I/O; BENCHMARKS.md §5 has both).
+  bool direct_io = false;
+  /// Recency records (LRU order across restarts) are written in batches of this many
+  /// touches, and by every background flush and close; a crash loses at most these, which
+  /// only makes some values look older. 1 = one write per get (the old behaviour).
+  /// Default 256.
+  std::size_t recency_batch = 256;
 };
 
 /// The index memory charged for a value under `key` (its key twice — hash map and recency
@@ -83,6 +93,9 @@ class rocksdb_store final : public l3_store {
 
   status set(l3_pool pool, std::string_view key, std::span<const std::byte> value) override;
   status get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) override;
+  /// Served from RocksDB's pinned value straight into `dst`, the checksum checked on the
+  /// way (one pass over the bytes).
+  status get_into(l3_pool pool, std::string_view key, std::span<std::byte> dst) override;
   bool exists(l3_pool pool, std::string_view key) override;
   status erase(l3_pool pool, std::string_view key) override;
   result<std::size_t> erase_prefix(std::string_view prefix) override;
@@ -107,6 +120,13 @@ class rocksdb_store final : public l3_store {
   /// Deletes value + recency record of the given index entries in one batch.
   status drop_locked(const std::vector<std::string>& full_keys);
   void touch_locked(index_map::iterator it);
+  /// Writes the recency records of the touched values still in the index (one batch).
+  void write_recency_locked();
+  /// Reads the stored bytes of `key` and hands them to `use(stored, bool& corrupt) ->
+  /// status`; the not_found / corrupt handling shared by get and get_into (a value `use`
+  /// finds corrupt is deleted and reported as not_found; its other errors pass through).
+  template <class Use>
+  status read_value(l3_pool pool, std::string_view key, Use&& use);
   /// The least recently used values to drop so that `bytes` more value bytes and `index`
   /// more index bytes fit both limits.
   std::vector<std::string> victims_locked(std::uint64_t bytes, std::uint64_t index) const;
@@ -125,7 +145,8 @@ class rocksdb_store final : public l3_store {
   std::map<std::uint64_t, std::string> by_seq_;  ///< seq → full key (front = least recent)
   std::uint64_t next_seq_ = 1;
   l3_usage usage_;
-  std::uint64_t index_bytes_ = 0;  ///< sum of index_bytes_per_value over the index
+  std::uint64_t index_bytes_ = 0;             ///< sum of index_bytes_per_value over the index
+  std::vector<std::string> recency_pending_;  ///< full keys touched since the last batch
 
   std::atomic<bool> dirty_{false};  ///< written since the last background flush
   std::mutex flush_mu_;

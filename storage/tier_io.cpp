@@ -1,7 +1,5 @@
 #include "storage/tier_io.hpp"
 
-#include <cstring>
-
 #include "storage/hit_policy.hpp"
 
 namespace hc::l3 {
@@ -40,16 +38,6 @@ read_report read_pages(l3_store& store, std::span<const std::string> keys,
                        const clock& time, clock_ns deadline, std::size_t batch_pages) {
   read_report r;
   if (batch_pages == 0) batch_pages = default_batch_pages;
-  std::vector<std::byte> buf;
-  auto fits = [&](std::span<std::byte> out, const std::string& key) -> bool {
-    if (buf.size() != out.size()) {
-      r.err = {errc::parse_error, "L3 value of " + key + " has " + std::to_string(buf.size()) +
-                                      " bytes, expected " + std::to_string(out.size())};
-      return false;
-    }
-    std::memcpy(out.data(), buf.data(), buf.size());
-    return true;
-  };
   for (std::size_t start = 0; start < keys.size(); start += batch_pages) {
     if (time.now() >= deadline) {
       r.timed_out = true;
@@ -57,12 +45,12 @@ read_report read_pages(l3_store& store, std::span<const std::string> keys,
     }
     const std::size_t end = std::min(keys.size(), start + batch_pages);
     for (std::size_t i = start; i < end; ++i) {
-      status s = store.get(l3_pool::kv_page, keys[i], buf);
+      // Straight into the host pool's page (no staging copy).
+      status s = store.get_into(l3_pool::kv_page, keys[i], dst[i]);
       if (!s) {
         r.err = s.err();
         return r;
       }
-      if (!fits(dst[i], keys[i])) return r;
       r.pages_read = i + 1;
     }
   }
@@ -71,12 +59,12 @@ read_report read_pages(l3_store& store, std::span<const std::string> keys,
     r.timed_out = true;
     return r;
   }
-  status s = store.get(l3_pool::ssm_state, keys.back(), buf);
+  status s = store.get_into(l3_pool::ssm_state, keys.back(), state);
   if (!s) {
     r.err = s.err();
     return r;
   }
-  r.state_read = fits(state, keys.back());
+  r.state_read = true;
   return r;
 }
 

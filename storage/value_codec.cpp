@@ -1,7 +1,10 @@
 #include "storage/value_codec.hpp"
 
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 
+#include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <string>
 
@@ -24,18 +27,26 @@ T get_le(const std::byte* p) {
 
 }  // namespace
 
-void encode_value(std::span<const std::byte> payload, std::vector<std::byte>& out) {
-  out.resize(value_header_bytes + payload.size());
-  std::byte* h = out.data();
+std::array<std::byte, value_header_bytes> encode_header(std::span<const std::byte> payload) {
+  std::array<std::byte, value_header_bytes> a{};
+  std::byte* h = a.data();
   put_le<std::uint32_t>(h, value_magic);
   put_le<std::uint16_t>(h + 4, value_format);
   put_le<std::uint16_t>(h + 6, 0);
   put_le<std::uint64_t>(h + 8, payload.size());
   put_le<std::uint64_t>(h + 16, XXH3_64bits(payload.data(), payload.size()));
-  if (!payload.empty()) std::memcpy(h + value_header_bytes, payload.data(), payload.size());
+  return a;
 }
 
-result<std::span<const std::byte>> decode_value(std::span<const std::byte> stored) {
+void encode_value(std::span<const std::byte> payload, std::vector<std::byte>& out) {
+  out.resize(value_header_bytes + payload.size());
+  const auto h = encode_header(payload);
+  std::memcpy(out.data(), h.data(), h.size());
+  if (!payload.empty())
+    std::memcpy(out.data() + value_header_bytes, payload.data(), payload.size());
+}
+
+result<std::uint64_t> payload_length(std::span<const std::byte> stored) {
   if (stored.size() < value_header_bytes)
     return error{errc::parse_error, "L3 value of " + std::to_string(stored.size()) +
                                         " bytes is shorter than its header"};
@@ -51,10 +62,35 @@ result<std::span<const std::byte>> decode_value(std::span<const std::byte> store
   if (len != stored.size() - value_header_bytes)
     return error{errc::parse_error, "L3 value says " + std::to_string(len) + " bytes but holds " +
                                         std::to_string(stored.size() - value_header_bytes)};
+  return len;
+}
+
+result<std::span<const std::byte>> decode_value(std::span<const std::byte> stored) {
+  if (auto len = payload_length(stored); !len) return len.err();
   auto payload = stored.subspan(value_header_bytes);
-  if (XXH3_64bits(payload.data(), payload.size()) != get_le<std::uint64_t>(h + 16))
+  if (XXH3_64bits(payload.data(), payload.size()) != get_le<std::uint64_t>(stored.data() + 16))
     return error{errc::parse_error, "L3 value fails its checksum"};
   return payload;
+}
+
+status decode_into(std::span<const std::byte> stored, std::span<std::byte> dst) {
+  assert(stored.size() == value_header_bytes + dst.size());
+  const std::span<const std::byte> payload = stored.subspan(value_header_bytes);
+  // 32 KiB blocks: copied, then hashed from L1/L2 instead of a second pass from memory.
+  constexpr std::size_t block = 32 << 10;
+  XXH3_state_t state;
+  XXH3_state_t* st = &state;
+  XXH3_INITSTATE(st);
+  XXH3_64bits_reset(st);
+  for (std::size_t off = 0; off < dst.size(); off += block) {
+    const std::size_t n = std::min(block, dst.size() - off);
+    std::memcpy(dst.data() + off, payload.data() + off, n);
+    XXH3_64bits_update(st, dst.data() + off, n);
+  }
+  const XXH64_hash_t got = XXH3_64bits_digest(st);
+  if (got != get_le<std::uint64_t>(stored.data() + 16))
+    return {errc::parse_error, "L3 value fails its checksum"};
+  return {};
 }
 
 }  // namespace hc::l3

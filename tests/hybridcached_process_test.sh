@@ -18,6 +18,7 @@ socket = "$sock"
 metrics = "127.0.0.1:0"
 data-dir = "$tmp/data"
 log-level = "debug"
+l3-direct-io = false
 CONF
 "$daemon" --config "$tmp/node.conf" >"$tmp/log" 2>&1 &
 pid=$!

@@ -64,6 +64,12 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "write-ahead log, by design). 0 = only when a memtable is full and at shutdown")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--l3-direct-io", o.l3_direct_io,
+                 "O_DIRECT for the L3 store's value reads and its flush and compaction writes: "
+                 "the values bypass the page cache (which stays for other work) and every read "
+                 "goes to the device. Off: buffered I/O, the page cache keeps hot values "
+                 "(BENCHMARKS.md §5.0 measures both)")
+      ->capture_default_str();
   app.add_option("--store-arena-bytes", o.store_arena_bytes,
                  "Shared-memory arena of each external Store client (CacheNode.store), through "
                  "which its values move (units accepted: 64MB)")

@@ -58,6 +58,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     sc.path = (fs::path(o.data_dir) / "l3").string();
     sc.capacity_bytes = o.l3_capacity;
     sc.index_memory_bytes = o.l3_index_memory;
+    sc.direct_io = o.l3_direct_io;
     sc.flush_interval = std::chrono::milliseconds(static_cast<long>(o.l3_flush_seconds * 1000));
     auto store = hc::rocksdb_store::open(sc);
     if (!store) {

@@ -4,9 +4,11 @@
 //
 // Thread safety: none; confined to its owner (the radix_cache actor).
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace hc {
@@ -57,12 +59,24 @@ class id_ring {
     --size_;
     return v;
   }
-  /// Moves the first n ids into out (appended, front first). REQUIRES: n <= size().
+  /// Appends the ids in order (at most two block copies). REQUIRES: size() + ids.size()
+  /// <= capacity().
+  void push_back_range(std::span<const std::int32_t> ids) noexcept {
+    assert(size_ + ids.size() <= limit_);
+    const std::size_t tail = (head_ + size_) & mask_;
+    const std::size_t first = std::min(ids.size(), buf_.size() - tail);
+    std::copy_n(ids.data(), first, buf_.data() + tail);
+    std::copy_n(ids.data() + first, ids.size() - first, buf_.data());
+    size_ += ids.size();
+  }
+  /// Moves the first n ids into out (appended, front first; at most two block copies).
+  /// REQUIRES: n <= size().
   void pop_front_into(std::size_t n, std::vector<std::int32_t>& out) {
     assert(n <= size_);
-    out.reserve(out.size() + n);
-    for (std::size_t i = 0; i < n; ++i)
-      out.push_back(buf_[(head_ + i) & mask_]);
+    const std::size_t first = std::min(n, buf_.size() - head_);
+    out.insert(out.end(), buf_.begin() + static_cast<std::ptrdiff_t>(head_),
+               buf_.begin() + static_cast<std::ptrdiff_t>(head_ + first));
+    out.insert(out.end(), buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(n - first));
     head_ = (head_ + n) & mask_;
     size_ -= n;
   }

@@ -77,10 +77,15 @@ status kv_allocator::free(std::span<const kv_index> ids) {
       if (is_free_[id])
         return {errc::double_free, "kv index " + std::to_string(id) + " freed twice"};
     }
-    for (kv_index id : ids) {
-      is_free_[id] = 1;
-      free_.push_back(id);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (is_free_[ids[i]]) {  // the same id twice in this call: undo, change nothing
+        for (std::size_t j = 0; j < i; ++j)
+          is_free_[ids[j]] = 0;
+        return {errc::double_free, "kv index " + std::to_string(ids[i]) + " freed twice"};
+      }
+      is_free_[ids[i]] = 1;
     }
+    free_.push_back_range(ids);
     return {};
   }
   // Paged: sorted unique page ids, prepended (torch.unique(x // P) then cat((pages, free))).

@@ -26,7 +26,9 @@
 //   key.size() == value.size(), a positive multiple of page_size; a full-locked leaf is
 //   mamba-locked; the evictable/protected totals equal the sums over nodes.
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <vector>
 
@@ -36,10 +38,62 @@
 
 namespace hc {
 
+struct radix_node;
+
+/// A node's children with their first tokens beside them: find_child scans a contiguous
+/// array of 32-bit tokens instead of dereferencing every child (a node under a shared
+/// system prompt has hundreds of children). Order is not meaningful (removal swaps with the
+/// last). A child's first token never changes while it is listed: a split replaces the
+/// child by the new parent, which starts with the same token.
+class child_list {
+ public:
+  using iterator = std::vector<radix_node*>::const_iterator;
+  child_list() = default;
+  child_list(std::initializer_list<radix_node*> nodes) {  // tests build small trees by hand
+    for (radix_node* n : nodes)
+      push_back(n);
+  }
+
+  iterator begin() const noexcept { return nodes_.begin(); }
+  iterator end() const noexcept { return nodes_.end(); }
+  std::size_t size() const noexcept { return nodes_.size(); }
+  bool empty() const noexcept { return nodes_.empty(); }
+  radix_node* operator[](std::size_t i) const noexcept { return nodes_[i]; }
+  /// The first token of child i (0 for a child without a key, which only tests make).
+  token_id first_token(std::size_t i) const noexcept { return firsts_[i]; }
+  std::span<const token_id> first_tokens() const noexcept { return firsts_; }
+
+  inline void push_back(radix_node* n);
+  /// Removes n. REQUIRES: n is listed.
+  void remove(radix_node* n) noexcept {
+    const std::size_t i = index_of(n);
+    nodes_[i] = nodes_.back();
+    firsts_[i] = firsts_.back();
+    nodes_.pop_back();
+    firsts_.pop_back();
+  }
+  /// Puts `to` where `from` was. REQUIRES: from is listed; to starts with from's token.
+  void replace(radix_node* from, radix_node* to) noexcept { nodes_[index_of(from)] = to; }
+  void clear() noexcept {
+    nodes_.clear();
+    firsts_.clear();
+  }
+
+ private:
+  std::size_t index_of(const radix_node* n) const noexcept {
+    std::size_t i = 0;
+    while (nodes_[i] != n)
+      ++i;
+    return i;
+  }
+  std::vector<radix_node*> nodes_;
+  std::vector<token_id> firsts_;
+};
+
 struct radix_node {
   // --- tree structure ---
   radix_node* parent = nullptr;
-  std::vector<radix_node*> children;
+  child_list children;
   std::vector<token_id> key;
   std::vector<kv_index> value;
   /// Per-page chained digests; empty until first needed (events, L3 keys).
@@ -98,6 +152,11 @@ struct radix_node {
     return false;
   }
 };
+
+void child_list::push_back(radix_node* n) {
+  nodes_.push_back(n);
+  firsts_.push_back(n->key.empty() ? token_id{0} : n->key[0]);
+}
 
 /// A handle on a node that can be checked for staleness: valid while the node that had
 /// this id still exists. Cheap to copy; the tree owns the node.

@@ -367,6 +367,8 @@ class radix_tree {
   std::vector<radix_node*> free_nodes_;
   std::size_t live_nodes_ = 0;
   std::vector<kv_event> events_;
+  /// Scratch of match(): the matched path, deepest node first (kept to reuse its storage).
+  std::vector<radix_node*> path_;
 };
 
 }  // namespace hc

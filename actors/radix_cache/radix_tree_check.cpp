@@ -29,6 +29,11 @@ status radix_tree::check_invariants() const {
       if (n != root_ && c->ns != n->ns) return violation("namespace differs from parent", c);
       stack.push_back(c);
     }
+    for (std::size_t i = 0; i < n->children.size(); ++i) {
+      const radix_node* c = n->children[i];
+      if (c->key.empty() || n->children.first_token(i) != c->key[0])
+        return violation("child listed under another first token than its key's", c);
+    }
     for (std::size_t i = 0; i < n->children.size(); ++i)
       for (std::size_t j = i + 1; j < n->children.size(); ++j) {
         const radix_node* a = n->children[i];

@@ -2,6 +2,10 @@
 // a traits type: the RocksDB store joins this suite with its own traits.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -60,6 +64,36 @@ struct rocksdb_traits {
   }
 };
 
+/// The RocksDB store with direct I/O (O_DIRECT reads, flushes and compactions). Skipped,
+/// saying why, where the temporary directory's filesystem refuses O_DIRECT (tmpfs).
+struct rocksdb_direct_traits {
+  struct env {
+    test::temp_dir dir;
+    int made = 0;
+    std::string skip_reason;
+    std::unique_ptr<l3_store> make(std::size_t capacity) {
+      const std::string probe = dir.sub("odirect-probe");
+      const int fd = ::open(probe.c_str(), O_CREAT | O_RDWR | O_DIRECT, 0600);
+      if (fd < 0) {
+        skip_reason = "O_DIRECT is refused in " + dir.sub("") + ": " + std::strerror(errno);
+        return nullptr;
+      }
+      ::close(fd);
+      rocksdb_store_config cfg;
+      cfg.path = dir.sub("db" + std::to_string(made++));
+      cfg.capacity_bytes = capacity;
+      cfg.min_blob_bytes = 512;
+      cfg.direct_io = true;
+      auto st = rocksdb_store::open(cfg);
+      EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.err().message);
+      return st.ok() ? std::unique_ptr<l3_store>(std::move(*st)) : nullptr;
+    }
+  };
+  static void corrupt(l3_store& s, l3_pool pool, const std::string& key, std::size_t value_size) {
+    rocksdb_traits::corrupt(s, pool, key, value_size);
+  }
+};
+
 std::vector<std::byte> value(char fill, std::size_t n) {
   return std::vector<std::byte>(n, static_cast<std::byte>(fill));
 }
@@ -68,8 +102,13 @@ template <class Traits>
 struct StoreContract : ::testing::Test {
   typename Traits::env env;  // declared first: outlives the stores made in it
   std::unique_ptr<l3_store> store = env.make(1 << 20);
+  void SetUp() override {
+    if constexpr (requires { env.skip_reason; })
+      if (!store && !env.skip_reason.empty()) GTEST_SKIP() << env.skip_reason;
+    ASSERT_NE(store, nullptr);
+  }
 };
-using implementations = ::testing::Types<memory_traits, rocksdb_traits>;
+using implementations = ::testing::Types<memory_traits, rocksdb_traits, rocksdb_direct_traits>;
 TYPED_TEST_SUITE(StoreContract, implementations);
 
 TYPED_TEST(StoreContract, GetReturnsExactlyWhatWasSet) {
@@ -83,6 +122,57 @@ TYPED_TEST(StoreContract, GetReturnsExactlyWhatWasSet) {
   EXPECT_FALSE(s.exists(l3_pool::kv_page, "page-2"));
   EXPECT_EQ(s.get(l3_pool::kv_page, "page-2", out).err().code, errc::not_found);
   EXPECT_TRUE(out.empty());
+}
+
+/// Bytes that differ along the value (a block copied to the wrong place shows).
+std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<std::byte>((i * 131 + seed * 17 + (i >> 8)) & 0xFF);
+  return v;
+}
+
+TYPED_TEST(StoreContract, GetIntoWritesExactlyTheValueIntoTheCallersBuffer) {
+  l3_store& s = *this->store;
+  // Sizes around the 32 KiB block of the checked copy: under, one, several plus a tail.
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{4096}, std::size_t{32 << 10}, std::size_t{(100 << 10) + 7}}) {
+    const std::string key = "v" + std::to_string(n);
+    const auto v = pattern(n, static_cast<unsigned>(n));
+    ASSERT_TRUE(s.set(l3_pool::kv_page, key, v).ok());
+    std::vector<std::byte> dst(n, std::byte{0xee});
+    ASSERT_TRUE(s.get_into(l3_pool::kv_page, key, dst).ok()) << n;
+    EXPECT_EQ(dst, v) << n;
+  }
+  std::vector<std::byte> dst(16);
+  EXPECT_EQ(s.get_into(l3_pool::kv_page, "absent", dst).err().code, errc::not_found);
+}
+
+TYPED_TEST(StoreContract, GetIntoABufferOfTheWrongSizeIsAnErrorThatKeepsTheValue) {
+  l3_store& s = *this->store;
+  ASSERT_TRUE(s.set(l3_pool::ssm_state, "st", pattern(1000, 3)).ok());
+  std::vector<std::byte> small(999);
+  status r = s.get_into(l3_pool::ssm_state, "st", small);
+  EXPECT_EQ(r.err().code, errc::parse_error);
+  EXPECT_NE(r.err().message.find("1000 bytes, expected 999"), std::string::npos) << r.err().message;
+  std::vector<std::byte> right(1000);
+  ASSERT_TRUE(s.get_into(l3_pool::ssm_state, "st", right).ok());
+  EXPECT_EQ(right, pattern(1000, 3));
+  EXPECT_EQ(s.usage().corrupt, 0u);
+}
+
+TYPED_TEST(StoreContract, ACorruptValueIsAMissForGetIntoAndIsDeleted) {
+  l3_store& s = *this->store;
+  const std::size_t n = (96 << 10) + 5;  // the flipped byte lies in a later block
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "p", pattern(n, 9)).ok());
+  TypeParam::corrupt(s, l3_pool::kv_page, "p", n);
+  std::vector<std::byte> dst(n);
+  status r = s.get_into(l3_pool::kv_page, "p", dst);
+  EXPECT_EQ(r.err().code, errc::not_found);
+  EXPECT_NE(r.err().message.find("corrupt"), std::string::npos) << r.err().message;
+  EXPECT_FALSE(s.exists(l3_pool::kv_page, "p")) << "deleted";
+  EXPECT_EQ(s.usage().corrupt, 1u);
+  EXPECT_EQ(s.usage().values, 0u);
 }
 
 TYPED_TEST(StoreContract, EraseByPrefixTakesBothPoolsAndNothingElse) {

@@ -38,6 +38,18 @@ TEST(KvTokenAllocator, DoubleFreeAndRangeAreErrorsThatChangeNothing) {
   EXPECT_EQ(a.available(), 4u);
 }
 
+TEST(KvTokenAllocator, AnIdTwiceInOneFreeIsADoubleFreeThatChangesNothing) {
+  kv_allocator a(4, 1);
+  auto got = take(a, 0, 0, 3);  // 1, 2, 3
+  const std::vector<kv_index> twice{1, 2, 1};
+  EXPECT_EQ(a.free(twice).err().code, errc::double_free);
+  EXPECT_EQ(a.available(), 1u);
+  for (kv_index id : got)
+    EXPECT_FALSE(a.is_free(id)) << id;
+  ASSERT_TRUE(a.free(got).ok());
+  EXPECT_EQ(take(a, 0, 0, 4), (std::vector<kv_index>{4, 1, 2, 3}));
+}
+
 // ---- B ---------------------------------------------------------------------------------
 TEST(KvPagedAllocator, ExtendFillsThePartialPageThenTakesWholePages) {
   kv_allocator a(16, 4);  // pages 1..4

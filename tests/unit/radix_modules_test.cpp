@@ -52,6 +52,51 @@ TEST(IdRing, FifoWithFrontPushesAcrossTheWrap) {
   EXPECT_EQ(contents(r), (std::vector<std::int32_t>{8, 7}));
 }
 
+TEST(IdRing, RangePushesAndPopsKeepTheOrderAcrossTheWrap) {
+  id_ring r(6);  // buffer of 8
+  for (std::int32_t i = 1; i <= 5; ++i)
+    r.push_back(i);
+  std::vector<std::int32_t> out;
+  r.pop_front_into(4, out);  // head at 4: the next range wraps
+  const std::vector<std::int32_t> ids{10, 11, 12, 13, 14};
+  r.push_back_range(ids);
+  EXPECT_EQ(contents(r), (std::vector<std::int32_t>{5, 10, 11, 12, 13, 14}));
+  EXPECT_TRUE(r.full());
+  out.clear();
+  r.pop_front_into(6, out);  // a pop across the wrap
+  EXPECT_EQ(out, (std::vector<std::int32_t>{5, 10, 11, 12, 13, 14}));
+  EXPECT_TRUE(r.empty());
+  r.push_back_range({});
+  EXPECT_TRUE(r.empty());
+}
+
+// ---- child_list ---------------------------------------------------------------------------
+
+TEST(ChildList, FirstTokensStayBesideTheirChildrenThroughRemovalsAndReplacement) {
+  radix_node a, b, c, split_parent;
+  a.key = {10, 11};
+  b.key = {20};
+  c.key = {30, 31, 32};
+  split_parent.key = {20};  // a split's new parent starts with the child's token
+  child_list l{&a, &b};
+  l.push_back(&c);
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(std::vector<token_id>(l.first_tokens().begin(), l.first_tokens().end()),
+            (std::vector<token_id>{10, 20, 30}));
+  l.remove(&a);  // the last child takes its place
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0], &c);
+  EXPECT_EQ(l.first_token(0), 30);
+  EXPECT_EQ(l[1], &b);
+  EXPECT_EQ(l.first_token(1), 20);
+  l.replace(&b, &split_parent);
+  EXPECT_EQ(l[1], &split_parent);
+  EXPECT_EQ(l.first_token(1), 20);
+  l.clear();
+  EXPECT_TRUE(l.empty());
+  EXPECT_TRUE(l.first_tokens().empty());
+}
+
 // ---- lru_list ---------------------------------------------------------------------------
 
 /// A chain root -> a -> b -> c and a sibling d under a (nodes owned here, not by a tree).

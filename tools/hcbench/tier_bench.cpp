@@ -1,10 +1,14 @@
 // hcbench tier figures (issue 5; BENCHMARKS.md §5), every one beside its floor measured
 // in the same run on the same disk / memory:
 //
-//   BM_L3Put/<bytes>       RocksDB store set() of fresh values (no WAL, BlobDB)
-//   BM_FileWrite/<bytes>   the same bytes appended to one file (the disk write floor)
-//   BM_L3Get/<bytes>       store get() in random order, values in the page cache
-//   BM_FileRead/<bytes>    pread of the same bytes from one file (page cache)
+//   BM_L3Put/<bytes>/<direct>    RocksDB store set() of fresh values (no WAL, BlobDB)
+//   BM_FileWrite/<bytes>/<direct> the same bytes appended to one file (the disk write floor)
+//   BM_L3Get/<bytes>/<direct>    store get_into() a buffer, random order (what a prefetch
+//                                does into the L2 pools)
+//   BM_FileRead/<bytes>/<direct> pread of the same bytes from one file
+//   <direct> 0: buffered I/O (the page cache holds the data set); 1: O_DIRECT for the
+//   floor and the store's direct_io option (reads and flush/compaction writes bypass the
+//   page cache; each read goes to the device)
 //   BM_PrefetchRead        l3::read_pages of 64 pages (+ the state) into the L2 host pools
 //   BM_L2PageCopy/<bytes>  a page into the page-first host pool (what a D->H copy does)
 //   BM_Memcpy/<bytes>      plain memcpy of the same bytes (the memory floor)
@@ -48,9 +52,29 @@ std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
   return v;
 }
 
-std::unique_ptr<rocksdb_store> open_store(const std::filesystem::path& p) {
+/// A buffer aligned for O_DIRECT (4 KiB), filled from random_bytes.
+struct aligned_buffer {
+  std::byte* data = nullptr;
+  std::size_t size = 0;
+  aligned_buffer(std::size_t n, unsigned seed) : size(n) {
+    if (::posix_memalign(reinterpret_cast<void**>(&data), 4096, n) != 0) std::abort();
+    const auto r = random_bytes(n, seed);
+    std::memcpy(data, r.data(), n);
+  }
+  ~aligned_buffer() { std::free(data); }
+  aligned_buffer(const aligned_buffer&) = delete;
+  aligned_buffer& operator=(const aligned_buffer&) = delete;
+  std::span<std::byte> span() { return {data, size}; }
+};
+
+int open_file(const std::filesystem::path& p, int flags, bool direct) {
+  return ::open(p.c_str(), flags | (direct ? O_DIRECT : 0), 0600);
+}
+
+std::unique_ptr<rocksdb_store> open_store(const std::filesystem::path& p, bool direct = false) {
   rocksdb_store_config cfg;
   cfg.path = p.string();
+  cfg.direct_io = direct;
   cfg.capacity_bytes = 4 * dataset_bytes;
   auto s = rocksdb_store::open(cfg);
   if (!s) std::abort();
@@ -59,8 +83,9 @@ std::unique_ptr<rocksdb_store> open_store(const std::filesystem::path& p) {
 
 void BM_L3Put(benchmark::State& st) {
   const auto size = static_cast<std::size_t>(st.range(0));
+  const bool direct = st.range(1) != 0;
   const auto dir = bench_dir("put");
-  auto store = open_store(dir / "db");
+  auto store = open_store(dir / "db", direct);
   const auto value = random_bytes(size, 1);
   std::size_t i = 0;
   for (auto _ : st) {
@@ -69,7 +94,7 @@ void BM_L3Put(benchmark::State& st) {
       st.PauseTiming();
       store.reset();
       std::filesystem::remove_all(dir / "db");
-      store = open_store(dir / "db");
+      store = open_store(dir / "db", direct);
       i = 0;
       st.ResumeTiming();
     }
@@ -81,12 +106,17 @@ void BM_L3Put(benchmark::State& st) {
 
 void BM_FileWrite(benchmark::State& st) {
   const auto size = static_cast<std::size_t>(st.range(0));
+  const bool direct = st.range(1) != 0;
   const auto dir = bench_dir("fwrite");
-  const auto value = random_bytes(size, 1);
-  int fd = ::open((dir / "f").c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  aligned_buffer value(size, 1);
+  int fd = open_file(dir / "f", O_CREAT | O_TRUNC | O_WRONLY, direct);
+  if (fd < 0) {
+    st.SkipWithError("open (O_DIRECT refused by this filesystem?)");
+    return;
+  }
   std::size_t written = 0;
   for (auto _ : st) {
-    if (::write(fd, value.data(), size) != static_cast<ssize_t>(size)) st.SkipWithError("write");
+    if (::write(fd, value.data, size) != static_cast<ssize_t>(size)) st.SkipWithError("write");
     written += size;
     if (written >= dataset_bytes) {
       st.PauseTiming();
@@ -103,16 +133,19 @@ void BM_FileWrite(benchmark::State& st) {
 
 void BM_L3Get(benchmark::State& st) {
   const auto size = static_cast<std::size_t>(st.range(0));
+  const bool direct = st.range(1) != 0;
   const auto dir = bench_dir("get");
-  auto store = open_store(dir / "db");
+  auto store = open_store(dir / "db", direct);
   const std::size_t n = dataset_bytes / size;
   const auto value = random_bytes(size, 2);
   for (std::size_t i = 0; i < n; ++i)
     (void)store->set(l3_pool::kv_page, "k" + std::to_string(i), value);
+  store.reset();  // flushed: the values are in blob files, as the floor's are in its file
+  store = open_store(dir / "db", direct);
   std::mt19937_64 rng(7);
-  std::vector<std::byte> out;
+  aligned_buffer out(size, 0);
   for (auto _ : st) {
-    if (!store->get(l3_pool::kv_page, "k" + std::to_string(rng() % n), out))
+    if (!store->get_into(l3_pool::kv_page, "k" + std::to_string(rng() % n), out.span()))
       st.SkipWithError("get");
   }
   st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * size));
@@ -122,17 +155,24 @@ void BM_L3Get(benchmark::State& st) {
 
 void BM_FileRead(benchmark::State& st) {
   const auto size = static_cast<std::size_t>(st.range(0));
+  const bool direct = st.range(1) != 0;
   const auto dir = bench_dir("fread");
   const std::size_t n = dataset_bytes / size;
   const auto value = random_bytes(size, 2);
   int fd = ::open((dir / "f").c_str(), O_CREAT | O_TRUNC | O_RDWR, 0600);
   for (std::size_t i = 0; i < n; ++i)
     (void)!::write(fd, value.data(), size);
-  std::vector<std::byte> out(size);
+  ::close(fd);
+  fd = open_file(dir / "f", O_RDONLY, direct);
+  if (fd < 0) {
+    st.SkipWithError("open (O_DIRECT refused by this filesystem?)");
+    return;
+  }
+  aligned_buffer out(size, 0);
   std::mt19937_64 rng(7);
   for (auto _ : st) {
     const auto off = static_cast<off_t>((rng() % n) * size);
-    if (::pread(fd, out.data(), size, off) != static_cast<ssize_t>(size)) st.SkipWithError("read");
+    if (::pread(fd, out.data, size, off) != static_cast<ssize_t>(size)) st.SkipWithError("read");
   }
   ::close(fd);
   st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * size));
@@ -200,10 +240,13 @@ void BM_Memcpy(benchmark::State& st) {
 
 // Floors and figures interleaved, each figure right after its floor.
 // Wall time: RocksDB works on background threads too.
-BENCHMARK(BM_FileWrite)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();
-BENCHMARK(BM_L3Put)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();
-BENCHMARK(BM_FileRead)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();
-BENCHMARK(BM_L3Get)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();
+void io_args(benchmark::internal::Benchmark* b) {
+  b->ArgsProduct({{64 << 10, 1 << 20}, {0, 1}})->ArgNames({"bytes", "direct"})->UseRealTime();
+}
+BENCHMARK(BM_FileWrite)->Apply(io_args);
+BENCHMARK(BM_L3Put)->Apply(io_args);
+BENCHMARK(BM_FileRead)->Apply(io_args);
+BENCHMARK(BM_L3Get)->Apply(io_args);
 BENCHMARK(BM_PrefetchRead)->UseRealTime();
 BENCHMARK(BM_Memcpy)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();
 BENCHMARK(BM_L2PageCopy)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();

@@ -7,13 +7,22 @@
 # its own thread while the next batch is scheduled). Prints one JSON summary per leg;
 # exits 1 if any reports a mismatch, a leak or an error.
 #
-# Usage: tools/hcsim/long_run.sh [OPS_PER_STRATEGY] [BUILD_DIR]
+# Usage: tools/hcsim/long_run.sh [OPS_PER_STRATEGY] [BUILD_DIR] [LEGS]
 #   OPS_PER_STRATEGY  default 3400000 (3 strategies: 10.2 M operations; with the two
 #                     overlap legs 17 M)
 #   BUILD_DIR         default build/release
+#   LEGS              the legs to run, space separated, default all five in this order:
+#                     "no_buffer extra_buffer extra_buffer_lazy extra_buffer:overlap
+#                     extra_buffer_lazy:overlap" (resume an interrupted run with the rest;
+#                     each leg is a fresh set of requests, the node is fresh for the run)
 set -euo pipefail
 ops=${1:-3400000}
 build=${2:-build/release}
+all_legs="no_buffer extra_buffer extra_buffer_lazy extra_buffer:overlap extra_buffer_lazy:overlap"
+legs=${3:-$all_legs}
+for leg in $legs; do
+  case " $all_legs " in *" $leg "*) ;; *) echo "unknown leg: $leg (legs: $all_legs)" >&2; exit 2 ;; esac
+done
 daemon=$build/actors/daemon/hybridcached
 hcsim=$build/tools/hcsim/hcsim
 [ -x "$daemon" ] && [ -x "$hcsim" ] || { echo "build first: $daemon, $hcsim" >&2; exit 2; }
@@ -26,8 +35,7 @@ pid=$!
 for _ in $(seq 100); do [ -S "$tmp/s" ] && break; sleep 0.1; done
 [ -S "$tmp/s" ] || { echo "hybridcached did not start:"; cat "$tmp/log"; exit 2; }
 status=0
-for leg in no_buffer extra_buffer extra_buffer_lazy extra_buffer:overlap \
-  extra_buffer_lazy:overlap; do
+for leg in $legs; do
   st=${leg%:overlap}
   extra=()
   [ "$leg" != "$st" ] && extra=(--overlap-scheduling)
