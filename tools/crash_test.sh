@@ -127,7 +127,13 @@ except Exception:
   hits_verified=$((hits_verified + l3))
   corrupt_served=$((corrupt_served + mism))
   detected_corrupt=$((detected_corrupt + corrupt))
-  [ "$errs" -ne 0 ] && verify_errors=$((verify_errors + 1))
+  if [ "$errs" -ne 0 ]; then  # say what went wrong: hcsim's first error, the node's log
+    verify_errors=$((verify_errors + 1))
+    echo "run $run: verification errors; hcsim's first error:" \
+      "$($py -c 'import json,sys; print(json.loads(sys.stdin.read()).get("first_error", "?"))' \
+        <<<"$out" 2>/dev/null || echo "(no JSON report: ${out:0:200})")"
+    echo "--- node log (tail):"; tail -8 "$tmp/verify.log"
+  fi
   echo "run $run: killed during $what; restart ok, $values L3 values, $l3 L3 hit tokens verified," \
     "$mism mismatches, $errs errors, $corrupt corrupt values deleted"
 done

@@ -23,6 +23,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "actors/radix_cache/radix_cache.hpp"
@@ -69,6 +70,9 @@ struct bench_tree {
     std::vector<kv_index> out;  // the destination, allocated once
   };
   std::unique_ptr<floor_data> floor;
+  /// BM_Insert's calls in order: the conversation and the cached prefix it compared (the
+  /// conversations grow by a turn per insert), replayed by BM_InsertFloor.
+  std::vector<std::pair<std::size_t, std::size_t>> insert_log;
   floor_data& floor_copy() {
     if (floor) return *floor;
     floor = std::make_unique<floor_data>();
@@ -160,6 +164,7 @@ void BM_Insert(benchmark::State& st) {
       st.SkipWithError("unexpected insert result");
       break;
     }
+    t.insert_log.emplace_back(c, t.keys[c].size());
     t.keys[c] = std::move(key);
     if (t.cache->slots().available() < 8) t.cache->tree().evict(0, 1024);  // stay in budget
   }
@@ -168,11 +173,18 @@ void BM_Insert(benchmark::State& st) {
 
 void BM_InsertFloor(benchmark::State& st) {
   // What BM_Insert cannot avoid: compare the cached prefix (the query against the tree's
-  // copy) and copy the 256-token tail's key and ids into the new leaf.
+  // copy; the lengths BM_Insert compared, call by call) and copy the 256-token tail's key
+  // and ids into the new leaf.
   bench_tree& t =
       tree_for(static_cast<std::size_t>(st.range(0)), static_cast<std::size_t>(st.range(1)),
                static_cast<std::size_t>(st.range(2)));
   bench_tree::floor_data& f = t.floor_copy();
+  if (t.insert_log.empty()) {
+    st.SkipWithError("run BM_Insert of the same shape first (its calls are replayed)");
+    return;
+  }
+  for (std::size_t c = 0; c < t.keys.size(); ++c)  // the tree's side of the grown keys
+    if (f.keys[c].size() < t.keys[c].size()) f.keys[c] = t.keys[c];
   const std::size_t tail = 256 / t.page * t.page == 0 ? t.page : 256 / t.page * t.page;
   std::vector<token_id> tail_key(tail, 7);
   std::vector<kv_index> tail_ids(tail, 9);
@@ -180,8 +192,8 @@ void BM_InsertFloor(benchmark::State& st) {
   std::vector<kv_index> leaf_ids(tail);
   std::size_t i = 0;
   for (auto _ : st) {
-    const std::size_t c = (i++ * 7919) % t.keys.size();
-    const std::size_t n = std::min(t.keys[c].size(), f.keys[c].size());
+    // The same conversation and prefix length as BM_Insert's i-th call.
+    const auto [c, n] = t.insert_log[i++ % t.insert_log.size()];
     // BM_Insert matches the conversation first (untimed: it needs the prefix's ids), which
     // warms the caches with its key; do the same here so the floor is not the colder one.
     benchmark::DoNotOptimize(std::memcmp(t.keys[c].data(), f.keys[c].data(), n * sizeof(token_id)));

@@ -1,0 +1,165 @@
+// hcbench scale figures (issue 19; BENCHMARKS.md §2.2): does a call's cost stay flat as the
+// tree grows from 10 K to 10 M cached tokens?
+//
+//   BM_Scale/tokens:N/page:P   a tree filled with conversations of 4K tokens (a 512-token
+//                              system prompt shared by 16 groups, then each conversation's
+//                              own tokens) until it caches N tokens; then, in this order,
+//                              2,000 matches of a random whole conversation, 2,000 inserts
+//                              of a 256-token turn under a random conversation
+//                              (prev_prefix_len = its cached prefix, the
+//                              cache_finished_req shape; each turn a new branch at the
+//                              conversation's end) and 2,000 evict(num_tokens=P).
+//                              The inserts grow the tree by up to 2,000 × 256 tokens
+//                              (counter cached_tokens_after_inserts: at 10 K and 100 K
+//                              that dominates the size); each eviction is followed by an
+//                              untimed insert of a new conversation, so the evictions see
+//                              the size they start with.
+//                              Counters: p50 / p99 of each call in µs, and the tree's nodes.
+//
+// Each call is timed alone (steady_clock around the call); building the keys is not timed.
+// One iteration per size: the figures are percentiles over the 2,000 calls.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "actors/radix_cache/radix_cache.hpp"
+
+namespace {
+
+using namespace hc;
+using clk = std::chrono::steady_clock;
+
+constexpr std::size_t conv_tokens = 4096;
+constexpr std::size_t system_tokens = 512;
+constexpr std::size_t groups = 16;
+constexpr std::size_t turn_tokens = 256;
+constexpr std::size_t calls = 2000;
+
+double micros(clk::time_point t0, clk::time_point t1) {
+  return std::chrono::duration<double, std::micro>(t1 - t0).count();
+}
+
+/// The p-th percentile (0..1) of `v` (sorted in place).
+double percentile(std::vector<double>& v, double p) {
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+void BM_Scale(benchmark::State& st) {
+  const auto target = static_cast<std::size_t>(st.range(0));
+  const auto page = static_cast<std::size_t>(st.range(1));
+  const std::size_t convs = std::max<std::size_t>(2, target / (conv_tokens - system_tokens));
+  const std::size_t kv = (target + convs * system_tokens + calls * (turn_tokens + page) +
+                          (1u << 16)) / page * page + page;
+  radix_cache cache(cache_config{kv, page, convs + calls + 64, 64});
+  std::mt19937_64 rng(2026);
+  std::vector<std::vector<token_id>> keys;
+  keys.reserve(convs);
+  token_id next = 1 << 24;
+  // A new conversation into the tree (its key appended to keys); false if refused.
+  auto add_conversation = [&](std::size_t c) {
+    std::vector<token_id> k(conv_tokens / page * page);
+    for (std::size_t i = 0; i < k.size(); ++i)
+      k[i] = i < system_tokens ? static_cast<token_id>(1 + (c % groups) * 1000003 + i)
+                               : static_cast<token_id>(1 + rng() % 150000);
+    std::vector<kv_index> v;
+    slot_id s = cache.slots().alloc_one();
+    if (s == no_slot) {
+      cache.tree().evict(0, 1);
+      s = cache.slots().alloc_one();
+    }
+    if (cache.kv().available() < k.size())  // make room (untimed) like a scheduler would
+      cache.tree().evict(k.size() - cache.kv().available(), 0);
+    if (s == no_slot || !cache.kv().alloc_extend(0, 0, k.size(), v)) return false;
+    auto r = cache.tree().insert(0, k, v, s);
+    if (!r.ok()) return false;
+    if (r->mamba_exist) (void)cache.slots().free_one(s);
+    keys.push_back(std::move(k));
+    return true;
+  };
+  for (std::size_t c = 0; c < convs; ++c)
+    if (!add_conversation(c)) {
+      st.SkipWithError("pools too small for the tree");
+      return;
+    }
+  const std::size_t cached = cache.tree().sizes().total_tokens();
+
+  std::vector<double> match_us, insert_us, evict_us;
+  for (auto _ : st) {
+    for (std::size_t i = 0; i < calls; ++i) {
+      const auto& key = keys[rng() % keys.size()];
+      const auto t0 = clk::now();
+      match_result m = cache.tree().match(0, key);
+      const auto t1 = clk::now();
+      benchmark::DoNotOptimize(m.indices.data());
+      match_us.push_back(micros(t0, t1));
+    }
+    for (std::size_t i = 0; i < calls; ++i) {
+      const std::size_t c = rng() % keys.size();
+      match_result m = cache.tree().match(0, keys[c]);
+      std::vector<token_id> key = keys[c];
+      key.resize(m.indices.size());  // what is cached of it (evictions may have cut it)
+      const std::size_t prefix = key.size();
+      std::vector<kv_index> value = std::move(m.indices);
+      for (std::size_t j = 0; j < turn_tokens; ++j)
+        key.push_back(next++);
+      if (!cache.kv().alloc_extend(prefix, value.empty() ? 0 : value.back(), turn_tokens,
+                                   value)) {
+        st.SkipWithError("KV pool exhausted");
+        return;
+      }
+      slot_id s = cache.slots().alloc_one();
+      if (s == no_slot) {
+        cache.tree().evict(0, 1);
+        s = cache.slots().alloc_one();
+      }
+      const auto t0 = clk::now();
+      auto r = cache.tree().insert(0, key, value, s, prefix);
+      const auto t1 = clk::now();
+      if (!r.ok()) {
+        st.SkipWithError(r.err().message.c_str());
+        return;
+      }
+      if (r->mamba_exist) (void)cache.slots().free_one(s);
+      insert_us.push_back(micros(t0, t1));
+      // keys[c] stays: the next turn under c is a sibling branch, so conversations keep
+      // their length (a chain of 1,000 turns would make the 10 K tree a 260 K-token path).
+    }
+    st.counters["cached_tokens_after_inserts"] =
+        static_cast<double>(cache.tree().sizes().total_tokens());
+    for (std::size_t i = 0; i < calls; ++i) {
+      const auto t0 = clk::now();
+      evict_result e = cache.tree().evict(page, 0);
+      const auto t1 = clk::now();
+      benchmark::DoNotOptimize(e);
+      evict_us.push_back(micros(t0, t1));
+      if (!add_conversation(keys.size())) {  // back to the size under test
+        st.SkipWithError("pools too small to refill the tree");
+        return;
+      }
+    }
+  }
+  st.counters["cached_tokens_at_end"] = static_cast<double>(cache.tree().sizes().total_tokens());
+  st.counters["cached_tokens"] = static_cast<double>(cached);
+  st.counters["nodes"] = static_cast<double>(cache.tree().node_count());
+  st.counters["match_p50_us"] = percentile(match_us, 0.50);
+  st.counters["match_p99_us"] = percentile(match_us, 0.99);
+  st.counters["insert_p50_us"] = percentile(insert_us, 0.50);
+  st.counters["insert_p99_us"] = percentile(insert_us, 0.99);
+  st.counters["evict_p50_us"] = percentile(evict_us, 0.50);
+  st.counters["evict_p99_us"] = percentile(evict_us, 0.99);
+}
+
+BENCHMARK(BM_Scale)
+    ->ArgsProduct({{10'000, 100'000, 1'000'000, 10'000'000}, {1, 64}})
+    ->ArgNames({"tokens", "page"})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
