@@ -55,8 +55,9 @@ void BM_Scale(benchmark::State& st) {
   const auto target = static_cast<std::size_t>(st.range(0));
   const auto page = static_cast<std::size_t>(st.range(1));
   const std::size_t convs = std::max<std::size_t>(2, target / (conv_tokens - system_tokens));
-  const std::size_t kv = (target + convs * system_tokens + calls * (turn_tokens + page) +
-                          (1u << 16)) / page * page + page;
+  const std::size_t kv =
+      (target + convs * system_tokens + calls * (turn_tokens + page) + (1u << 16)) / page * page +
+      page;
   radix_cache cache(cache_config{kv, page, convs + calls + 64, 64});
   std::mt19937_64 rng(2026);
   std::vector<std::vector<token_id>> keys;
@@ -109,8 +110,7 @@ void BM_Scale(benchmark::State& st) {
       std::vector<kv_index> value = std::move(m.indices);
       for (std::size_t j = 0; j < turn_tokens; ++j)
         key.push_back(next++);
-      if (!cache.kv().alloc_extend(prefix, value.empty() ? 0 : value.back(), turn_tokens,
-                                   value)) {
+      if (!cache.kv().alloc_extend(prefix, value.empty() ? 0 : value.back(), turn_tokens, value)) {
         st.SkipWithError("KV pool exhausted");
         return;
       }
