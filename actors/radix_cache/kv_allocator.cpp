@@ -1,13 +1,16 @@
 #include "actors/radix_cache/kv_allocator.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <string>
 
 namespace hc {
 
 kv_allocator::kv_allocator(std::size_t tokens, std::size_t page_size)
-    : page_size_(page_size == 0 ? 1 : page_size), capacity_(tokens) {
+    : page_size_(page_size == 0 ? 1 : page_size),
+      page_shift_(std::has_single_bit(page_size_) ? std::countr_zero(page_size_) : -1),
+      capacity_(tokens) {
   assert(tokens % page_size_ == 0);
   clear();
 }
@@ -71,27 +74,33 @@ status kv_allocator::free(std::span<const kv_index> ids) {
   if (ids.empty()) return {};
   const std::size_t units = capacity_ / page_size_;
   if (page_size_ == 1) {
-    for (kv_index id : ids) {
-      if (id <= 0 || static_cast<std::size_t>(id) > units)
-        return {errc::invalid_argument, "kv index " + std::to_string(id) + " out of range"};
-      if (is_free_[id])
-        return {errc::double_free, "kv index " + std::to_string(id) + " freed twice"};
-    }
+    // One pass: check and mark each id; on the first bad one, unmark what this call marked
+    // (an id freed twice — already free, or twice in `ids` — or out of range changes nothing).
     for (std::size_t i = 0; i < ids.size(); ++i) {
-      if (is_free_[ids[i]]) {  // the same id twice in this call: undo, change nothing
+      const kv_index id = ids[i];
+      const bool in_range = id > 0 && static_cast<std::size_t>(id) <= units;
+      if (!in_range || is_free_[id]) {
         for (std::size_t j = 0; j < i; ++j)
           is_free_[ids[j]] = 0;
-        return {errc::double_free, "kv index " + std::to_string(ids[i]) + " freed twice"};
+        if (!in_range)
+          return {errc::invalid_argument, "kv index " + std::to_string(id) + " out of range"};
+        return {errc::double_free, "kv index " + std::to_string(id) + " freed twice"};
       }
-      is_free_[ids[i]] = 1;
+      is_free_[id] = 1;
     }
     free_.push_back_range(ids);
     return {};
   }
   // Paged: sorted unique page ids, prepended (torch.unique(x // P) then cat((pages, free))).
   scratch_.clear();
-  for (kv_index id : ids) {  // ids of one page are adjacent: drop repeats on the fly
-    const std::int32_t page = id / static_cast<kv_index>(page_size_);
+  // ids of one page are adjacent: drop repeats on the fly. The page of an id is id / P
+  // (rounded toward zero, like the division for a negative id: both are out of range).
+  const auto page_of = [this](kv_index id) -> std::int32_t {
+    if (page_shift_ >= 0 && id >= 0) return id >> page_shift_;
+    return id / static_cast<kv_index>(page_size_);
+  };
+  for (kv_index id : ids) {
+    const std::int32_t page = page_of(id);
     if (scratch_.empty() || scratch_.back() != page) scratch_.push_back(page);
   }
   std::sort(scratch_.begin(), scratch_.end());

@@ -61,6 +61,9 @@ class kv_allocator {
 
  private:
   std::size_t page_size_;
+  /// log2(page_size_) when it is a power of two (every real page size), else -1: the page
+  /// of a token id is then a shift, not a division (free() maps every id it returns).
+  int page_shift_;
   std::size_t capacity_;
   id_ring free_;                       // token ids (P=1) or page ids (P>1)
   std::vector<std::uint8_t> is_free_;  // per token (P=1) or per page (P>1)
