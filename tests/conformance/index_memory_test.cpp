@@ -11,7 +11,9 @@
 namespace hc::replay {
 namespace {
 
-std::string data(const char* name) { return std::string(HC_TEST_DATA_DIR) + "/" + name; }
+std::string data(const char* name) {
+  return std::string(HC_TEST_DATA_DIR) + "/" + name;
+}
 
 #define SKIP_WITHOUT_HEAP_ACCOUNTING()                                                      \
   if (!heap_accounting_works())                                                             \

@@ -37,11 +37,11 @@ struct bench_run {
   std::size_t ops = 0, measure_ops = 0;
 };
 
-
 int run_memory(const replay_options& opts, const replay::trace& tr) {
   if (!opts.address.empty()) {
-    std::fprintf(stderr, "hcctl replay: --memory measures this process: run it without a node "
-                         "address\n");
+    std::fprintf(stderr,
+                 "hcctl replay: --memory measures this process: run it without a node "
+                 "address\n");
     return 2;
   }
   auto m = replay::measure_index_memory(tr);

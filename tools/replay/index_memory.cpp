@@ -21,7 +21,9 @@ double index_memory::growth_per_cached_token() const noexcept {
 }
 
 double index_memory::total_per_cached_token() const noexcept {
-  return cached_tokens == 0 ? 0 : static_cast<double>(bytes_at_end) / static_cast<double>(cached_tokens);
+  return cached_tokens == 0
+             ? 0
+             : static_cast<double>(bytes_at_end) / static_cast<double>(cached_tokens);
 }
 
 namespace {

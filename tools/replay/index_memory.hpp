@@ -17,11 +17,11 @@ namespace hc::replay {
 
 struct index_memory {
   std::size_t ops = 0;
-  std::size_t cached_tokens = 0;      ///< full tokens in the tree after the last op
-  std::size_t tree_nodes = 0;         ///< non-root nodes after the last op
-  std::size_t bytes_at_start = 0;     ///< owned right after construction (allocators, rows)
-  std::size_t bytes_at_end = 0;       ///< owned after the last op
-  std::size_t pool_tokens = 0;        ///< the KV pool's capacity in tokens
+  std::size_t cached_tokens = 0;   ///< full tokens in the tree after the last op
+  std::size_t tree_nodes = 0;      ///< non-root nodes after the last op
+  std::size_t bytes_at_start = 0;  ///< owned right after construction (allocators, rows)
+  std::size_t bytes_at_end = 0;    ///< owned after the last op
+  std::size_t pool_tokens = 0;     ///< the KV pool's capacity in tokens
 
   /// (end − start) / cached tokens: what caching a token costs the index.
   double growth_per_cached_token() const noexcept;
