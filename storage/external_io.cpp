@@ -50,6 +50,8 @@ status check_segments(std::span<const segment> segs, std::size_t arena_bytes,
 
 bool get_into(l3_store& store, l3_pool pool, std::string_view key, std::span<const segment> segs,
               std::span<std::byte> arena, std::vector<std::byte>& scratch) {
+  if (segs.size() == 1)  // one contiguous value: straight into the arena, no staging copy
+    return store.get_into(pool, key, arena.subspan(segs[0].offset, segs[0].length)).ok();
   if (!store.get(pool, key, scratch).ok()) return false;
   std::uint64_t total = 0;
   for (const segment& s : segs)

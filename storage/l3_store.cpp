@@ -3,11 +3,27 @@
 #include <cstring>
 #include <string>
 
+#include "storage/value_codec.hpp"
+
 namespace hc {
 
 error l3_size_mismatch(std::string_view key, std::size_t have, std::size_t want) {
   return {errc::parse_error, "L3 value of " + std::string(key) + " has " + std::to_string(have) +
                                  " bytes, expected " + std::to_string(want)};
+}
+
+status l3_decode_into(std::string_view key, std::span<const std::byte> stored,
+                      std::span<std::byte> dst, bool& corrupt) {
+  corrupt = false;
+  auto len = l3::payload_length(stored);
+  if (!len) {
+    corrupt = true;
+    return len.err();
+  }
+  if (*len != dst.size()) return l3_size_mismatch(key, *len, dst.size());
+  status st = l3::decode_into(stored, dst);
+  corrupt = !st;
+  return st;
 }
 
 status l3_store::get_into(l3_pool pool, std::string_view key, std::span<std::byte> dst) {

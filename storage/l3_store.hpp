@@ -71,4 +71,11 @@ class l3_store {
 /// parse_error for a value of `have` bytes read into a buffer of `want` bytes.
 error l3_size_mismatch(std::string_view key, std::size_t have, std::size_t want);
 
+/// For stores serving get_into: the payload of the stored (encoded) bytes of `key` into
+/// `dst`, header and checksum checked on the way. `corrupt` is set when the stored bytes
+/// fail a check (the store deletes them); a `dst` of another size than the payload is the
+/// caller's error (l3_size_mismatch) and leaves `corrupt` false.
+status l3_decode_into(std::string_view key, std::span<const std::byte> stored,
+                      std::span<std::byte> dst, bool& corrupt);
+
 }  // namespace hc

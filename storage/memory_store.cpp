@@ -68,15 +68,14 @@ status memory_store::get_into(l3_pool pool, std::string_view key, std::span<std:
   std::lock_guard lk(mu_);
   auto it = map_.find(full_key(pool, key));
   if (it == map_.end()) return {errc::not_found, "L3 key not found"};
-  auto len = l3::payload_length(it->second.stored);
-  status st = len ? status{} : status{len.err()};
-  if (len && *len != dst.size()) return l3_size_mismatch(key, *len, dst.size());
-  if (len) st = l3::decode_into(it->second.stored, dst);
-  if (!st) {
+  bool corrupt = false;
+  status st = l3_decode_into(key, it->second.stored, dst, corrupt);
+  if (corrupt) {
     drop(it);
     ++usage_.corrupt;
     return {errc::not_found, "L3 value was corrupt and is deleted: " + st.err().message};
   }
+  if (!st) return st;  // the caller's buffer does not fit: the value stays
   lru_.splice(lru_.begin(), lru_, it->second.lru);
   return {};
 }

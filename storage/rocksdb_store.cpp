@@ -362,14 +362,8 @@ status rocksdb_store::get(l3_pool pool, std::string_view key, std::vector<std::b
 }
 
 status rocksdb_store::get_into(l3_pool pool, std::string_view key, std::span<std::byte> dst) {
-  return read_value(pool, key, [&](std::span<const std::byte> stored, bool& corrupt) -> status {
-    auto len = l3::payload_length(stored);
-    corrupt = !len;
-    if (!len) return len.err();
-    if (*len != dst.size()) return l3_size_mismatch(key, *len, dst.size());
-    status st = l3::decode_into(stored, dst);
-    corrupt = !st;
-    return st;
+  return read_value(pool, key, [&](std::span<const std::byte> stored, bool& corrupt) {
+    return l3_decode_into(key, stored, dst, corrupt);
   });
 }
 

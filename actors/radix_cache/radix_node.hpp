@@ -26,6 +26,7 @@
 //   key.size() == value.size(), a positive multiple of page_size; a full-locked leaf is
 //   mamba-locked; the evictable/protected totals equal the sums over nodes.
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -82,8 +83,9 @@ class child_list {
  private:
   std::size_t index_of(const radix_node* n) const noexcept {
     std::size_t i = 0;
-    while (nodes_[i] != n)
+    while (i < nodes_.size() && nodes_[i] != n)
       ++i;
+    assert(i < nodes_.size() && "not a listed child");
     return i;
   }
   std::vector<radix_node*> nodes_;

@@ -73,9 +73,7 @@ radix_node* radix_tree::find_child(const radix_node* n, namespace_id ns,
 }
 
 void radix_tree::remove_child(radix_node* parent, radix_node* child) {
-  assert(std::find(parent->children.begin(), parent->children.end(), child) !=
-         parent->children.end());
-  parent->children.remove(child);
+  parent->children.remove(child);  // asserts that child is listed
 }
 
 std::size_t radix_tree::key_match(std::span<const token_id> a,
