@@ -101,8 +101,8 @@ struct Command {
     append @1 :Append;                  # append generated `tokens` to `req`
     match @2 :ForRequest;               # prefix match of prompt[:input_len-1], copy-on-write
     lock @3 :ForRequest;                # lock req's last node
-    unlock @4 :ForRequest;
-    allocReq @5 :ForRequest;            # row, working slot, ping-pong slots
+    unlock @4 :ForRequest;              # before admission only: an admitted row reads it
+    allocReq @5 :ForRequest;            # row, working slot, ping-pong slots (prefix locked)
     allocKv @6 :AllocKv;
     track @7 :Track;
     prepareExtend @8 :PrepareExtend;

@@ -207,6 +207,11 @@ status request_manager::unlock(request_handle h) {
   auto r = get(h);
   if (!r) return r.err();
   if (!(*r)->locked) return {errc::invalid_argument, req_name(h) + " is not locked"};
+  if (reads_tree_prefix(**r))
+    return {errc::invalid_argument,
+            req_name(h) + ": its row reads the locked prefix (" +
+                std::to_string((*r)->cache_protected_len) +
+                " tokens the tree owns); finish or abort releases the lock"};
   if (status s = cache_.tree().dec_lock((*r)->last_node); !s) return s;
   (*r)->locked = false;
   return {};
@@ -217,6 +222,11 @@ result<admit_info> request_manager::alloc_req(request_handle h) {
   if (!rr) return rr.err();
   request_record& r = **rr;
   if (r.row != no_row) return error{errc::invalid_argument, req_name(h) + " already has a row"};
+  if (!r.locked && r.cache_protected_len > 0)
+    return error{errc::invalid_argument,
+                 req_name(h) + ": lock its matched prefix (" +
+                     std::to_string(r.cache_protected_len) +
+                     " tokens) before alloc_req; the row would read ids the tree may evict"};
   cache_.ensure_free_slots(cfg_.alloc_factor);
   const row_id row = rows_.alloc();
   if (row == no_row) return error{errc::out_of_memory, "no free request row for " + req_name(h)};

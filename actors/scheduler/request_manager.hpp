@@ -111,7 +111,11 @@ class request_manager {
 
   /// Scheduler's init_next_round_input: match_prefix(prompt[:input_len-1], cow=true).
   result<match_info> match(request_handle h);
-  /// inc_lock_ref / dec_lock_ref of the request's last node.
+  /// inc_lock_ref / dec_lock_ref of the request's last node. The lock is what keeps the
+  /// tree from evicting the KV ids of the matched prefix, so an admitted request whose row
+  /// reads a prefix the tree owns cannot drop it (unlock is refused: finish or abort
+  /// releases it), and alloc_req refuses a matched prefix that is not locked. SGLang trusts
+  /// its scheduler here; a worker's out-of-order unlock would free ids its row still reads.
   status lock(request_handle h);
   status unlock(request_handle h);
   /// alloc_req_slots for one request: pre-evict slots, row, working slot, ping-pong.
@@ -213,6 +217,10 @@ class request_manager {
       if (overwrite ? r.prepared_decodes[i].lazy_overwrite : r.prepared_decodes[i].lazy_flip)
         return true;
     return false;
+  }
+  /// The request is admitted and its row's first cache_protected_len ids are the tree's.
+  static bool reads_tree_prefix(const request_record& r) noexcept {
+    return r.row != no_row && r.cache_protected_len > 0;
   }
   bool extra() const noexcept { return uses_track_buffer(cfg_.strat); }
   bool lazy() const noexcept { return cfg_.strat == strategy::extra_buffer_lazy; }

@@ -385,8 +385,11 @@ TEST_P(unified_requests, CacheUnfinishedReq) {
   EXPECT_EQ(u->protected_len, u->prefix.size());
   EXPECT_TRUE(t.valid(m->find(1)->last_node));
   EXPECT_NE(m->find(1)->last_node, t.root());
-  ASSERT_TRUE(m->unlock(1).ok());
+  // SGLang's test ends with dec_lock_ref by hand; here the row still reads the prefix the
+  // lock protects, so the unlock is refused and the abort releases it.
+  EXPECT_EQ(m->unlock(1).err().code, errc::invalid_argument);
   ASSERT_TRUE(m->abort(1).ok());
+  EXPECT_EQ(t.sizes().full_protected, 0u);
 }
 
 TEST_P(unified_requests, CacheUnfinishedInsideTheProtectedPrefixIsRefusedAndChangesNothing) {
@@ -416,6 +419,64 @@ TEST_P(unified_requests, CacheUnfinishedInsideTheProtectedPrefixIsRefusedAndChan
   EXPECT_TRUE(t.check_invariants().ok());
   ASSERT_TRUE(m->abort(1).ok());
   EXPECT_EQ(match_len(seq(1, 2)), 2 * P) << "the cached prefix is untouched";
+}
+
+// Found by fuzz_executor (page 2): an unlock after admission let the tree evict the prefix
+// the row still read; its ids went back to the free list, were handed out again and ended
+// up owned by several nodes (the third eviction freed them twice).
+TEST_P(unified_requests, AnAdmittedRequestKeepsTheLockItsRowReads) {
+  admit(2, seq(1, 2), 2 * P);  // caches the first 2P tokens with their state
+  if (extra) {
+    ASSERT_TRUE(m->record_track(2, 2 * P, false).ok());
+  }
+  ASSERT_TRUE(m->finish(2).ok());
+  ASSERT_TRUE(m->create(1, 0, seq(1, 3)).ok());
+  ASSERT_TRUE(m->match(1).ok());
+  ASSERT_TRUE(m->lock(1).ok());
+  ASSERT_TRUE(m->alloc_req(1).ok());
+  ASSERT_TRUE(m->alloc_kv(1, 2 * P, P).ok());
+  ASSERT_EQ(m->find(1)->cache_protected_len, 2 * P);
+  const std::size_t avail = cache.kv().available();
+  status u = m->unlock(1);
+  ASSERT_FALSE(u.ok());
+  EXPECT_EQ(u.err().code, errc::invalid_argument);
+  EXPECT_NE(u.err().message.find("finish or abort"), std::string::npos) << u.err().message;
+  EXPECT_TRUE(m->find(1)->locked);
+  t.evict(SIZE_MAX, SIZE_MAX);
+  EXPECT_EQ(cache.kv().available(), avail) << "the locked prefix is not evictable";
+  EXPECT_EQ(match_len(seq(1, 2)), 2 * P);
+  ASSERT_TRUE(m->abort(1).ok());
+  EXPECT_EQ(t.sizes().full_protected, 0u);
+  EXPECT_EQ(t.sizes().full_evictable, 2 * P);
+}
+
+TEST_P(unified_requests, AdmissionNeedsTheMatchedPrefixLocked) {
+  admit(2, seq(1, 2), 2 * P);
+  if (extra) {
+    ASSERT_TRUE(m->record_track(2, 2 * P, false).ok());
+  }
+  ASSERT_TRUE(m->finish(2).ok());
+  ASSERT_TRUE(m->create(1, 0, seq(1, 3)).ok());
+  ASSERT_TRUE(m->match(1).ok());
+  const std::size_t rows = m->rows().available();
+  auto a = m->alloc_req(1);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.err().code, errc::invalid_argument);
+  EXPECT_NE(a.err().message.find("lock its matched prefix"), std::string::npos) << a.err().message;
+  EXPECT_EQ(m->rows().available(), rows) << "a refused admission takes nothing";
+  EXPECT_EQ(m->find(1)->row, no_row);
+  // Locked and unlocked again before admission (PrefillAdder backing out): allowed.
+  ASSERT_TRUE(m->lock(1).ok());
+  ASSERT_TRUE(m->unlock(1).ok());
+  ASSERT_TRUE(m->lock(1).ok());
+  ASSERT_TRUE(m->alloc_req(1).ok());
+  ASSERT_TRUE(m->abort(1).ok());
+  // An empty prefix (the root) needs no lock: nothing of the tree's is read.
+  ASSERT_TRUE(m->create(3, 0, seq(900, 2)).ok());
+  ASSERT_TRUE(m->match(3).ok());
+  ASSERT_EQ(m->find(3)->cache_protected_len, 0u);
+  ASSERT_TRUE(m->alloc_req(3).ok());
+  ASSERT_TRUE(m->abort(3).ok());
 }
 
 TEST_P(unified_requests_paged, TrackedLengthBeyondCommittedIsNeverInserted) {
