@@ -1,10 +1,13 @@
 #include "storage/rocksdb_store.hpp"
 
 #include <rocksdb/db.h>
+#include <rocksdb/memtablerep.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 
@@ -13,16 +16,14 @@
 namespace hc {
 namespace {
 
-// Metadata column family: the format marker and one recency record per value.
+// Metadata column family: the format marker and one index record per value.
 constexpr std::string_view format_key = "format";
-constexpr std::string_view format_value = "hybridcache-l3/1";
-constexpr char recency_prefix = 'r';
+constexpr std::string_view format_value = "hybridcache-l3/2";
+constexpr char record_prefix = 'r';
+constexpr std::size_t record_bytes = 40;  // size, seq, segment, offset, checksum (u64 each)
 
 rocksdb::Slice slice(std::string_view s) {
   return {s.data(), s.size()};
-}
-rocksdb::Slice slice(std::span<const std::byte> b) {
-  return {reinterpret_cast<const char*>(b.data()), b.size()};
 }
 
 std::string full_key(l3_pool pool, std::string_view key) {
@@ -31,16 +32,17 @@ std::string full_key(l3_pool pool, std::string_view key) {
   return k;
 }
 
-std::string recency_key(std::string_view full) {
-  std::string k(1, recency_prefix);
+std::string record_key(std::string_view full) {
+  std::string k(1, record_prefix);
   k.append(full);
   return k;
 }
 
-std::string recency_value(std::uint64_t size, std::uint64_t seq) {
-  std::string v(16, '\0');
-  std::memcpy(v.data(), &size, 8);  // little-endian hosts only (x86-64, aarch64)
-  std::memcpy(v.data() + 8, &seq, 8);
+std::string record_value(std::uint64_t size, std::uint64_t seq, value_location at,
+                         std::uint64_t checksum) {
+  std::string v(record_bytes, '\0');
+  const std::uint64_t f[5] = {size, seq, at.segment, at.offset, checksum};
+  std::memcpy(v.data(), f, record_bytes);  // little-endian hosts only (x86-64, aarch64)
   return v;
 }
 
@@ -52,23 +54,17 @@ error io(const rocksdb::Status& s, std::string_view what) {
   return {errc::io_error, std::string(what) + ": " + s.ToString()};
 }
 
-// Why these options (floors.md §6-§7, measured on Debian's librocksdb 7.8.3):
-//  * integrated BlobDB: page and state values (KiB to MiB) go to blob files, so compaction
-//    moves only small index entries, not the values;
-//  * no compression for blobs: KV pages and SSM states are float data that do not compress,
-//    and the CPU would cap the throughput;
-//  * small memtables: a flush stalls puts (p99 17-107 ms with 64 MiB x 2).
-rocksdb::ColumnFamilyOptions family_options(const rocksdb_store_config& cfg, bool blobs) {
+// The index records are small; the memtable stays moderate (a flush stalls writes,
+// floors.md §7).
+// The store only writes the index while it runs (it reads it once, at open): a vector
+// memtable appends in O(1) and sorts at flush, where the default skip list costs a few
+// cache misses per insert (≈ 4 µs with a full memtable: 18 % of a 64 KiB get's time went
+// to recency records, BENCHMARKS.md §5.0).
+rocksdb::ColumnFamilyOptions family_options(const rocksdb_store_config& cfg) {
   rocksdb::ColumnFamilyOptions o;
   o.write_buffer_size = cfg.write_buffer_bytes;
   o.max_write_buffer_number = 3;
-  if (blobs) {
-    o.enable_blob_files = true;
-    o.min_blob_size = cfg.min_blob_bytes;
-    o.blob_file_size = 256ull << 20;
-    o.blob_compression_type = rocksdb::kNoCompression;
-    o.enable_blob_garbage_collection = true;
-  }
+  o.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
   return o;
 }
 
@@ -79,13 +75,8 @@ rocksdb::WriteOptions write_options() {
   return w;
 }
 
-// Debian's RocksDB checksums blocks with a software CRC32C (~1.5 GB/s; a cached 1 MiB get
-// takes 0.73 ms instead of 67 µs). Every value carries its own XXH3-64 (value_codec.hpp),
-// checked at memory speed on each get, so RocksDB's read-side check is turned off.
 rocksdb::ReadOptions read_options() {
-  rocksdb::ReadOptions r;
-  r.verify_checksums = false;
-  return r;
+  return rocksdb::ReadOptions();
 }
 
 }  // namespace
@@ -94,6 +85,10 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
   if (cfg.path.empty()) return error{errc::invalid_config, "L3 store: the path is empty"};
   if (cfg.capacity_bytes == 0)
     return error{errc::invalid_config, "L3 store: capacity must be positive"};
+  if (cfg.segment_bytes == 0)
+    return error{errc::invalid_config, "L3 store: segment_bytes must be positive"};
+  if (!(cfg.gc_dead_fraction > 0.0 && cfg.gc_dead_fraction <= 1.0))
+    return error{errc::invalid_config, "L3 store: gc_dead_fraction must be in (0, 1]"};
   std::error_code ec;
   std::filesystem::create_directories(cfg.path, ec);
   if (ec) return error{errc::io_error, "L3 store: cannot create " + cfg.path + ": " + ec.message()};
@@ -102,27 +97,31 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
   db_opts.create_if_missing = true;
   db_opts.create_missing_column_families = true;
   db_opts.max_background_jobs = 2;
-  db_opts.avoid_flush_during_shutdown = false;  // with no WAL, close must flush
-  db_opts.use_direct_reads = cfg.direct_io;
-  db_opts.use_direct_io_for_flush_and_compaction = cfg.direct_io;
+  db_opts.avoid_flush_during_shutdown = false;      // with no WAL, close must flush
+  db_opts.allow_concurrent_memtable_write = false;  // a vector memtable takes one writer
+  std::vector<std::string> existing;
+  if (rocksdb::DB::ListColumnFamilies(db_opts, cfg.path, &existing).ok() &&
+      std::find(existing.begin(), existing.end(), "pages") != existing.end())
+    return error{errc::invalid_config,
+                 "L3 store: " + cfg.path +
+                     " holds format 'hybridcache-l3/1' (values inside RocksDB), this build "
+                     "reads '" +
+                     std::string(format_value) +
+                     "'; remove it or point --data-dir at another directory"};
   std::vector<rocksdb::ColumnFamilyDescriptor> families{
-      {rocksdb::kDefaultColumnFamilyName, family_options(cfg, false)},
-      {"pages", family_options(cfg, true)},
-      {"states", family_options(cfg, true)},
-      {"metadata", family_options(cfg, false)},
+      {rocksdb::kDefaultColumnFamilyName, family_options(cfg)},
+      {"metadata", family_options(cfg)},
   };
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(db_opts, cfg.path, families, &handles, &raw);
+  rocksdb::Status s = rocksdb::DB::Open(db_opts, cfg.path + "/index", families, &handles, &raw);
   if (!s.ok()) return io(s, "L3 store: cannot open " + cfg.path);
 
   std::unique_ptr<rocksdb_store> st(new rocksdb_store());
   st->cfg_ = cfg;
   st->db_.reset(raw);
   st->default_ = handles[0];
-  st->pages_ = handles[1];
-  st->states_ = handles[2];
-  st->meta_ = handles[3];
+  st->meta_ = handles[1];
   st->usage_.capacity = cfg.capacity_bytes;
 
   std::string marker;
@@ -135,53 +134,114 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
   } else if (marker != format_value) {
     return error{errc::invalid_config, "L3 store: " + cfg.path + " holds format '" + marker +
                                            "', this build reads '" + std::string(format_value) +
-                                           "'; point --l3-dir at another directory"};
+                                           "'; remove it or point --data-dir at another directory"};
   }
+  auto segs = value_segments::open({cfg.path + "/values", cfg.segment_bytes, cfg.direct_io});
+  if (!segs) return segs.err();
+  st->segments_ = std::move(*segs);
   if (status ls = st->load_index(); !ls) return ls.err();
-  if (cfg.flush_interval.count() > 0)
-    st->flusher_ = std::thread([p = st.get()] { p->flush_loop(); });
+  st->flusher_ = std::thread([p = st.get()] { p->flush_loop(); });
   return st;
 }
 
 void rocksdb_store::flush_loop() {
+  using clock = std::chrono::steady_clock;
+  const bool timed = cfg_.flush_interval.count() > 0;
+  auto next_flush = clock::now() + cfg_.flush_interval;
   std::unique_lock lk(flush_mu_);
-  while (!flush_cv_.wait_for(lk, cfg_.flush_interval, [this] { return stopping_; })) {
-    {
-      std::lock_guard ilk(mu_);
-      if (db_) write_recency_locked();
+  for (;;) {
+    auto woken = [this] { return stopping_ || gc_wanted_; };
+    if (timed) {
+      flush_cv_.wait_until(lk, next_flush, woken);
+    } else {
+      flush_cv_.wait(lk, woken);
     }
-    if (!dirty_.exchange(false)) continue;
-    rocksdb::FlushOptions fo;
-    fo.allow_write_stall = true;  // never wait behind the writers it is flushing for
-    // db_ lives until close() joined this thread. A failed flush is retried next time.
-    if (!db_->Flush(fo, {pages_, states_, meta_}).ok()) dirty_ = true;
+    if (stopping_) return;
+    const bool gc = std::exchange(gc_wanted_, false);
+    lk.unlock();  // the work below takes mu_; wake_gc takes flush_mu_ under mu_
+    if (gc) (void)collect_garbage();
+    if (timed && clock::now() >= next_flush) {
+      next_flush = clock::now() + cfg_.flush_interval;
+      {
+        std::lock_guard ilk(mu_);
+        if (db_) write_recency_locked();
+      }
+      // Values first, then the index that names them. db_ lives until close() joined this
+      // thread. A failed sync or flush is retried next time.
+      if (dirty_.exchange(false)) {
+        rocksdb::FlushOptions fo;
+        fo.allow_write_stall = true;  // never wait behind the writers it is flushing for
+        if (!segments_->sync() || !db_->Flush(fo, {meta_}).ok()) dirty_ = true;
+      }
+    }
+    lk.lock();
   }
+}
+
+void rocksdb_store::wake_gc() {
+  {
+    std::lock_guard fl(flush_mu_);
+    gc_wanted_ = true;
+  }
+  flush_cv_.notify_all();
 }
 
 status rocksdb_store::load_index() {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read_options(), meta_));
-  const std::string prefix(1, recency_prefix);
+  const std::string prefix(1, record_prefix);
+  std::vector<std::string> stale;  // records naming bytes that are not there
   for (it->Seek(slice(prefix)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     const rocksdb::Slice v = it->value();
-    if (v.size() != 16) continue;  // not ours; ignored
-    entry e;
-    std::memcpy(&e.size, v.data(), 8);
-    std::memcpy(&e.seq, v.data() + 8, 8);
     std::string full(it->key().data() + 1, it->key().size() - 1);
-    if (full.empty()) continue;
+    if (v.size() != record_bytes || full.empty()) continue;  // not ours; ignored
+    std::uint64_t f[5];
+    std::memcpy(f, v.data(), record_bytes);
+    entry e;
+    e.size = f[0];
+    e.seq = f[1];
+    e.at = {f[2], f[3]};
+    e.checksum = f[4];
+    const auto seg = segments_->segment(e.at.segment);
+    if (e.size < l3::value_header_bytes || !seg ||
+        e.at.offset + segments_->footprint(e.size - l3::value_header_bytes) > seg->size()) {
+      stale.push_back(it->key().ToString());
+      continue;
+    }
     next_seq_ = std::max(next_seq_, e.seq + 1);
     usage_.bytes += e.size;
     usage_.values += 1;
     index_bytes_ += index_bytes_per_value(full.size());
-    by_seq_.emplace(e.seq, full);
+    add_live_locked(e.at, e.size);
     index_.emplace(std::move(full), e);
   }
-  if (!it->status().ok()) return io(it->status(), "L3 store: cannot read the recency index");
+  std::vector<std::pair<std::uint64_t, index_map::iterator>> order;
+  order.reserve(index_.size());
+  for (auto i = index_.begin(); i != index_.end(); ++i)
+    order.emplace_back(i->second.seq, i);
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [seq, i] : order)
+    i->second.lru = lru_.insert(lru_.end(), &i->first);
+  if (!it->status().ok()) return io(it->status(), "L3 store: cannot read the index");
+  it.reset();
+  if (!stale.empty()) {
+    rocksdb::WriteBatch batch;
+    for (const std::string& k : stale)
+      (void)batch.Delete(meta_, slice(k));
+    (void)db_->Write(write_options(), &batch);  // retried at the next open if it fails
+    dirty_ = true;
+  }
+  // Segments nothing points at (their records were lost in a crash, or all dropped).
+  for (const auto& [id, size] : segments_->sizes())
+    if (!live_.count(id)) segments_->remove(id);
   // A capacity or index limit lowered since the last run takes effect now.
   const std::vector<std::string> victims = victims_locked(0, 0);
-  if (victims.empty()) return {};
-  usage_.evicted += victims.size();
-  return drop_locked(victims);
+  if (!victims.empty()) {
+    usage_.evicted += victims.size();
+    if (status d = drop_locked(victims); !d) return d;
+  }
+  if (!gc_candidates_locked().empty()) gc_wanted_ = true;  // the thread starts after this
+  return {};
 }
 
 rocksdb_store::~rocksdb_store() {
@@ -197,31 +257,133 @@ status rocksdb_store::close() {
     flush_cv_.notify_all();
     flusher_.join();
   }
+  std::lock_guard gl(gc_mu_);
   std::lock_guard lk(mu_);
   if (!db_) return {};
   write_recency_locked();
+  const status synced = segments_->sync();  // values before the index that names them
   rocksdb::FlushOptions fo;
-  rocksdb::Status s = db_->Flush(fo, {pages_, states_, meta_});
-  for (rocksdb::ColumnFamilyHandle* h : {pages_, states_, meta_, default_})
+  rocksdb::Status s = db_->Flush(fo, {meta_});
+  for (rocksdb::ColumnFamilyHandle* h : {meta_, default_})
     (void)db_->DestroyColumnFamilyHandle(h);
   rocksdb::Status c = db_->Close();
   db_.reset();
+  if (!synced) return synced;
   if (!s.ok()) return io(s, "L3 store: flush at close failed");
   if (!c.ok()) return io(c, "L3 store: close failed");
   return {};
 }
 
-rocksdb::ColumnFamilyHandle* rocksdb_store::family(l3_pool pool) const {
-  return pool == l3_pool::kv_page ? pages_ : states_;
+void rocksdb_store::add_live_locked(value_location at, std::uint64_t size) {
+  live_[at.segment] += segments_->footprint(size - l3::value_header_bytes);
+}
+
+void rocksdb_store::remove_live_locked(value_location at, std::uint64_t size) {
+  auto it = live_.find(at.segment);
+  if (it == live_.end()) return;
+  it->second -= std::min(it->second, segments_->footprint(size - l3::value_header_bytes));
+  if (it->second > 0) {
+    const auto seg = segments_->segment(at.segment);
+    if (seg && at.segment != segments_->active() &&
+        static_cast<double>(seg->size() - std::min(seg->size(), it->second)) >=
+            cfg_.gc_dead_fraction * static_cast<double>(seg->size()))
+      wake_gc();
+    return;
+  }
+  live_.erase(it);
+  segments_->remove(at.segment);  // a no-op for the active segment
+}
+
+std::vector<std::uint64_t> rocksdb_store::gc_candidates_locked() const {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> dead;  // (dead bytes, segment)
+  const std::uint64_t active = segments_->active();
+  for (const auto& [id, size] : segments_->sizes()) {
+    if (id == active) continue;
+    const auto it = live_.find(id);
+    const std::uint64_t live = it == live_.end() ? 0 : std::min(it->second, size);
+    if (size == 0 ||
+        static_cast<double>(size - live) >= cfg_.gc_dead_fraction * static_cast<double>(size))
+      dead.emplace_back(size - live, id);
+  }
+  std::sort(dead.rbegin(), dead.rend());
+  std::vector<std::uint64_t> out;
+  for (const auto& d : dead)
+    out.push_back(d.second);
+  return out;
+}
+
+std::size_t rocksdb_store::collect_garbage() {
+  std::vector<std::uint64_t> todo;
+  {
+    std::lock_guard lk(mu_);
+    if (!db_) return 0;
+    todo = gc_candidates_locked();
+  }
+  std::size_t removed = 0;
+  for (std::uint64_t id : todo)
+    removed += compact(id) ? 1 : 0;
+  return removed;
+}
+
+bool rocksdb_store::compact(std::uint64_t id) {
+  std::lock_guard gl(gc_mu_);
+  struct live_value {
+    std::string full;
+    entry e;
+  };
+  std::vector<live_value> live;
+  {
+    std::lock_guard lk(mu_);
+    if (!db_) return false;
+    for (const auto& [full, e] : index_)
+      if (e.at.segment == id) live.push_back({full, e});
+  }
+  const auto seg = segments_->segment(id);
+  if (!seg) return false;
+  std::vector<std::byte> buf;
+  for (const live_value& v : live) {
+    buf.resize(v.e.size - l3::value_header_bytes);
+    status rd = seg->read(v.e.at.offset, buf);
+    bool corrupt = !rd && rd.err().code == errc::parse_error;
+    if (rd) corrupt = l3::payload_checksum(buf) != v.e.checksum;
+    if (!rd && !corrupt) return false;  // an I/O error: leave the segment for later
+    value_location to{};
+    if (!corrupt) {
+      auto app = segments_->append(buf);
+      if (!app) return false;
+      to = *app;
+    }
+    std::lock_guard lk(mu_);
+    if (!db_) return false;
+    auto it = index_.find(v.full);
+    if (it == index_.end() || !(it->second.at == v.e.at)) continue;  // gone meanwhile
+    if (corrupt) {
+      ++usage_.corrupt;
+      (void)drop_locked({v.full});
+      continue;
+    }
+    remove_live_locked(it->second.at, it->second.size);
+    it->second.at = to;
+    it->second.verified = true;
+    add_live_locked(to, it->second.size);
+    (void)put_record_locked(it);
+    dirty_ = true;
+  }
+  std::lock_guard lk(mu_);
+  if (live_.count(id)) return false;  // written meanwhile? (never: it is sealed)
+  segments_->remove(id);
+  return true;
 }
 
 void rocksdb_store::touch_locked(index_map::iterator it) {
-  by_seq_.erase(it->second.seq);
   it->second.seq = next_seq_++;
-  by_seq_.emplace(it->second.seq, it->first);
+  lru_.splice(lru_.end(), lru_, it->second.lru);
   // Recency survives a restart, written in batches; a lost update only makes the value
   // look older.
-  recency_pending_.push_back(it->first);
+  if (!it->second.recency_pending) {
+    it->second.recency_pending = true;
+    recency_pending_.push_back(it->first);
+  }
   if (recency_pending_.size() >= std::max<std::size_t>(cfg_.recency_batch, 1))
     write_recency_locked();
 }
@@ -231,9 +393,11 @@ void rocksdb_store::write_recency_locked() {
   rocksdb::WriteBatch batch;
   for (const std::string& full : recency_pending_) {
     auto it = index_.find(full);  // dropped since: its record is deleted, do not revive it
-    if (it == index_.end()) continue;
-    (void)batch.Put(meta_, slice(recency_key(full)),
-                    slice(recency_value(it->second.size, it->second.seq)));
+    if (it == index_.end() || !it->second.recency_pending) continue;
+    it->second.recency_pending = false;
+    (void)batch.Put(
+        meta_, slice(record_key(full)),
+        slice(record_value(it->second.size, it->second.seq, it->second.at, it->second.checksum)));
   }
   recency_pending_.clear();
   if (batch.Count() == 0) return;
@@ -246,11 +410,11 @@ std::vector<std::string> rocksdb_store::victims_locked(std::uint64_t bytes,
   std::vector<std::string> victims;
   std::uint64_t b = usage_.bytes + bytes, ix = index_bytes_ + index;
   const std::uint64_t ix_limit = cfg_.index_memory_bytes ? cfg_.index_memory_bytes : UINT64_MAX;
-  for (auto vi = by_seq_.begin(); (b > usage_.capacity || ix > ix_limit) && vi != by_seq_.end();
-       ++vi) {
-    b -= index_.at(vi->second).size;
-    ix -= index_bytes_per_value(vi->second.size());
-    victims.push_back(vi->second);
+  for (auto vi = lru_.begin(); (b > usage_.capacity || ix > ix_limit) && vi != lru_.end(); ++vi) {
+    const std::string& full = **vi;
+    b -= index_.at(full).size;
+    ix -= index_bytes_per_value(full.size());
+    victims.push_back(full);
   }
   return victims;
 }
@@ -260,18 +424,50 @@ status rocksdb_store::drop_locked(const std::vector<std::string>& full_keys) {
   for (const std::string& full : full_keys) {
     auto it = index_.find(full);
     if (it == index_.end()) continue;
-    const auto pool = static_cast<l3_pool>(full[0]);
-    (void)batch.Delete(family(pool), rocksdb::Slice(full.data() + 1, full.size() - 1));
-    (void)batch.Delete(meta_, slice(recency_key(full)));
+    (void)batch.Delete(meta_, slice(record_key(full)));
     usage_.bytes -= it->second.size;
     usage_.values -= 1;
     index_bytes_ -= index_bytes_per_value(full.size());
-    by_seq_.erase(it->second.seq);
+    lru_.erase(it->second.lru);
+    const entry e = it->second;
     index_.erase(it);
+    remove_live_locked(e.at, e.size);
   }
   rocksdb::Status s = db_->Write(write_options(), &batch);
   dirty_ = true;
   if (!s.ok()) return io(s, "L3 store: delete failed");
+  return {};
+}
+
+rocksdb::Status rocksdb_store::put_record_locked(index_map::const_iterator it) {
+  const entry& e = it->second;
+  return db_->Put(write_options(), meta_, slice(record_key(it->first)),
+                  slice(record_value(e.size, e.seq, e.at, e.checksum)));
+}
+
+status rocksdb_store::publish_locked(const std::string& full, std::uint64_t size, value_location at,
+                                     std::uint64_t checksum) {
+  const std::vector<std::string> victims = victims_locked(size, index_bytes_per_value(full.size()));
+  if (!victims.empty()) {
+    if (status d = drop_locked(victims); !d) return d;
+    usage_.evicted += victims.size();
+  }
+  entry e;
+  e.size = size;
+  e.seq = next_seq_++;
+  e.at = at;
+  e.checksum = checksum;
+  e.verified = true;
+  rocksdb::Status s = db_->Put(write_options(), meta_, slice(record_key(full)),
+                               slice(record_value(e.size, e.seq, e.at, e.checksum)));
+  dirty_ = true;
+  if (!s.ok()) return io(s, "L3 store: index write failed");  // the bytes are dead space
+  auto it = index_.emplace(full, e).first;
+  it->second.lru = lru_.insert(lru_.end(), &it->first);
+  usage_.bytes += e.size;
+  usage_.values += 1;
+  index_bytes_ += index_bytes_per_value(full.size());
+  add_live_locked(at, size);
   return {};
 }
 
@@ -282,88 +478,80 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
     return {errc::out_of_memory, "L3 value of " + std::to_string(need) +
                                      " bytes exceeds the store capacity " +
                                      std::to_string(usage_.capacity)};
-  // Header and payload go to RocksDB as two parts: the payload is not copied to add the
-  // header (the checksum runs outside the lock, at memory speed).
-  const auto header = l3::encode_header(value);
-  const std::string full = full_key(pool, key);
-  std::lock_guard lk(mu_);
-  if (!db_) return {errc::io_error, "L3 store is closed"};
-  if (auto it = index_.find(full); it != index_.end()) {
-    touch_locked(it);  // idempotent: the first value stays, recency refreshes
-    return {};
-  }
-  const std::vector<std::string> victims = victims_locked(need, index_bytes_per_value(full.size()));
-  if (!victims.empty()) {
-    if (status d = drop_locked(victims); !d) return d;
-    usage_.evicted += victims.size();
-  }
-  const entry e{need, next_seq_++};
-  rocksdb::WriteBatch batch;
-  const rocksdb::Slice key_part = slice(key);
-  const rocksdb::Slice value_parts[2] = {slice(std::span<const std::byte>(header)), slice(value)};
-  (void)batch.Put(family(pool), rocksdb::SliceParts(&key_part, 1),
-                  rocksdb::SliceParts(value_parts, 2));
-  (void)batch.Put(meta_, slice(recency_key(full)), slice(recency_value(e.size, e.seq)));
-  rocksdb::Status s = db_->Write(write_options(), &batch);
-  dirty_ = true;
-  if (!s.ok()) return io(s, "L3 store: write failed");
-  index_.emplace(full, e);
-  by_seq_.emplace(e.seq, full);
-  usage_.bytes += e.size;
-  usage_.values += 1;
-  index_bytes_ += index_bytes_per_value(full.size());
-  return {};
-}
-
-template <class Use>
-status rocksdb_store::read_value(l3_pool pool, std::string_view key, Use&& use) {
   const std::string full = full_key(pool, key);
   {
     std::lock_guard lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
-    if (index_.find(full) == index_.end()) return {errc::not_found, "L3 key not found"};
+    if (auto it = index_.find(full); it != index_.end()) {
+      touch_locked(it);  // idempotent: the first value stays, recency refreshes
+      return {};
+    }
   }
-  // The read and the copy run without the index lock (RocksDB is thread-safe; the pinned
-  // slice keeps the bytes alive); a concurrent eviction of this key shows up as not_found.
-  rocksdb::PinnableSlice stored;
-  rocksdb::Status s = db_->Get(read_options(), family(pool), slice(key), &stored);
-  status used;
-  bool corrupt = false;
-  if (s.ok())
-    used = use(std::span<const std::byte>(reinterpret_cast<const std::byte*>(stored.data()),
-                                          stored.size()),
-               corrupt);
+  // The checksum and the write run outside the lock: one pwrite of the payload.
+  const std::uint64_t checksum = l3::payload_checksum(value);
+  auto at = segments_->append(value);
+  if (!at) return at.err();
+  std::lock_guard lk(mu_);
+  if (!db_) return {errc::io_error, "L3 store is closed"};
+  if (auto it = index_.find(full); it != index_.end()) {  // set meanwhile: ours is dead
+    touch_locked(it);
+    return {};
+  }
+  return publish_locked(full, need, *at, checksum);
+}
+
+template <class DstFor>
+status rocksdb_store::read_value(l3_pool pool, std::string_view key, DstFor&& dst_for) {
+  const std::string full = full_key(pool, key);
+  entry e;
+  {
+    std::lock_guard lk(mu_);
+    if (!db_) return {errc::io_error, "L3 store is closed"};
+    auto it = index_.find(full);
+    if (it == index_.end()) return {errc::not_found, "L3 key not found"};
+    e = it->second;
+  }
+  auto dst = dst_for(e.size - l3::value_header_bytes);
+  if (!dst) return dst.err();  // the caller's buffer does not fit: the value stays
+  // The read runs without the index lock; a segment removed meanwhile (its values moved
+  // by garbage collection) stays readable through the pointer held here.
+  const auto seg = segments_->segment(e.at.segment);
+  status rd = seg ? seg->read(e.at.offset, *dst) : status{errc::not_found, "L3 segment is gone"};
+  bool corrupt = !rd && rd.err().code == errc::parse_error;
+  std::string why = corrupt ? rd.err().message : "";
+  if (rd && (!e.verified || cfg_.verify_every_read) && l3::payload_checksum(*dst) != e.checksum) {
+    corrupt = true;
+    why = "L3 value fails its checksum";
+  }
   std::lock_guard lk(mu_);
   auto it = index_.find(full);
-  if (s.IsNotFound() || it == index_.end()) {
-    if (it != index_.end()) (void)drop_locked({full});  // index without value: repair
+  if (it == index_.end() || !(it->second.at == e.at))  // evicted, erased or moved meanwhile
     return {errc::not_found, "L3 key not found"};
-  }
-  if (!s.ok()) return io(s, "L3 store: read failed");
   if (corrupt) {
     (void)drop_locked({full});
     ++usage_.corrupt;
-    return {errc::not_found, "L3 value was corrupt and is deleted: " + used.err().message};
+    return {errc::not_found, "L3 value was corrupt and is deleted: " + why};
   }
-  if (!used) return used;  // the caller's buffer does not fit: the value stays
+  if (!rd) return rd;
+  it->second.verified = true;
   touch_locked(it);
   return {};
 }
 
 status rocksdb_store::get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) {
   out.clear();
-  return read_value(pool, key, [&](std::span<const std::byte> stored, bool& corrupt) -> status {
-    auto payload = l3::decode_value(stored);
-    corrupt = !payload;
-    if (!payload) return payload.err();
-    out.assign(payload->begin(), payload->end());
-    return {};
+  status st = read_value(pool, key, [&](std::uint64_t n) -> result<std::span<std::byte>> {
+    out.resize(n);
+    return std::span<std::byte>(out);
   });
+  if (!st) out.clear();  // nothing of a failed read is served
+  return st;
 }
 
 status rocksdb_store::get_into(l3_pool pool, std::string_view key, std::span<std::byte> dst) {
-  return read_value(pool, key, [&](std::span<const std::byte> stored, bool& corrupt) {
-    return l3_decode_into(key, stored, dst, corrupt);
+  return read_value(pool, key, [&](std::uint64_t n) -> result<std::span<std::byte>> {
+    if (n != dst.size()) return l3_size_mismatch(key, n, dst.size());
+    return dst;
   });
 }
 
@@ -395,14 +583,44 @@ l3_usage rocksdb_store::usage() const {
   return usage_;
 }
 
+std::uint64_t rocksdb_store::segment_bytes_on_disk() const {
+  std::uint64_t n = 0;
+  for (const auto& [id, size] : segments_->sizes())
+    n += size;
+  return n;
+}
+
+std::size_t rocksdb_store::segment_count() const {
+  return segments_->sizes().size();
+}
+
 status rocksdb_store::overwrite_stored(l3_pool pool, std::string_view key,
                                        std::span<const std::byte> bytes) {
   const std::string full = full_key(pool, key);
   std::lock_guard lk(mu_);
   auto it = index_.find(full);
   if (it == index_.end()) return {errc::not_found, "L3 key not found"};
-  rocksdb::Status s = db_->Put(write_options(), family(pool), slice(key), slice(bytes));
-  if (!s.ok()) return io(s, "L3 store: write failed");
+  // The payload part is written; the index keeps the header's checksum if the bytes decode,
+  // one that cannot match if they do not.
+  const std::size_t h = std::min(bytes.size(), l3::value_header_bytes);
+  const std::span<const std::byte> payload = bytes.subspan(h);
+  const bool good = l3::decode_value(bytes).ok();
+  const std::uint64_t size = l3::value_header_bytes + payload.size();
+  if (size == it->second.size) {  // in place
+    const auto seg = segments_->segment(it->second.at.segment);
+    if (!seg) return {errc::not_found, "L3 segment is gone"};
+    if (status s = seg->overwrite(it->second.at.offset, payload); !s) return s;
+  } else {  // another length: a new record, the index pointing at it
+    auto at = segments_->append(payload);
+    if (!at) return at.err();
+    remove_live_locked(it->second.at, it->second.size);
+    usage_.bytes = usage_.bytes - it->second.size + size;
+    it->second.at = *at;
+    it->second.size = size;
+    add_live_locked(*at, size);
+  }
+  it->second.checksum = l3::payload_checksum(payload) ^ (good ? 0 : 1);
+  it->second.verified = false;
   return {};
 }
 

@@ -1,32 +1,46 @@
 #pragma once
-// The L3 store on an embedded RocksDB (architecture.md §4): integrated BlobDB for the large
-// values, one column family per pool ("pages", "states") and one for metadata (format
-// marker and one recency record per value). Same contract as every l3_store (see
-// l3_store.hpp; tests/storage/store_contract_test.cpp runs it against this class).
+// The L3 store (architecture.md §4): payloads in append-only segment files
+// (storage/value_segments.hpp), their index in an embedded RocksDB — one record per value
+// (segment, offset, stored size, access sequence, XXH3-64 of the payload) in a "metadata"
+// column family beside the format marker. A put is one pwrite of the payload plus a small
+// RocksDB write; a get is an in-memory index lookup and one pread into the caller's buffer. Same
+// contract as every l3_store (see l3_store.hpp; tests/storage/store_contract_test.cpp runs it
+// against this class).
 //
-// Durability: cache data is reconstructible, so writes skip the WAL (floors.md §7: the WAL
-// doubles the bytes written). What is in the memtables reaches disk on close(), on
-// RocksDB's own flushes (a full memtable) and every `flush_interval` when something was
-// written; a crash (kill -9, power loss) loses at most the writes of the last interval —
-// never a value's integrity, because a value and its recency record are written in one
-// batch and every value carries its own checksum (tools/crash_test.sh checks both).
+// Durability: cache data is reconstructible, so index writes skip the WAL (floors.md §7).
+// Every `flush_interval` when something was written (and at close) the segments written
+// since are fdatasync'ed, then the index memtable is flushed: a crash (kill -9, power loss)
+// loses at most the writes of the last interval — never a value's integrity: an index
+// record reaches disk after the bytes it names, and every value carries its own checksum
+// (tools/crash_test.sh checks both). Values whose record was lost are dead space.
 //
-// Recency and capacity: an in-memory index (key → size, access sequence), rebuilt at open
-// from the metadata column family, orders the LRU; `capacity_bytes` counts live values
-// (headers included) and `index_memory_bytes` bounds the index itself: small values cost
-// more index memory than value bytes (the 10^8-operation hcsim run of toy-sized values
-// grew a node to 23 GB of index under a 64 GiB capacity), so the least recently used
-// values are evicted when either limit is reached. Space of deleted blobs is reclaimed by
-// blob garbage collection during compaction, so the directory can briefly exceed the
-// capacity.
+// Checksums: a value's XXH3 is checked on its first read after the store opened (what a
+// crash could have torn or the disk could have lost) and when garbage collection copies it;
+// a value written by this process was hashed from the caller's bytes and is then served
+// without hashing again, unless `verify_every_read` (BENCHMARKS.md §5.0 has both). Sizes
+// count the value header of value_codec.hpp (24 bytes), which the index record holds.
 //
-// Thread safety: safe for concurrent use (RocksDB is; the index has a mutex).
+// Recency and capacity: an in-memory index (key → location, size, access sequence),
+// rebuilt at open from the metadata records, orders the LRU; `capacity_bytes` counts live
+// values (headers included) and `index_memory_bytes` bounds the index itself: small values
+// cost more index memory than value bytes (the 10^8-operation hcsim run of toy-sized values
+// grew a node to 23 GB of index under a 64 GiB capacity), so the least recently used values
+// are evicted when either limit is reached.
+//
+// Space: a segment whose values are all gone is removed at once; one that is at least
+// `gc_dead_fraction` dead is compacted by the background thread (its live values copied to
+// the active segment, then it is removed). The directory holds about capacity /
+// (1 - gc_dead_fraction) at worst, plus the active segment.
+//
+// Thread safety: safe for concurrent use (the index has a mutex; segment I/O runs outside
+// it).
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,9 +50,11 @@
 #include <vector>
 
 #include "storage/l3_store.hpp"
+#include "storage/value_segments.hpp"
 
 namespace rocksdb {
 class DB;
+class Status;
 class ColumnFamilyHandle;
 }  // namespace rocksdb
 
@@ -53,34 +69,38 @@ struct rocksdb_store_config {
   /// before the least recently used values are evicted, whatever capacity_bytes allows.
   /// Default 1 GiB (≈ 3.5 M values with SGLang's 64-hex-digit page keys); 0 = no limit.
   std::uint64_t index_memory_bytes = 1ull << 30;
-  /// Values at least this large go to blob files (KV pages and SSM states usually do).
-  /// Default 4 KiB.
-  std::uint64_t min_blob_bytes = 4096;
-  /// Memtable size per column family; puts stall while a full memtable flushes
-  /// (floors.md §7), so it stays moderate. Default 32 MiB.
+  /// Size at which a value segment is sealed and a new one started. Default 256 MiB.
+  std::uint64_t segment_bytes = 256ull << 20;
+  /// A sealed segment at least this fraction dead (values evicted, erased or lost) is
+  /// compacted in the background. Default 0.5 (each live byte copied at most once per
+  /// byte reclaimed); 1.0 = only segments with nothing live are reclaimed.
+  double gc_dead_fraction = 0.5;
+  /// Check every read's checksum, not only a value's first read after open. Default off.
+  bool verify_every_read = false;
+  /// Memtable size of the index; index records are small (~60 B). Default 32 MiB.
   std::uint64_t write_buffer_bytes = 32ull << 20;
   /// A background flush of the memtables this often when something was written since the
   /// last one: bounds what a crash loses. 0 = none (only full memtables and close flush).
   /// Default 5 s.
   std::chrono::milliseconds flush_interval{5000};
-  /// O_DIRECT for value reads and for flush/compaction writes (RocksDB's use_direct_reads
-  /// and use_direct_io_for_flush_and_compaction): values bypass the page cache, which then
-  /// stays for the node's other files; reads always go to the device. Default off
-  /// (buffered I/O; BENCHMARKS.md §5 has both).
+  /// O_DIRECT for the value segments' reads and writes: values bypass the page cache,
+  /// which then stays for the node's other files; reads always go to the device. Default
+  /// off (buffered I/O; BENCHMARKS.md §5 has both).
   bool direct_io = false;
-  /// Recency records (LRU order across restarts) are written in batches of this many
-  /// touches, and by every background flush and close; a crash loses at most these, which
-  /// only makes some values look older. 1 = one write per get (the old behaviour).
-  /// Default 256.
+  /// Recency records (LRU order across restarts) are written once this many values were
+  /// touched since the last write (a value touched twice counts once), and by every
+  /// background flush and close; a crash loses at most these, which only makes some values
+  /// look older. 1 = one write per get. Default 256.
   std::size_t recency_batch = 256;
 };
 
 /// The index memory charged for a value under `key` (its key twice — hash map and recency
 /// order — plus their nodes and the allocator's overhead). An estimate, a little above
 /// what was measured (RSS growth over 1 M values, glibc malloc, 2026-11-24): 236 / 332 /
-/// 460 bytes per value for 17 / 65 / 120-byte keys, estimated 258 / 354 / 464.
+/// 460 bytes per value for 17 / 65 / 120-byte keys with 16-byte entries; entries now also
+/// hold their location (+32 bytes), estimated 290 / 386 / 496.
 constexpr std::uint64_t index_bytes_per_value(std::size_t key_bytes) noexcept {
-  return 2 * static_cast<std::uint64_t>(key_bytes) + 224;
+  return 2 * static_cast<std::uint64_t>(key_bytes) + 256;
 }
 
 class rocksdb_store final : public l3_store {
@@ -93,65 +113,96 @@ class rocksdb_store final : public l3_store {
 
   status set(l3_pool pool, std::string_view key, std::span<const std::byte> value) override;
   status get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) override;
-  /// Served from RocksDB's pinned value straight into `dst`, the checksum checked on the
-  /// way (one pass over the bytes).
+  /// One preadv of header and payload straight into `dst` (see the file comment for when
+  /// the checksum is checked).
   status get_into(l3_pool pool, std::string_view key, std::span<std::byte> dst) override;
   bool exists(l3_pool pool, std::string_view key) override;
   status erase(l3_pool pool, std::string_view key) override;
   result<std::size_t> erase_prefix(std::string_view prefix) override;
   l3_usage usage() const override;
 
-  /// Flushes the memtables and closes the database (also done by the destructor).
+  /// Syncs the segments, flushes the index and closes the database (also done by the
+  /// destructor).
   status close();
 
-  /// Test hook: replaces the stored (encoded) bytes of a key, e.g. to corrupt them.
+  /// Bytes in the value segments, live and dead (what the directory holds besides the
+  /// index), and the segments' count.
+  std::uint64_t segment_bytes_on_disk() const;
+  std::size_t segment_count() const;
+  /// Runs one garbage-collection pass now (the background thread does it on its own);
+  /// returns the segments removed.
+  std::size_t collect_garbage();
+
+  /// Test hook: replaces the stored value of a key by `bytes`, an encoded value (header +
+  /// payload, value_codec.hpp) — e.g. one with a flipped byte: bytes that decode are served
+  /// from now on; bytes that do not are a checksum failure at the next read.
   status overwrite_stored(l3_pool pool, std::string_view key, std::span<const std::byte> bytes);
 
  private:
+  using lru_list = std::list<const std::string*>;  ///< index keys, least recent first
   struct entry {
-    std::uint64_t size = 0;  ///< stored bytes (header included)
-    std::uint64_t seq = 0;   ///< access sequence: larger = more recent
+    std::uint64_t size = 0;        ///< stored bytes (header included)
+    std::uint64_t seq = 0;         ///< access sequence: larger = more recent (persisted)
+    value_location at;             ///< where the payload is
+    std::uint64_t checksum = 0;    ///< XXH3-64 of the payload
+    lru_list::iterator lru;        ///< its place in lru_
+    bool verified = false;         ///< checksum known good in this process
+    bool recency_pending = false;  ///< touched since its record was last written
   };
   using index_map = std::unordered_map<std::string, entry>;  // key: pool byte + key
 
   rocksdb_store() = default;
   status load_index();
-  rocksdb::ColumnFamilyHandle* family(l3_pool pool) const;
-  /// Deletes value + recency record of the given index entries in one batch.
+  /// Deletes the index records of the given entries in one batch; their space is dead.
   status drop_locked(const std::vector<std::string>& full_keys);
   void touch_locked(index_map::iterator it);
-  /// Writes the recency records of the touched values still in the index (one batch).
+  /// Writes the records of the touched values still in the index (one batch).
   void write_recency_locked();
-  /// Reads the stored bytes of `key` and hands them to `use(stored, bool& corrupt) ->
-  /// status`; the not_found / corrupt handling shared by get and get_into (a value `use`
-  /// finds corrupt is deleted and reported as not_found; its other errors pass through).
-  template <class Use>
-  status read_value(l3_pool pool, std::string_view key, Use&& use);
+  /// Reads the value of `key` into the buffer `dst_for(payload bytes) -> result<span>`
+  /// gives (its error passes through, the value kept); the not_found / corrupt handling
+  /// shared by get and get_into (a corrupt value is deleted and reported as not_found).
+  template <class DstFor>
+  status read_value(l3_pool pool, std::string_view key, DstFor&& dst_for);
+  /// Publishes a value just appended at `at`: evicts for room, writes its index record.
+  status publish_locked(const std::string& full, std::uint64_t size, value_location at,
+                        std::uint64_t checksum);
+  /// Writes the index record of `it`.
+  rocksdb::Status put_record_locked(index_map::const_iterator it);
+  void add_live_locked(value_location at, std::uint64_t size);
+  void remove_live_locked(value_location at, std::uint64_t size);
+  /// Sealed segments at least gc_dead_fraction dead (or wholly dead), most dead first.
+  std::vector<std::uint64_t> gc_candidates_locked() const;
+  /// Copies the live values of `segment` to the active segment, then removes it.
+  bool compact(std::uint64_t segment);
   /// The least recently used values to drop so that `bytes` more value bytes and `index`
   /// more index bytes fit both limits.
   std::vector<std::string> victims_locked(std::uint64_t bytes, std::uint64_t index) const;
-  /// The background flusher (flush_interval): flushes when dirty_, until close().
+  /// The background thread (flush_interval): syncs and flushes when dirty_, compacts
+  /// segments when gc_wanted_, until close().
   void flush_loop();
+  void wake_gc();
 
   rocksdb_store_config cfg_;
   std::unique_ptr<rocksdb::DB> db_;
-  rocksdb::ColumnFamilyHandle* pages_ = nullptr;
-  rocksdb::ColumnFamilyHandle* states_ = nullptr;
   rocksdb::ColumnFamilyHandle* meta_ = nullptr;
   rocksdb::ColumnFamilyHandle* default_ = nullptr;
+  std::unique_ptr<value_segments> segments_;
 
   mutable std::mutex mu_;
   index_map index_;
-  std::map<std::uint64_t, std::string> by_seq_;  ///< seq → full key (front = least recent)
+  lru_list lru_;  ///< the index's keys (stable in an unordered_map), least recent first
   std::uint64_t next_seq_ = 1;
   l3_usage usage_;
   std::uint64_t index_bytes_ = 0;             ///< sum of index_bytes_per_value over the index
-  std::vector<std::string> recency_pending_;  ///< full keys touched since the last batch
+  std::vector<std::string> recency_pending_;  ///< keys whose recency_pending was set
+  std::unordered_map<std::uint64_t, std::uint64_t> live_;  ///< segment → live footprint
 
   std::atomic<bool> dirty_{false};  ///< written since the last background flush
   std::mutex flush_mu_;
   std::condition_variable flush_cv_;
-  bool stopping_ = false;  ///< guarded by flush_mu_
+  bool stopping_ = false;   ///< guarded by flush_mu_
+  bool gc_wanted_ = false;  ///< guarded by flush_mu_
+  std::mutex gc_mu_;        ///< one compaction pass at a time
   std::thread flusher_;
 };
 

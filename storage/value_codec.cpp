@@ -46,6 +46,10 @@ void encode_value(std::span<const std::byte> payload, std::vector<std::byte>& ou
     std::memcpy(out.data() + value_header_bytes, payload.data(), payload.size());
 }
 
+std::uint64_t payload_checksum(std::span<const std::byte> payload) noexcept {
+  return XXH3_64bits(payload.data(), payload.size());
+}
+
 result<std::uint64_t> payload_length(std::span<const std::byte> stored) {
   if (stored.size() < value_header_bytes)
     return error{errc::parse_error, "L3 value of " + std::to_string(stored.size()) +

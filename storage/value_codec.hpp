@@ -34,6 +34,10 @@ void encode_value(std::span<const std::byte> payload, std::vector<std::byte>& ou
 /// not checked: that takes a pass over the payload (decode_value / decode_into).
 result<std::uint64_t> payload_length(std::span<const std::byte> stored);
 
+/// The checksum a header records for `payload` (XXH3-64): what the L3 store keeps in its
+/// index beside a payload it stores without the header.
+std::uint64_t payload_checksum(std::span<const std::byte> payload) noexcept;
+
 /// Copies the payload of `stored` into `dst` and checks its checksum on the way (one pass
 /// over the bytes: each block is hashed right after it was copied, while it is in cache).
 /// REQUIRES: payload_length(stored) succeeded and equals dst.size(). parse_error if the

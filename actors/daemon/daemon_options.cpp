@@ -59,16 +59,23 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--l3-flush-seconds", o.l3_flush_seconds,
-                 "Flush the L3 store's memtables this often when something was written: a crash "
-                 "(kill -9, power loss) loses at most this many seconds of L3 writes (no "
-                 "write-ahead log, by design). 0 = only when a memtable is full and at shutdown")
+                 "Sync the L3 store's value segments and flush its index this often when "
+                 "something was written: a crash (kill -9, power loss) loses at most this many "
+                 "seconds of L3 writes (no write-ahead log, by design). 0 = only when the index "
+                 "memtable is full and at shutdown")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--l3-direct-io", o.l3_direct_io,
-                 "O_DIRECT for the L3 store's value reads and its flush and compaction writes: "
-                 "the values bypass the page cache (which stays for other work) and every read "
-                 "goes to the device. Off: buffered I/O, the page cache keeps hot values "
-                 "(BENCHMARKS.md §5.0 measures both)")
+                 "O_DIRECT for the L3 store's value segments (reads and writes): the values "
+                 "bypass the page cache (which stays for other work) and every read goes to the "
+                 "device. Off: buffered I/O, the page cache keeps hot values (BENCHMARKS.md "
+                 "§5.0 measures both)")
+      ->capture_default_str();
+  app.add_option("--l3-verify-every-read", o.l3_verify_every_read,
+                 "Check an L3 value's XXH3 checksum on every read. Off: on its first read after "
+                 "the node started (what a crash or the disk could have damaged) — a value "
+                 "this node wrote was hashed from the bytes it was given; the header is "
+                 "checked on every read either way (BENCHMARKS.md §5.0 measures both)")
       ->capture_default_str();
   app.add_option("--store-arena-bytes", o.store_arena_bytes,
                  "Shared-memory arena of each external Store client (CacheNode.store), through "

@@ -31,8 +31,9 @@ struct daemon_options {
   bool l3 = true;                                          ///< L3 store in <data-dir>/l3
   std::uint64_t l3_capacity = std::uint64_t{64} << 30;     ///< L3 bytes before LRU eviction
   std::uint64_t l3_index_memory = std::uint64_t{1} << 30;  ///< L3 index memory before eviction
-  double l3_flush_seconds = 5;  ///< L3 memtables flushed this often when written; 0 = off
-  bool l3_direct_io = false;    ///< O_DIRECT for the L3 store's reads, flushes, compactions
+  double l3_flush_seconds = 5;        ///< L3 memtables flushed this often when written; 0 = off
+  bool l3_direct_io = false;          ///< O_DIRECT for the L3 store's value segments
+  bool l3_verify_every_read = false;  ///< checksum on every L3 read, not only the first
   std::size_t store_arena_bytes = std::size_t{64} << 20;  ///< arena per Store capability
   std::string race_demo = "off";  ///< HC_RACE_DEMO builds: an ordering rule turned off
 };

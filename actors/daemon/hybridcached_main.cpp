@@ -59,6 +59,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     sc.capacity_bytes = o.l3_capacity;
     sc.index_memory_bytes = o.l3_index_memory;
     sc.direct_io = o.l3_direct_io;
+    sc.verify_every_read = o.l3_verify_every_read;
     sc.flush_interval = std::chrono::milliseconds(static_cast<long>(o.l3_flush_seconds * 1000));
     auto store = hc::rocksdb_store::open(sc);
     if (!store) {

@@ -1,12 +1,12 @@
-// Fuzz target 4: the L3 value codec (storage/value_codec.hpp) and the RocksDB store's reads
-// of corrupted values. For any bytes:
+// Fuzz target 4: the L3 value codec (storage/value_codec.hpp) and the L3 store's reads of
+// corrupted values (rocksdb_store: value segments, RocksDB index). For any bytes:
 // The stored bytes are either the input itself or (half the inputs) a real encoding of a
 // payload from the input with a few bytes changed and its length cut or grown, so that the
 // checks past the header (length, checksum) are reached too.
 //  - decode_value either refuses them or returns the payload inside them, whose re-encoding
 //    is exactly the input (the header admits one payload only);
 //  - encode then decode gives the bytes back;
-//  - a value stored in RocksDB whose stored bytes are replaced by the input is served only
+//  - a value stored in the L3 store whose stored bytes are replaced by the input is served only
 //    if the input decodes, and then exactly its payload; otherwise the read is a miss, the
 //    value is deleted and counted corrupt — never served, never a crash.
 #include <cstdint>

@@ -52,7 +52,7 @@ struct rocksdb_traits {
       rocksdb_store_config cfg;
       cfg.path = dir.sub("db" + std::to_string(made++));
       cfg.capacity_bytes = capacity;
-      cfg.min_blob_bytes = 512;  // the contract's larger values go to blob files
+      cfg.segment_bytes = 4096;  // the contract's values span several segments
       auto st = rocksdb_store::open(cfg);
       EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.err().message);
       return st.ok() ? std::unique_ptr<l3_store>(std::move(*st)) : nullptr;
@@ -82,7 +82,7 @@ struct rocksdb_direct_traits {
       rocksdb_store_config cfg;
       cfg.path = dir.sub("db" + std::to_string(made++));
       cfg.capacity_bytes = capacity;
-      cfg.min_blob_bytes = 512;
+      cfg.segment_bytes = 4096;
       cfg.direct_io = true;
       auto st = rocksdb_store::open(cfg);
       EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.err().message);

@@ -1,14 +1,15 @@
 // hcbench tier figures (issue 5; BENCHMARKS.md §5), every one beside its floor measured
 // in the same run on the same disk / memory:
 //
-//   BM_L3Put/<bytes>/<direct>    RocksDB store set() of fresh values (no WAL, BlobDB)
+//   BM_L3Put/<bytes>/<direct>    L3 store set() of fresh values (segment files, RocksDB index)
 //   BM_FileWrite/<bytes>/<direct> the same bytes appended to one file (the disk write floor)
-//   BM_L3Get/<bytes>/<direct>    store get_into() a buffer, random order (what a prefetch
-//                                does into the L2 pools)
+//   BM_L3Get/<bytes>/<direct>/<verify>  store get_into() a buffer, random order (what a
+//                                prefetch does into the L2 pools); verify 1: the checksum on
+//                                every read (verify_every_read), 0: on a value's first read
 //   BM_FileRead/<bytes>/<direct> pread of the same bytes from one file
 //   <direct> 0: buffered I/O (the page cache holds the data set); 1: O_DIRECT for the
-//   floor and the store's direct_io option (reads and flush/compaction writes bypass the
-//   page cache; each read goes to the device)
+//   floor and the store's direct_io option (segment reads and writes bypass the page cache;
+//   each read goes to the device)
 //   BM_PrefetchRead        l3::read_pages of 64 pages (+ the state) into the L2 host pools
 //   BM_L2PageCopy/<bytes>  a page into the page-first host pool (what a D->H copy does)
 //   BM_Memcpy/<bytes>      plain memcpy of the same bytes (the memory floor)
@@ -71,10 +72,12 @@ int open_file(const std::filesystem::path& p, int flags, bool direct) {
   return ::open(p.c_str(), flags | (direct ? O_DIRECT : 0), 0600);
 }
 
-std::unique_ptr<rocksdb_store> open_store(const std::filesystem::path& p, bool direct = false) {
+std::unique_ptr<rocksdb_store> open_store(const std::filesystem::path& p, bool direct = false,
+                                          bool verify = false) {
   rocksdb_store_config cfg;
   cfg.path = p.string();
   cfg.direct_io = direct;
+  cfg.verify_every_read = verify;
   cfg.capacity_bytes = 4 * dataset_bytes;
   auto s = rocksdb_store::open(cfg);
   if (!s) std::abort();
@@ -134,14 +137,15 @@ void BM_FileWrite(benchmark::State& st) {
 void BM_L3Get(benchmark::State& st) {
   const auto size = static_cast<std::size_t>(st.range(0));
   const bool direct = st.range(1) != 0;
+  const bool verify = st.range(2) != 0;
   const auto dir = bench_dir("get");
-  auto store = open_store(dir / "db", direct);
+  auto store = open_store(dir / "db", direct, verify);
   const std::size_t n = dataset_bytes / size;
   const auto value = random_bytes(size, 2);
   for (std::size_t i = 0; i < n; ++i)
     (void)store->set(l3_pool::kv_page, "k" + std::to_string(i), value);
-  store.reset();  // flushed: the values are in blob files, as the floor's are in its file
-  store = open_store(dir / "db", direct);
+  store.reset();  // closed and opened again: every value is checked on its first read
+  store = open_store(dir / "db", direct, verify);
   std::mt19937_64 rng(7);
   aligned_buffer out(size, 0);
   for (auto _ : st) {
@@ -246,7 +250,10 @@ void io_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_FileWrite)->Apply(io_args);
 BENCHMARK(BM_L3Put)->Apply(io_args);
 BENCHMARK(BM_FileRead)->Apply(io_args);
-BENCHMARK(BM_L3Get)->Apply(io_args);
+BENCHMARK(BM_L3Get)
+    ->ArgsProduct({{64 << 10, 1 << 20}, {0, 1}, {0, 1}})
+    ->ArgNames({"bytes", "direct", "verify"})
+    ->UseRealTime();
 BENCHMARK(BM_PrefetchRead)->UseRealTime();
 BENCHMARK(BM_Memcpy)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();
 BENCHMARK(BM_L2PageCopy)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();
