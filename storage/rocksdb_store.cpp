@@ -357,6 +357,7 @@ bool rocksdb_store::compact(std::uint64_t id) {
     if (!db_) return false;
     auto it = index_.find(v.full);
     if (it == index_.end() || !(it->second.at == v.e.at)) continue;  // gone meanwhile
+    if (!corrupt && !segments_->segment(to.segment)) continue;       // the copy's segment is gone
     if (corrupt) {
       ++usage_.corrupt;
       (void)drop_locked({v.full});
@@ -365,12 +366,13 @@ bool rocksdb_store::compact(std::uint64_t id) {
     remove_live_locked(it->second.at, it->second.size);
     it->second.at = to;
     it->second.verified = true;
+    ++moved_;
     add_live_locked(to, it->second.size);
     (void)put_record_locked(it);
     dirty_ = true;
   }
   std::lock_guard lk(mu_);
-  if (live_.count(id)) return false;  // written meanwhile? (never: it is sealed)
+  if (live_.count(id)) return false;  // values left behind: their copies' segment vanished
   segments_->remove(id);
   return true;
 }
@@ -489,34 +491,40 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
   }
   // The checksum and the write run outside the lock: one pwrite of the payload.
   const std::uint64_t checksum = l3::payload_checksum(value);
-  auto at = segments_->append(value);
-  if (!at) return at.err();
-  std::lock_guard lk(mu_);
-  if (!db_) return {errc::io_error, "L3 store is closed"};
-  if (auto it = index_.find(full); it != index_.end()) {  // set meanwhile: ours is dead
-    touch_locked(it);
-    return {};
+  for (;;) {
+    auto at = segments_->append(value);
+    if (!at) return at.err();
+    std::lock_guard lk(mu_);
+    if (!db_) return {errc::io_error, "L3 store is closed"};
+    if (auto it = index_.find(full); it != index_.end()) {  // set meanwhile: ours is dead
+      touch_locked(it);
+      return {};
+    }
+    // A write in flight is not live yet: its segment, sealed meanwhile by other writes, may
+    // have been removed (nothing live) or compacted away. Segments are removed only under
+    // mu_, so one that is there now stays while the index counts this value in it.
+    if (segments_->segment(at->segment)) return publish_locked(full, need, *at, checksum);
   }
-  return publish_locked(full, need, *at, checksum);
 }
 
 template <class DstFor>
 status rocksdb_store::read_value(l3_pool pool, std::string_view key, DstFor&& dst_for) {
   const std::string full = full_key(pool, key);
   entry e;
+  std::shared_ptr<segment_file> seg;
   {
     std::lock_guard lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
     auto it = index_.find(full);
     if (it == index_.end()) return {errc::not_found, "L3 key not found"};
     e = it->second;
+    // Taken under mu_: a segment that holds a live value is not removed, and once held it
+    // stays readable even if garbage collection moves the value and removes it meanwhile.
+    seg = segments_->segment(e.at.segment);
   }
   auto dst = dst_for(e.size - l3::value_header_bytes);
   if (!dst) return dst.err();  // the caller's buffer does not fit: the value stays
-  // The read runs without the index lock; a segment removed meanwhile (its values moved
-  // by garbage collection) stays readable through the pointer held here.
-  const auto seg = segments_->segment(e.at.segment);
-  status rd = seg ? seg->read(e.at.offset, *dst) : status{errc::not_found, "L3 segment is gone"};
+  status rd = seg ? seg->read(e.at.offset, *dst) : status{errc::parse_error, "L3 segment is gone"};
   bool corrupt = !rd && rd.err().code == errc::parse_error;
   std::string why = corrupt ? rd.err().message : "";
   if (rd && (!e.verified || cfg_.verify_every_read) && l3::payload_checksum(*dst) != e.checksum) {
@@ -525,15 +533,18 @@ status rocksdb_store::read_value(l3_pool pool, std::string_view key, DstFor&& ds
   }
   std::lock_guard lk(mu_);
   auto it = index_.find(full);
-  if (it == index_.end() || !(it->second.at == e.at))  // evicted, erased or moved meanwhile
+  // Evicted or erased meanwhile (and maybe set again, to other bytes): a miss.
+  if (it == index_.end() || it->second.checksum != e.checksum || it->second.size != e.size)
     return {errc::not_found, "L3 key not found"};
+  const bool moved = !(it->second.at == e.at);  // by garbage collection: the same bytes
   if (corrupt) {
+    if (moved) return {errc::not_found, "L3 value moved while it was read; read it again"};
     (void)drop_locked({full});
     ++usage_.corrupt;
     return {errc::not_found, "L3 value was corrupt and is deleted: " + why};
   }
   if (!rd) return rd;
-  it->second.verified = true;
+  if (!moved) it->second.verified = true;
   touch_locked(it);
   return {};
 }
@@ -590,6 +601,11 @@ std::uint64_t rocksdb_store::segment_bytes_on_disk() const {
   return n;
 }
 
+std::uint64_t rocksdb_store::values_moved() const {
+  std::lock_guard lk(mu_);
+  return moved_;
+}
+
 std::size_t rocksdb_store::segment_count() const {
   return segments_->sizes().size();
 }
@@ -613,6 +629,8 @@ status rocksdb_store::overwrite_stored(l3_pool pool, std::string_view key,
   } else {  // another length: a new record, the index pointing at it
     auto at = segments_->append(payload);
     if (!at) return at.err();
+    if (!segments_->segment(at->segment))
+      return {errc::io_error, "L3 segment removed under a test overwrite"};
     remove_live_locked(it->second.at, it->second.size);
     usage_.bytes = usage_.bytes - it->second.size + size;
     it->second.at = *at;

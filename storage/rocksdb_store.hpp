@@ -132,6 +132,8 @@ class rocksdb_store final : public l3_store {
   /// Runs one garbage-collection pass now (the background thread does it on its own);
   /// returns the segments removed.
   std::size_t collect_garbage();
+  /// Values garbage collection moved to the active segment since open.
+  std::uint64_t values_moved() const;
 
   /// Test hook: replaces the stored value of a key by `bytes`, an encoded value (header +
   /// payload, value_codec.hpp) — e.g. one with a flipped byte: bytes that decode are served
@@ -196,6 +198,7 @@ class rocksdb_store final : public l3_store {
   std::uint64_t index_bytes_ = 0;             ///< sum of index_bytes_per_value over the index
   std::vector<std::string> recency_pending_;  ///< keys whose recency_pending was set
   std::unordered_map<std::uint64_t, std::uint64_t> live_;  ///< segment → live footprint
+  std::uint64_t moved_ = 0;                                ///< values_moved()
 
   std::atomic<bool> dirty_{false};  ///< written since the last background flush
   std::mutex flush_mu_;

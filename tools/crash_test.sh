@@ -7,10 +7,11 @@
 # for byte with the toy model's recomputation. Every run uses the same conversations, so a
 # verification reads what every earlier run (crashed or not) left in L3.
 #
-# What a crash may lose, by design: the L3 writes since RocksDB's last memtable flush (no
-# write-ahead log: cache data is reconstructible). What it may never do: serve a value
-# that is not exactly what was written (every value carries an XXH3 checksum and is
-# written with its recency record in one batch), or keep the node from starting again.
+# What a crash may lose, by design: the L3 writes since the store's last timed flush (value
+# segments synced, then the RocksDB index flushed; no write-ahead log: cache data is
+# reconstructible). What it may never do: serve a value that is not exactly what was
+# written (every value's XXH3 is in its index record, written after its bytes, and checked
+# on the value's first read after a restart), or keep the node from starting again.
 #
 # Usage: tools/crash_test.sh [RUNS] [BUILD_DIR] [SEED]
 #   RUNS       default 100

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -223,6 +224,7 @@ TEST(RocksdbStore, DeadSegmentSpaceIsReclaimed) {
   rocksdb_store_config cfg;
   cfg.path = dir.sub("l3");
   cfg.segment_bytes = 64 << 10;
+  cfg.gc_dead_fraction = 1.0;  // first only what is wholly dead: no background compaction
   const std::size_t n = 8192;
   {
     auto st = rocksdb_store::open(cfg);
@@ -238,7 +240,15 @@ TEST(RocksdbStore, DeadSegmentSpaceIsReclaimed) {
       }
     }
     EXPECT_EQ(s.segment_count(), 5u) << "segments with nothing live are removed at once";
-    s.collect_garbage();
+    EXPECT_EQ(s.values_moved(), 0u);
+  }
+  cfg.gc_dead_fraction = 0.5;  // the default: the half-dead segments are compacted
+  {
+    auto st = rocksdb_store::open(cfg);
+    ASSERT_TRUE(st.ok()) << st.err().message;
+    rocksdb_store& s = **st;
+    s.collect_garbage();  // the background thread may have started it: either moves them
+    EXPECT_GT(s.values_moved(), 0u);
     EXPECT_EQ(s.usage().values, 18u);
     EXPECT_LE(s.segment_bytes_on_disk(), 2 * s.usage().bytes + cfg.segment_bytes)
         << "at most half of a sealed segment is dead after a pass";
@@ -267,6 +277,68 @@ TEST(RocksdbStore, DeadSegmentSpaceIsReclaimed) {
 // What the disk holds after the store closed is checked again: a value whose bytes changed
 // is a miss on its first read after open (counted corrupt, deleted), one whose bytes are
 // past the end of a truncated segment is dropped at open; the rest are served.
+// Garbage collection moves values while others read, write and erase them: every read that
+// succeeds returns the value's exact bytes, and what is left reads back whole at the end.
+TEST(RocksdbStore, ReadersSeeWholeValuesWhileSegmentsAreCompacted) {
+  temp_dir dir;
+  rocksdb_store_config cfg;
+  cfg.path = dir.sub("l3");
+  cfg.segment_bytes = 32 << 10;  // 8 values of 4 KiB per segment: many segments to compact
+  cfg.flush_interval = std::chrono::milliseconds(20);
+  auto st = rocksdb_store::open(cfg);
+  ASSERT_TRUE(st.ok()) << st.err().message;
+  rocksdb_store& s = **st;
+  const std::size_t n = 4096;
+  constexpr int keys = 64;
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0}, served{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 2; ++w)  // writers: set and erase their half of the keys over and over
+    threads.emplace_back([&, w] {
+      for (int round = 0; round < 60; ++round)
+        for (int i = w; i < keys; i += 2) {
+          (void)s.set(l3_pool::kv_page, std::to_string(i), numbered(i, n));
+          if ((i + round) % 2 == 0) (void)s.erase(l3_pool::kv_page, std::to_string(i));
+        }
+    });
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      std::vector<std::byte> out;
+      for (int k = 0; !stop; ++k) {
+        const int i = (k * 7 + r) % keys;
+        if (s.get(l3_pool::kv_page, std::to_string(i), out).ok()) {
+          ++served;
+          if (out != numbered(i, n)) ++bad;
+        }
+      }
+    });
+  std::thread gc([&] {
+    while (!stop)
+      (void)s.collect_garbage();
+  });
+  for (int w = 0; w < 2; ++w)
+    threads[static_cast<std::size_t>(w)].join();
+  stop = true;
+  for (std::size_t t = 2; t < threads.size(); ++t)
+    threads[t].join();
+  gc.join();
+  EXPECT_EQ(bad.load(), 0) << "of " << served.load() << " values served";
+  EXPECT_GT(served.load(), 0);
+  EXPECT_GT(s.values_moved(), 0u) << "compaction ran while the readers read";
+  EXPECT_EQ(s.usage().corrupt, 0u);
+  s.collect_garbage();
+  std::uint64_t live = 0;
+  for (int i = 0; i < keys; ++i) {
+    std::vector<std::byte> out;
+    if (!s.exists(l3_pool::kv_page, std::to_string(i))) continue;
+    const status g = s.get(l3_pool::kv_page, std::to_string(i), out);
+    ASSERT_TRUE(g.ok()) << i << ": " << g.err().message;
+    EXPECT_EQ(out, numbered(i, n)) << i;
+    live += n;
+  }
+  EXPECT_LE(s.segment_bytes_on_disk(), 2 * live + 2 * cfg.segment_bytes);
+}
+
 TEST(RocksdbStore, BytesDamagedWhileClosedAreNeverServed) {
   temp_dir dir;
   rocksdb_store_config cfg;
