@@ -377,14 +377,14 @@ bool rocksdb_store::compact(std::uint64_t id) {
   return true;
 }
 
-void rocksdb_store::touch_locked(index_map::iterator it) {
-  it->second.seq = next_seq_++;
-  lru_.splice(lru_.end(), lru_, it->second.lru);
+void rocksdb_store::touch_locked(entry& e) {
+  e.seq = next_seq_++;
+  lru_.splice(lru_.end(), lru_, e.lru);
   // Recency survives a restart, written in batches; a lost update only makes the value
   // look older.
-  if (!it->second.recency_pending) {
-    it->second.recency_pending = true;
-    recency_pending_.push_back(it->first);
+  if (!e.recency_pending) {
+    e.recency_pending = true;
+    recency_pending_.push_back(**e.lru);  // the index key the LRU entry points at
   }
   if (recency_pending_.size() >= std::max<std::size_t>(cfg_.recency_batch, 1))
     write_recency_locked();
@@ -433,6 +433,7 @@ status rocksdb_store::drop_locked(const std::vector<std::string>& full_keys) {
     lru_.erase(it->second.lru);
     const entry e = it->second;
     index_.erase(it);
+    ++erasures_;
     remove_live_locked(e.at, e.size);
   }
   rocksdb::Status s = db_->Write(write_options(), &batch);
@@ -485,7 +486,7 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
     std::lock_guard lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
     if (auto it = index_.find(full); it != index_.end()) {
-      touch_locked(it);  // idempotent: the first value stays, recency refreshes
+      touch_locked(it->second);  // idempotent: the first value stays, recency refreshes
       return {};
     }
   }
@@ -497,7 +498,7 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
     std::lock_guard lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
     if (auto it = index_.find(full); it != index_.end()) {  // set meanwhile: ours is dead
-      touch_locked(it);
+      touch_locked(it->second);
       return {};
     }
     // A write in flight is not live yet: its segment, sealed meanwhile by other writes, may
@@ -509,15 +510,22 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
 
 template <class DstFor>
 status rocksdb_store::read_value(l3_pool pool, std::string_view key, DstFor&& dst_for) {
-  const std::string full = full_key(pool, key);
+  // The index key, built without an allocation per get.
+  thread_local std::string full;
+  full.assign(1, static_cast<char>(pool));
+  full.append(key);
   entry e;
+  entry* held = nullptr;  // valid while erasures_ stays as it was (map nodes do not move)
+  std::uint64_t erasures = 0;
   std::shared_ptr<segment_file> seg;
   {
     std::lock_guard lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
     auto it = index_.find(full);
     if (it == index_.end()) return {errc::not_found, "L3 key not found"};
-    e = it->second;
+    held = &it->second;
+    erasures = erasures_;
+    e = *held;
     // Taken under mu_: a segment that holds a live value is not removed, and once held it
     // stays readable even if garbage collection moves the value and removes it meanwhile.
     seg = segments_->segment(e.at.segment);
@@ -532,11 +540,15 @@ status rocksdb_store::read_value(l3_pool pool, std::string_view key, DstFor&& ds
     why = "L3 value fails its checksum";
   }
   std::lock_guard lk(mu_);
-  auto it = index_.find(full);
+  if (!db_) return {errc::io_error, "L3 store is closed"};
+  if (erasures_ != erasures) {  // something was dropped meanwhile: look the key up again
+    auto it = index_.find(full);
+    held = it == index_.end() ? nullptr : &it->second;
+  }
   // Evicted or erased meanwhile (and maybe set again, to other bytes): a miss.
-  if (it == index_.end() || it->second.checksum != e.checksum || it->second.size != e.size)
+  if (!held || held->checksum != e.checksum || held->size != e.size)
     return {errc::not_found, "L3 key not found"};
-  const bool moved = !(it->second.at == e.at);  // by garbage collection: the same bytes
+  const bool moved = !(held->at == e.at);  // by garbage collection: the same bytes
   if (corrupt) {
     if (moved) return {errc::not_found, "L3 value moved while it was read; read it again"};
     (void)drop_locked({full});
@@ -544,8 +556,8 @@ status rocksdb_store::read_value(l3_pool pool, std::string_view key, DstFor&& ds
     return {errc::not_found, "L3 value was corrupt and is deleted: " + why};
   }
   if (!rd) return rd;
-  if (!moved) it->second.verified = true;
-  touch_locked(it);
+  if (!moved) held->verified = true;
+  touch_locked(*held);
   return {};
 }
 

@@ -87,11 +87,12 @@ struct rocksdb_store_config {
   /// which then stays for the node's other files; reads always go to the device. Default
   /// off (buffered I/O; BENCHMARKS.md §5 has both).
   bool direct_io = false;
-  /// Recency records (LRU order across restarts) are written once this many values were
-  /// touched since the last write (a value touched twice counts once), and by every
-  /// background flush and close; a crash loses at most these, which only makes some values
-  /// look older. 1 = one write per get. Default 256.
-  std::size_t recency_batch = 256;
+  /// Recency records (LRU order across restarts) are written by every background flush
+  /// and close, and earlier once this many values were touched since the last write (a
+  /// value touched twice counts once: a hot set costs one record per value per
+  /// flush_interval, not one per get); a crash loses at most these, which only makes some
+  /// values look older. 1 = one write per get. Default 16384 (≈ 2 MiB of pending keys).
+  std::size_t recency_batch = 16384;
 };
 
 /// The index memory charged for a value under `key` (its key twice — hash map and recency
@@ -157,7 +158,7 @@ class rocksdb_store final : public l3_store {
   status load_index();
   /// Deletes the index records of the given entries in one batch; their space is dead.
   status drop_locked(const std::vector<std::string>& full_keys);
-  void touch_locked(index_map::iterator it);
+  void touch_locked(entry& e);
   /// Writes the records of the touched values still in the index (one batch).
   void write_recency_locked();
   /// Reads the value of `key` into the buffer `dst_for(payload bytes) -> result<span>`
@@ -197,6 +198,8 @@ class rocksdb_store final : public l3_store {
   l3_usage usage_;
   std::uint64_t index_bytes_ = 0;             ///< sum of index_bytes_per_value over the index
   std::vector<std::string> recency_pending_;  ///< keys whose recency_pending was set
+  std::uint64_t erasures_ = 0;  ///< values erased from index_ so far (a reader's entry pointer
+                                ///< stays valid while this does not change)
   std::unordered_map<std::uint64_t, std::uint64_t> live_;  ///< segment → live footprint
   std::uint64_t moved_ = 0;                                ///< values_moved()
 
