@@ -349,6 +349,20 @@ struct unified_requests : unified {
     ASSERT_TRUE(m->alloc_req(h).ok());
     ASSERT_TRUE(m->alloc_kv(h, 0, kv_len).ok());
   }
+  /// Request 2 caches the first 2P tokens with their state and finishes; request 1 (3P
+  /// tokens) is then admitted over that prefix, locked, with KV for its last page.
+  void admit_over_a_cached_prefix() {
+    admit(2, seq(1, 2), 2 * P);
+    if (extra) {
+      ASSERT_TRUE(m->record_track(2, 2 * P, false).ok());
+    }
+    ASSERT_TRUE(m->finish(2).ok());
+    ASSERT_TRUE(m->create(1, 0, seq(1, 3)).ok());
+    ASSERT_TRUE(m->match(1).ok());
+    ASSERT_TRUE(m->lock(1).ok());
+    ASSERT_TRUE(m->alloc_req(1).ok());
+    ASSERT_TRUE(m->alloc_kv(1, 2 * P, P).ok());
+  }
 };
 
 // Paged configurations only (P > 1: extra_buffer, tracked lengths, multi-token child keys).
@@ -395,16 +409,8 @@ TEST_P(unified_requests, CacheUnfinishedReq) {
 TEST_P(unified_requests, CacheUnfinishedInsideTheProtectedPrefixIsRefusedAndChangesNothing) {
   // Found by fuzz_executor: a length below cache_protected_len read the match result past
   // its end and would have moved the lock to an ancestor of the row's prefix.
-  admit(2, seq(1, 2), 2 * P);  // caches the first 2P tokens with their state
-  if (extra) {
-    ASSERT_TRUE(m->record_track(2, 2 * P, false).ok());
-  }
-  ASSERT_TRUE(m->finish(2).ok());
-  ASSERT_TRUE(m->create(1, 0, seq(1, 3)).ok());
-  ASSERT_TRUE(m->match(1).ok());
-  ASSERT_TRUE(m->lock(1).ok());
-  ASSERT_TRUE(m->alloc_req(1).ok());
-  ASSERT_TRUE(m->alloc_kv(1, 2 * P, P).ok());
+  admit_over_a_cached_prefix();
+  if (HasFatalFailure()) return;
   const request_record before = *m->find(1);
   ASSERT_EQ(before.cache_protected_len, 2 * P);
   if (extra) {
@@ -425,16 +431,8 @@ TEST_P(unified_requests, CacheUnfinishedInsideTheProtectedPrefixIsRefusedAndChan
 // the row still read; its ids went back to the free list, were handed out again and ended
 // up owned by several nodes (the third eviction freed them twice).
 TEST_P(unified_requests, AnAdmittedRequestKeepsTheLockItsRowReads) {
-  admit(2, seq(1, 2), 2 * P);  // caches the first 2P tokens with their state
-  if (extra) {
-    ASSERT_TRUE(m->record_track(2, 2 * P, false).ok());
-  }
-  ASSERT_TRUE(m->finish(2).ok());
-  ASSERT_TRUE(m->create(1, 0, seq(1, 3)).ok());
-  ASSERT_TRUE(m->match(1).ok());
-  ASSERT_TRUE(m->lock(1).ok());
-  ASSERT_TRUE(m->alloc_req(1).ok());
-  ASSERT_TRUE(m->alloc_kv(1, 2 * P, P).ok());
+  admit_over_a_cached_prefix();
+  if (HasFatalFailure()) return;
   ASSERT_EQ(m->find(1)->cache_protected_len, 2 * P);
   const std::size_t avail = cache.kv().available();
   status u = m->unlock(1);
