@@ -7,6 +7,16 @@
 
 namespace hc {
 
+status l3_check_set(std::string_view key, std::size_t value_bytes, std::uint64_t capacity) {
+  if (key.empty()) return {errc::invalid_argument, "L3 key is empty"};
+  const std::uint64_t need = l3::value_header_bytes + value_bytes;
+  if (need > capacity)
+    return {errc::out_of_memory, "L3 value of " + std::to_string(need) +
+                                     " bytes exceeds the store capacity " +
+                                     std::to_string(capacity)};
+  return {};
+}
+
 error l3_size_mismatch(std::string_view key, std::size_t have, std::size_t want) {
   return {errc::parse_error, "L3 value of " + std::string(key) + " has " + std::to_string(have) +
                                  " bytes, expected " + std::to_string(want)};

@@ -68,6 +68,10 @@ class l3_store {
   }
 };
 
+/// What every store's set() checks first: invalid_argument for an empty key,
+/// out_of_memory for a value whose stored size (header included) exceeds `capacity`.
+status l3_check_set(std::string_view key, std::size_t value_bytes, std::uint64_t capacity);
+
 /// parse_error for a value of `have` bytes read into a buffer of `want` bytes.
 error l3_size_mismatch(std::string_view key, std::size_t have, std::size_t want);
 

@@ -22,12 +22,8 @@ void memory_store::drop(std::unordered_map<std::string, entry>::iterator it) {
 }
 
 status memory_store::set(l3_pool pool, std::string_view key, std::span<const std::byte> value) {
-  if (key.empty()) return {errc::invalid_argument, "L3 key is empty"};
+  if (status ok = l3_check_set(key, value.size(), usage_.capacity); !ok) return ok;
   const std::size_t need = l3::value_header_bytes + value.size();
-  if (need > usage_.capacity)
-    return {errc::out_of_memory, "L3 value of " + std::to_string(need) +
-                                     " bytes exceeds the store capacity " +
-                                     std::to_string(usage_.capacity)};
   std::lock_guard lk(mu_);
   const std::string k = full_key(pool, key);
   if (auto it = map_.find(k); it != map_.end()) {

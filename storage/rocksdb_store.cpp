@@ -475,12 +475,8 @@ status rocksdb_store::publish_locked(const std::string& full, std::uint64_t size
 }
 
 status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const std::byte> value) {
-  if (key.empty()) return {errc::invalid_argument, "L3 key is empty"};
+  if (status ok = l3_check_set(key, value.size(), usage_.capacity); !ok) return ok;
   const std::uint64_t need = l3::value_header_bytes + value.size();
-  if (need > usage_.capacity)
-    return {errc::out_of_memory, "L3 value of " + std::to_string(need) +
-                                     " bytes exceeds the store capacity " +
-                                     std::to_string(usage_.capacity)};
   const std::string full = full_key(pool, key);
   {
     std::lock_guard lk(mu_);

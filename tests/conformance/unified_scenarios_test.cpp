@@ -350,8 +350,8 @@ struct unified_requests : unified {
     ASSERT_TRUE(m->alloc_kv(h, 0, kv_len).ok());
   }
   /// Request 2 caches the first 2P tokens with their state and finishes; request 1 (3P
-  /// tokens) is then admitted over that prefix, locked, with KV for its last page.
-  void admit_over_a_cached_prefix() {
+  /// tokens) is created and matched against that prefix.
+  void match_over_a_cached_prefix() {
     admit(2, seq(1, 2), 2 * P);
     if (extra) {
       ASSERT_TRUE(m->record_track(2, 2 * P, false).ok());
@@ -359,6 +359,11 @@ struct unified_requests : unified {
     ASSERT_TRUE(m->finish(2).ok());
     ASSERT_TRUE(m->create(1, 0, seq(1, 3)).ok());
     ASSERT_TRUE(m->match(1).ok());
+  }
+  /// Then admits request 1: locked, a row, KV for its last page.
+  void admit_over_a_cached_prefix() {
+    match_over_a_cached_prefix();
+    if (HasFatalFailure()) return;
     ASSERT_TRUE(m->lock(1).ok());
     ASSERT_TRUE(m->alloc_req(1).ok());
     ASSERT_TRUE(m->alloc_kv(1, 2 * P, P).ok());
@@ -449,13 +454,8 @@ TEST_P(unified_requests, AnAdmittedRequestKeepsTheLockItsRowReads) {
 }
 
 TEST_P(unified_requests, AdmissionNeedsTheMatchedPrefixLocked) {
-  admit(2, seq(1, 2), 2 * P);
-  if (extra) {
-    ASSERT_TRUE(m->record_track(2, 2 * P, false).ok());
-  }
-  ASSERT_TRUE(m->finish(2).ok());
-  ASSERT_TRUE(m->create(1, 0, seq(1, 3)).ok());
-  ASSERT_TRUE(m->match(1).ok());
+  match_over_a_cached_prefix();
+  if (HasFatalFailure()) return;
   const std::size_t rows = m->rows().available();
   auto a = m->alloc_req(1);
   ASSERT_FALSE(a.ok());
