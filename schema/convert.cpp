@@ -1,6 +1,12 @@
 #include "schema/convert.hpp"
 
+#include <capnp/any.h>
+
+#include <bit>
+#include <cstring>
 #include <optional>
+#include <span>
+#include <type_traits>
 #include <variant>
 
 namespace hc::wire_convert {
@@ -13,6 +19,35 @@ void copy_list(std::vector<T>& out, List l) {
   out.reserve(l.size());
   for (auto v : l)
     out.push_back(static_cast<T>(v));
+}
+
+/// The elements of a List(Int32) as they lie in the message: little-endian 4-byte words
+/// when the list is encoded as one (always, from our writers); empty otherwise (a list a
+/// writer upgraded to structs), and then the caller goes element by element.
+std::span<const std::byte> int32_words(capnp::List<std::int32_t>::Reader l) {
+  if constexpr (std::endian::native != std::endian::little) return {};
+  const capnp::AnyList::Reader any(l);
+  if (any.getElementSize() != capnp::ElementSize::FOUR_BYTES) return {};
+  const kj::ArrayPtr<const kj::byte> raw = any.getRawBytes();
+  if (raw.size() != std::size_t{l.size()} * 4) return {};
+  return {reinterpret_cast<const std::byte*>(raw.begin()), raw.size()};
+}
+
+/// Token and KV-id lists: one copy of the words (16 K tokens a step at 32 requests).
+template <class T>
+requires(sizeof(T) == 4 &&
+         std::is_integral_v<T>) void copy_list(std::vector<T>& out,
+                                               capnp::List<std::int32_t>::Reader l) {
+  const std::span<const std::byte> w = int32_words(l);
+  if (w.empty() && l.size() != 0) {
+    out.clear();
+    out.reserve(l.size());
+    for (auto v : l)
+      out.push_back(static_cast<T>(v));
+    return;
+  }
+  out.resize(l.size());
+  if (!w.empty()) std::memcpy(out.data(), w.data(), w.size());
 }
 
 }  // namespace
@@ -114,6 +149,7 @@ void put_spec(wire::InstanceSpec::Builder b, const instance_spec& s) {
   b.setOverlap(s.overlap);
   b.setRequestRows(static_cast<std::uint32_t>(s.request_rows));
   b.setMaxContextLen(static_cast<std::uint32_t>(s.max_context_len));
+  b.setSharedRows(s.shared_rows);
   b.setSlotsPerRequest(static_cast<std::uint32_t>(s.slots_per_request));
   b.setNamespace(s.ns);
   b.setHicacheRatio(s.hicache_ratio);
@@ -156,6 +192,7 @@ result<instance_spec> get_spec(wire::InstanceSpec::Reader r) {
   s.overlap = r.getOverlap();
   s.request_rows = r.getRequestRows();
   s.max_context_len = r.getMaxContextLen();
+  s.shared_rows = r.getSharedRows();
   s.slots_per_request = r.getSlotsPerRequest();
   s.ns = r.getNamespace().cStr();
   s.hicache_ratio = r.getHicacheRatio();
@@ -193,6 +230,15 @@ template <class T, class Init>
 void put_list(Init&& init, const std::vector<T>& v) {
   if (v.empty()) return;
   auto l = init(static_cast<unsigned>(v.size()));
+  if constexpr (std::is_same_v<decltype(l), capnp::List<std::int32_t>::Builder> && sizeof(T) == 4 &&
+                std::is_integral_v<T>) {
+    // The builder's own words (a fresh List(Int32) is always 4-byte elements): one copy.
+    const std::span<const std::byte> w = int32_words(l.asReader());
+    if (w.size() == v.size() * 4) {
+      std::memcpy(const_cast<std::byte*>(w.data()), v.data(), w.size());
+      return;
+    }
+  }
   for (unsigned i = 0; i < l.size(); ++i)
     l.set(i, v[i]);
 }
@@ -231,6 +277,7 @@ struct command_writer {
     x.setReq(c.req);
     x.setStart(c.start);
     x.setCount(c.count);
+    x.setToEnd(c.to_end);
   }
   void operator()(const cmd::track& c) {
     auto x = b.initTrack();
@@ -403,7 +450,7 @@ result<command> get_command(wire::Command::Reader r) {
       return command(cmd::alloc_req{r.getAllocReq().getReq()});
     case W::ALLOC_KV: {
       auto x = r.getAllocKv();
-      return command(cmd::alloc_kv{x.getReq(), x.getStart(), x.getCount()});
+      return command(cmd::alloc_kv{x.getReq(), x.getStart(), x.getCount(), x.getToEnd()});
     }
     case W::TRACK: {
       auto x = r.getTrack();
@@ -602,6 +649,9 @@ void put_pool_info(wire::PoolInfo::Builder b, const pool_info& p) {
   b.setDoneEventIpcHandle(
       kj::arrayPtr(reinterpret_cast<const kj::byte*>(p.done_event_ipc_handle.data()),
                    p.done_event_ipc_handle.size()));
+  b.setRowsShm(p.rows_shm);
+  b.setRowsBytes(p.rows_bytes);
+  b.setRowWidth(p.row_width);
 }
 
 pool_info get_pool_info(wire::PoolInfo::Reader r) {
@@ -623,6 +673,9 @@ pool_info get_pool_info(wire::PoolInfo::Reader r) {
   p.ready_event_ipc_handle.assign(reinterpret_cast<const char*>(ready.begin()), ready.size());
   const auto done = r.getDoneEventIpcHandle();
   p.done_event_ipc_handle.assign(reinterpret_cast<const char*>(done.begin()), done.size());
+  p.rows_shm = r.getRowsShm().cStr();
+  p.rows_bytes = r.getRowsBytes();
+  p.row_width = r.getRowWidth();
   return p;
 }
 

@@ -73,6 +73,13 @@ struct InstanceSpec {
   # built or running without CUDA refuses cuda with invalidConfig.
   device @23 :Device;
   deviceOrdinal @24 :UInt32;
+  # The session's request rows in POSIX shared memory (PoolInfo.rowsShm): (requestRows + 1)
+  # rows of maxContextLen Int32 KV ids, row r at r * maxContextLen (row 0 unused), SGLang's
+  # req_to_token. The node writes a row's ids before the step that changed them returns;
+  # match / allocKv / cacheUnfinished results then carry no index lists (the worker reads
+  # its row: one copy instead of encoding, sending and decoding them). Needs
+  # maxContextLen > 0. Per session; not part of the instance.
+  sharedRows @25 :Bool;
 }
 
 enum Device {
@@ -126,6 +133,10 @@ struct Command {
     req @0 :UInt64;
     start @1 :UInt64;
     count @2 :UInt64;
+    # The rest of the request instead: from the end of its row (after allocReq: its
+    # matched prefix) to its last token; start and count are ignored. Admission and the
+    # KV allocation then go in one step without the worker knowing the prefix length.
+    toEnd @3 :Bool;
   }
   struct Track {                        # snapshot recorded at `seqlen`
     req @0 :UInt64;
@@ -197,7 +208,7 @@ struct CommandResult {
   struct Match {
     prefixLen @0 :UInt64;       # resumable prefix: the request starts here
     kvMatched @1 :UInt64;       # KV tokens matched, resumable or not (>= prefixLen)
-    indices @2 :List(Int32);
+    indices @2 :List(Int32);    # empty when the session's rows are shared
     nodeSlot @3 :Int32 = -1;
     hasBranching @4 :Bool;
     branching @5 :UInt64;
@@ -217,7 +228,7 @@ struct CommandResult {
     working @1 :Int32 = -1;
     pingpong @2 :List(Int32);   # entries (-1 = empty); empty list = none
   }
-  struct AllocKv { indices @0 :List(Int32); }
+  struct AllocKv { indices @0 :List(Int32); }   # empty when the session's rows are shared
   struct Track { keepSlot @0 :Int32 = -1; }
   struct PrepareExtend {
     mask @0 :Bool;              # snapshot this step
@@ -231,7 +242,7 @@ struct CommandResult {
   struct CacheUnfinished {
     inserted @0 :Bool;
     protectedLen @1 :UInt64;
-    prefix @2 :List(Int32);     # the request's KV ids after the insert
+    prefix @2 :List(Int32);     # the request's KV ids after the insert; empty when its rows are shared
     nodeSlot @3 :Int32 = -1;
   }
   struct Finish {
@@ -283,6 +294,11 @@ struct PoolInfo {
   # doneEvent on its stream, then calls endForward: the node's later work waits on it.
   readyEventIpcHandle @11 :Data;
   doneEventIpcHandle @12 :Data;
+  # InstanceSpec.sharedRows: the session's request rows ((requestRows + 1) x rowWidth Int32
+  # KV ids, row r at r * rowWidth); "" / 0 otherwise. Unlinked when the session closes.
+  rowsShm @13 :Text;
+  rowsBytes @14 :UInt64;
+  rowWidth @15 :UInt64;
 }
 
 struct Stat {

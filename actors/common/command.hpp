@@ -86,11 +86,15 @@ struct alloc_req {
   request_handle req = 0;
   friend bool operator==(const alloc_req&, const alloc_req&) = default;
 };
-/// `count` KV ids at row position `start`.
+/// `count` KV ids at row position `start`; with `to_end`, the rest of the request instead:
+/// from the end of its row (after admission: its matched prefix) to its last token, so a
+/// worker can admit a request and allocate its KV in the same step without knowing the
+/// prefix length yet (`start` and `count` are then ignored).
 struct alloc_kv {
   request_handle req = 0;
   std::uint64_t start = 0;
   std::uint64_t count = 0;
+  bool to_end = false;
   friend bool operator==(const alloc_kv&, const alloc_kv&) = default;
 };
 /// A snapshot recorded at `seqlen`; `flip` flips next_track_idx.
@@ -200,9 +204,9 @@ struct pool_state {
 namespace res {
 
 struct match {
-  std::uint64_t prefix_len = 0;  ///< resumable prefix (the request starts here)
-  std::uint64_t kv_matched = 0;  ///< KV tokens matched, resumable or not (>= prefix_len)
-  std::vector<kv_index> indices;
+  std::uint64_t prefix_len = 0;   ///< resumable prefix (the request starts here)
+  std::uint64_t kv_matched = 0;   ///< KV tokens matched, resumable or not (>= prefix_len)
+  std::vector<kv_index> indices;  ///< of the prefix; empty when the session's rows are shared
   slot_id node_slot = no_slot;
   std::optional<std::uint64_t> branching;
   slot_id working = no_slot;
@@ -224,7 +228,7 @@ struct alloc_req {
   friend bool operator==(const alloc_req&, const alloc_req&) = default;
 };
 struct alloc_kv {
-  std::vector<kv_index> indices;
+  std::vector<kv_index> indices;  ///< empty when the session's rows are shared
   friend bool operator==(const alloc_kv&, const alloc_kv&) = default;
 };
 struct track {
@@ -245,7 +249,8 @@ struct prepare_decode {
 struct cache_unfinished {
   bool inserted = false;
   std::uint64_t protected_len = 0;
-  std::vector<kv_index> prefix;  ///< the request's KV ids after the insert
+  std::vector<kv_index> prefix;  ///< the request's KV ids after the insert; empty when the
+                                 ///< session's rows are shared
   slot_id node_slot = no_slot;
   friend bool operator==(const cache_unfinished&, const cache_unfinished&) = default;
 };

@@ -25,10 +25,16 @@ struct instance_spec {
   std::size_t ssm_slot_bytes = 0;      ///< 0: bookkeeping only (no slot bytes)
   std::size_t chunk_size = 64;         ///< C = max(model chunk, P). Default: 64
   strategy strat = strategy::no_buffer;
-  std::size_t track_interval = 256;       ///< Default: 256
-  bool overlap = true;                    ///< ping-pong size 2. Default: true
-  std::size_t request_rows = 64;          ///< rows of this session. Default: 64
-  std::size_t max_context_len = 0;        ///< row width; 0 = unlimited
+  std::size_t track_interval = 256;  ///< Default: 256
+  bool overlap = true;               ///< ping-pong size 2. Default: true
+  std::size_t request_rows = 64;     ///< rows of this session. Default: 64
+  std::size_t max_context_len = 0;   ///< row width; 0 = unlimited
+  /// The session's request rows in POSIX shared memory (pool_info::rows_shm: (rows + 1) x
+  /// max_context_len int32 KV ids, row r at r * max_context_len, SGLang's req_to_token);
+  /// match / alloc_kv / cache_unfinished results then carry no index lists: the worker
+  /// reads its rows. Needs max_context_len > 0. Per session, not part of the instance.
+  /// Default: false
+  bool shared_rows = false;
   std::size_t slots_per_request = 0;      ///< pre-eviction factor; 0 = from strategy
   std::string ns;                         ///< namespace (LoRA / cache salt); "" = default
   device_kind device = device_kind::cpu;  ///< where the L1 pools live. Default: cpu

@@ -30,6 +30,11 @@ struct pool_info {
   /// worker's forward waits on `ready` (cudaStreamWaitEvent) once beginForward returned;
   /// after the forward the worker records `done` on its stream, then calls endForward.
   std::string ready_event_ipc_handle, done_event_ipc_handle;
+  /// InstanceSpec.shared_rows: the session's request rows ((rows + 1) x row_width int32
+  /// KV ids, row r at r * row_width); "" / 0 otherwise.
+  std::string rows_shm;
+  std::uint64_t rows_bytes = 0;
+  std::uint64_t row_width = 0;
   friend bool operator==(const pool_info&, const pool_info&) = default;
 };
 

@@ -15,6 +15,7 @@ namespace hc {
 namespace {
 
 struct session_state {
+  msg::rows_ptr rows;  ///< the shared request rows (null: private); outlives `requests`
   std::unique_ptr<request_manager> requests;
   namespace_id ns = 0;  ///< every command of the session runs in its namespace
 };
@@ -185,15 +186,23 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
   st->owner = std::move(owner);
   st->metrics = metrics;
   return {
-      [st, self](msg::attach_atom, session_id s, const request_config& rc,
-                 const std::string& ns) -> msg::stream_actor {
+      [st, self](msg::attach_atom, session_id s, const request_config& rc, const std::string& ns,
+                 msg::rows_ptr rows) -> msg::stream_actor {
         auto [it, fresh] =
             st->namespaces.try_emplace(ns, static_cast<namespace_id>(st->namespaces.size()));
         if (fresh) st->tiers->name_namespace(it->second, ns);
         request_config session_cfg = rc;
         session_cfg.snapshots_in_forward_ops = false;  // donation copies go out after each step
         session_cfg.session = s;  // marks what it caches while its forwards run
-        st->sessions[s] = {std::make_unique<request_manager>(session_cfg, *st->cache), it->second};
+        if (rows) {
+          const std::span<std::byte> b = rows->bytes();
+          session_cfg.shared_rows = {reinterpret_cast<kv_index*>(b.data()),
+                                     b.size() / sizeof(kv_index)};
+        }
+        session_state& ss = st->sessions[s];
+        ss.rows = std::move(rows);
+        ss.requests = std::make_unique<request_manager>(session_cfg, *st->cache);
+        ss.ns = it->second;
         self->send(st->stream, msg::attach_atom::value, s);  // before the open completes
         return st->stream;
       },

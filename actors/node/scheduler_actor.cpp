@@ -217,6 +217,17 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
                                          " sessions at once (--max-sessions); close one first"};
     return job->complete();
   }
+  const session_id sid = ++st.next_session;
+  msg::rows_ptr rows;  // before the instance: a failure here leaves nothing behind
+  if (job->spec.shared_rows) {
+    auto r = shm_region::create(st.cfg.shm_prefix + "-s" + std::to_string(sid) + "-rows",
+                                shared_rows_bytes(job->spec));
+    if (!r) {
+      job->err = {errc::out_of_memory, "the shared request rows: " + r.err().message};
+      return job->complete();
+    }
+    rows = std::make_shared<shm_region>(std::move(*r));
+  }
   const std::string fp = instance_fingerprint(job->spec);
   auto it = st.instances.find(fp);
   if (it != st.instances.end() && !shm_l1_pool::names_exist(it->second.pool_names)) {
@@ -233,14 +244,18 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
   }
   instance& in = it->second;
   ++in.sessions;
-  const session_id sid = ++st.next_session;
   job->session = sid;
   job->info = pool_info_of(in, job->spec);
+  if (rows) {
+    job->info.rows_shm = rows->name();
+    job->info.rows_bytes = rows->bytes().size();
+    job->info.row_width = job->spec.max_context_len;
+  }
   // The instance's radix_cache creates the session's request table, attaches it to its
   // stream and answers with that stream: the session's route (steps to the one, fences
   // and byte access to the other) is registered before the open completes.
   self->request(in.radix, caf::infinite, msg::attach_atom::value, sid, request_config_of(job->spec),
-                job->spec.ns)
+                job->spec.ns, std::move(rows))
       .then(
           [self, &st, job, fp, id = in.id, radix = in.radix](msg::stream_actor stream) {
             auto at = st.instances.find(fp);

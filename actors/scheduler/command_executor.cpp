@@ -42,11 +42,11 @@ struct runner {
   void operator()(const cmd::create& c) { check(m.create(c.req, c.ns, c.tokens)); }
   void operator()(const cmd::append& c) { check(m.append_tokens(c.req, c.tokens)); }
   void operator()(const cmd::match& c) {
-    body_or_fail(m.match(c.req), [](const auto& r) {
+    body_or_fail(m.match(c.req), [lists = m.index_lists_in_results()](const auto& r) {
       res::match b;
       b.prefix_len = r.prefix_len;
       b.kv_matched = r.kv_matched;
-      b.indices.assign(r.indices.begin(), r.indices.end());
+      if (lists) b.indices.assign(r.indices.begin(), r.indices.end());
       b.node_slot = r.node_slot;
       if (r.branching) b.branching = *r.branching;
       b.working = r.working;
@@ -66,9 +66,10 @@ struct runner {
     });
   }
   void operator()(const cmd::alloc_kv& c) {
-    body_or_fail(m.alloc_kv(c.req, c.start, c.count), [](const auto& r) {
-      return res::alloc_kv{{r.begin(), r.end()}};
-    });
+    body_or_fail(c.to_end ? m.alloc_kv_to_end(c.req) : m.alloc_kv(c.req, c.start, c.count),
+                 [lists = m.index_lists_in_results()](const auto& r) {
+                   return lists ? res::alloc_kv{{r.begin(), r.end()}} : res::alloc_kv{};
+                 });
   }
   void operator()(const cmd::track& c) {
     body_or_fail(m.record_track(c.req, c.seqlen, c.flip),
@@ -89,10 +90,12 @@ struct runner {
                                 : m.process_decode(c.req, c.finished));
   }
   void operator()(const cmd::cache_unfinished& c) {
-    body_or_fail(m.cache_unfinished(c.req, c.fill_len), [](const auto& r) {
-      return res::cache_unfinished{
-          r.inserted, r.protected_len, {r.prefix.begin(), r.prefix.end()}, r.node_slot};
-    });
+    body_or_fail(m.cache_unfinished(c.req, c.fill_len),
+                 [lists = m.index_lists_in_results()](const auto& r) {
+                   res::cache_unfinished b{r.inserted, r.protected_len, {}, r.node_slot};
+                   if (lists) b.prefix.assign(r.prefix.begin(), r.prefix.end());
+                   return b;
+                 });
   }
   void operator()(const cmd::finish& c) {
     if (c.expected_len > 0) {
@@ -194,7 +197,7 @@ status validate_command(const command& c, std::size_t max_tokens) {
             std::string(kind) + ": tokens has " + std::to_string(tokens->size()) +
                 " entries, more than the limit " + std::to_string(max_tokens)};
   std::optional<std::uint64_t> count;
-  if (const auto* x = std::get_if<cmd::alloc_kv>(&c)) count = x->count;
+  if (const auto* x = std::get_if<cmd::alloc_kv>(&c); x && !x->to_end) count = x->count;
   if (const auto* x = std::get_if<cmd::prepare_extend>(&c)) count = x->count;
   if (count && *count > max_tokens)
     return {errc::invalid_argument, std::string(kind) + ": count = " + std::to_string(*count) +

@@ -25,6 +25,14 @@ status validate(const instance_spec& s, const spec_limits& lim) {
     return bad("chunkSize (" + std::to_string(s.chunk_size) +
                ") must be a multiple of pageSize and >= it");
   if (s.track_interval == 0) return bad("trackInterval must be > 0");
+  if (s.shared_rows && s.max_context_len == 0)
+    return bad("sharedRows needs maxContextLen > 0 (the width of a shared row)");
+  if (s.shared_rows &&
+      s.max_context_len > lim.max_pool_bytes / sizeof(kv_index) / (s.request_rows + 1))
+    return bad(
+        "the shared rows ((requestRows + 1) x maxContextLen x 4 bytes) exceed the node's "
+        "pool limit of " +
+        std::to_string(lim.max_pool_bytes) + " bytes");
   if (s.device == device_kind::cpu && s.device_ordinal != 0)
     return bad("deviceOrdinal (" + std::to_string(s.device_ordinal) +
                ") applies to device cuda only; leave it 0 for device cpu");
@@ -70,6 +78,10 @@ std::string instance_fingerprint(const instance_spec& s) {
                     std::to_string(s.prefetch_threshold) + "/l3" +
                     std::to_string(s.hicache_storage ? 1 : 0)
               : std::string());
+}
+
+std::size_t shared_rows_bytes(const instance_spec& s) {
+  return s.shared_rows ? (s.request_rows + 1) * s.max_context_len * sizeof(kv_index) : 0;
 }
 
 cache_config cache_config_of(const instance_spec& s) {

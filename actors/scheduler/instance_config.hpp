@@ -26,6 +26,10 @@ status validate(const instance_spec& s, const spec_limits& lim = {});
 std::string instance_fingerprint(const instance_spec& s);
 
 cache_config cache_config_of(const instance_spec& s);
+/// The request config of a session of `s`; shared_rows (memory the node owns) is left empty.
 request_config request_config_of(const instance_spec& s);
+/// Bytes of the session's shared request rows: (request_rows + 1) x max_context_len KV ids;
+/// 0 unless s.shared_rows.
+std::size_t shared_rows_bytes(const instance_spec& s);
 
 }  // namespace hc

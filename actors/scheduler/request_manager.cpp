@@ -31,6 +31,19 @@ request_manager::request_manager(const request_config& cfg, radix_cache& cache)
   if (lazy()) cfg_.pp_size = 2;  // lazy always runs with overlap
   if (cfg_.chunk_size == 0) cfg_.chunk_size = 1;
   if (cfg_.alloc_factor == 0) cfg_.alloc_factor = lazy() ? 2 : 3;
+  if (cfg_.max_context_len == 0 || cfg_.shared_rows.size() < (cfg_.rows + 1) * cfg_.max_context_len)
+    cfg_.shared_rows = {};  // a caller's mistake: rows stay private, results keep their lists
+}
+
+void request_manager::publish_row(const request_record& r, std::size_t from, std::size_t to) {
+  if (cfg_.shared_rows.empty() || r.row == no_row) return;
+  to = std::min({to, r.row_kv.size(), cfg_.max_context_len});
+  if (from >= to) return;
+  std::copy(r.row_kv.begin() + static_cast<std::ptrdiff_t>(from),
+            r.row_kv.begin() + static_cast<std::ptrdiff_t>(to),
+            cfg_.shared_rows.begin() +
+                static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r.row) * cfg_.max_context_len +
+                                            from));
 }
 
 result<request_record*> request_manager::get(request_handle h) {
@@ -257,6 +270,7 @@ result<admit_info> request_manager::alloc_req(request_handle h) {
     r.next_track_idx = 0;
   }
   r.row = row;
+  publish_row(r, 0, r.row_kv.size());  // the matched prefix
   admit_info info;
   info.row = row;
   info.working = r.working;
@@ -284,7 +298,16 @@ result<std::span<const kv_index>> request_manager::alloc_kv(request_handle h, st
   const kv_index last = start > 0 ? r.row_kv[start - 1] : 0;
   if (status s = cache_.alloc_kv(start, last, n, r.row_kv); !s) return s.err();
   r.kv_committed = r.row_kv.size();
+  publish_row(r, start, start + n);
   return std::span<const kv_index>(r.row_kv.data() + start, n);
+}
+
+result<std::span<const kv_index>> request_manager::alloc_kv_to_end(request_handle h) {
+  auto rr = get(h);
+  if (!rr) return rr.err();
+  const request_record& r = **rr;
+  const std::size_t start = r.kv_allocated();
+  return alloc_kv(h, start, r.tokens.size() > start ? r.tokens.size() - start : 0);
 }
 
 result<slot_id> request_manager::record_track(request_handle h, std::size_t seqlen, bool flip) {
@@ -456,6 +479,7 @@ result<unfinished_info> request_manager::cache_unfinished(request_handle h, std:
   note_writers(m.last_node);  // the row now points at the tree's ids (dedup)
   std::copy(m.indices.begin() + static_cast<std::ptrdiff_t>(r.cache_protected_len), m.indices.end(),
             r.row_kv.begin() + static_cast<std::ptrdiff_t>(r.cache_protected_len));
+  publish_row(r, r.cache_protected_len, m.indices.size());
   if (r.locked) (void)tree.dec_lock(r.last_node);
   (void)tree.inc_lock(m.last_node);
   r.locked = true;

@@ -55,6 +55,15 @@ struct request_config {
   /// writer of the nodes it caches while a forward of it runs (write_fences.hpp). 0: no
   /// fence reports (the replay path), nothing is marked.
   std::uint64_t session = 0;
+  /// The session's request rows where its worker reads them (the node: POSIX shared
+  /// memory, InstanceSpec.sharedRows): (rows + 1) rows of max_context_len KV ids, row r
+  /// at r * max_context_len (row 0 unused), SGLang's req_to_token. Every change of a
+  /// row's KV ids (admission, KV extension, cache_unfinished's switch to the tree's ids)
+  /// is written there before the command returns, and match / alloc_kv /
+  /// cache_unfinished results carry no index lists: the worker reads its row instead.
+  /// Empty (default): rows are private and results carry the lists. Owned by the caller;
+  /// must outlive the manager; needs max_context_len > 0.
+  std::span<kv_index> shared_rows{};
 };
 
 struct match_info {
@@ -122,6 +131,12 @@ class request_manager {
   result<admit_info> alloc_req(request_handle h);
   /// Extends the request's KV by n at row position start (== current length).
   result<std::span<const kv_index>> alloc_kv(request_handle h, std::size_t start, std::size_t n);
+  /// alloc_kv of the rest of the request: from the row's end to its last token (none when
+  /// the row already covers every token).
+  result<std::span<const kv_index>> alloc_kv_to_end(request_handle h);
+  /// False when the rows are shared (request_config::shared_rows): results carry no
+  /// index lists.
+  bool index_lists_in_results() const noexcept { return cfg_.shared_rows.empty(); }
 
   /// Records a snapshot: tracked length = seqlen; optionally flips next_track_idx.
   /// Returns the keep slot (the entry now holding the newest snapshot).
@@ -230,6 +245,9 @@ class request_manager {
   status release(request_record& r, bool is_insert, finish_info* info);
   void drop_pending_ops(const request_record& r);
   /// Records the live writer marks of other sessions on the path root..last.
+  /// Copies row_kv[from, to) of an admitted request to its shared row (a no-op when the
+  /// rows are private).
+  void publish_row(const request_record& r, std::size_t from, std::size_t to);
   void note_writers(node_ref last);
   /// After an insert of `value` (row positions [from, value.size()) are the request's own
   /// ids): marks the nodes that adopted them, or the offered slot, with the session's

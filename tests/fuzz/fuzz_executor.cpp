@@ -10,9 +10,10 @@
 // After every step: the tree invariants and the pool identity over both sessions
 //   available + evictable + protected + held(session 1) + held(session 2) == capacity
 // for KV tokens and SSM slots; every slot an op names is in the pool (1..capacity); a COW never
-// copies a slot onto itself. At the end every request is aborted, both sessions close, and the idle
-// checks must hold exactly: SGLang's sanity_check, and after evicting everything, every
-// KV token and slot available again.
+// copies a slot onto itself; the second session's rows are shared (when the spec has a
+// width) and each admitted request's shared row holds exactly its KV ids. At the end every request
+// is aborted, both sessions close, and the idle checks must hold exactly: SGLang's sanity_check,
+// and after evicting everything, every KV token and slot available again.
 #include <array>
 #include <memory>
 #include <string>
@@ -30,6 +31,7 @@ constexpr std::size_t max_command_tokens = 4096;  // the node's limit, scaled to
 
 struct session_state {
   session_id id = 0;
+  std::vector<kv_index> rows;  ///< shared request rows (the second session, with a width)
   std::unique_ptr<request_manager> requests;
   std::uint64_t next_batch = 1;
 };
@@ -47,6 +49,10 @@ struct world {
     request_config rc = request_config_of(spec);
     rc.snapshots_in_forward_ops = false;  // as radix_cache_actor's attach
     rc.session = s.id;
+    if (&s == &sessions[1] && spec.max_context_len > 0) {  // as the node's sharedRows
+      s.rows.assign((spec.request_rows + 1) * spec.max_context_len, 0);
+      rc.shared_rows = s.rows;
+    }
     s.requests = std::make_unique<request_manager>(rc, *cache);
     stream.attach(s.id);
     s.next_batch = 1;
@@ -112,6 +118,18 @@ struct world {
     if (cache->slots().available() + z.mamba_evictable + z.mamba_protected + held_slots !=
         cache->slots().capacity())
       fail(std::string(when) + ": SSM slots leaked or double counted");
+    for (const session_state& s : sessions) {  // a shared row holds its request's KV ids
+      if (!s.requests || s.rows.empty()) continue;
+      for (request_handle h : s.requests->live_handles()) {
+        const request_record* r = s.requests->find(h);
+        if (!r || r->row == no_row) continue;
+        const std::size_t n = std::min(r->row_kv.size(), spec.max_context_len);
+        const kv_index* row =
+            s.rows.data() + static_cast<std::size_t>(r->row) * spec.max_context_len;
+        if (!std::equal(row, row + n, r->row_kv.begin()))
+          fail(std::string(when) + ": a shared row differs from its request's KV ids");
+      }
+    }
   }
 };
 
@@ -164,8 +182,10 @@ command command_from(fuzz_input& in) {
       return cmd::unlock{req};
     case cmd_kind::alloc_req:
       return cmd::alloc_req{req};
-    case cmd_kind::alloc_kv:
-      return cmd::alloc_kv{req, in.count(80), in.count(80)};
+    case cmd_kind::alloc_kv: {
+      const std::uint64_t start = in.count(80), count = in.count(80);
+      return cmd::alloc_kv{req, start, count, /*to_end=*/start == 80};  // no byte of its own
+    }
     case cmd_kind::track:
       return cmd::track{req, in.count(200), in.flag()};
     case cmd_kind::prepare_extend:

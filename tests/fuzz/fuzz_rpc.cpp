@@ -248,6 +248,10 @@ void fill_spec(wire::InstanceSpec::Builder s, fuzz_input& in) {
   s.setTrackInterval(static_cast<std::uint32_t>(s.getChunkSize() * in.range(1, 4)));
   s.setOverlap(in.flag());
   s.setRequestRows(static_cast<std::uint32_t>(in.range(0, 6)));
+  if (s.getRequestRows() == 5) {  // shared rows, without a byte of their own (old inputs keep
+    s.setMaxContextLen(64);       // their meaning)
+    s.setSharedRows(true);
+  }
   if (in.flag()) {
     s.setHicacheRatio(2.0);
     s.setPrefetchThreshold(static_cast<std::uint32_t>(in.range(0, 64)));

@@ -16,11 +16,13 @@
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "gpu/device_probe.hpp"
+#include "gpu/shm_region.hpp"
 #include "schema/convert.hpp"
 #include "tests/support/commands.hpp"
 #include "tests/support/node_fixture.hpp"
@@ -92,6 +94,64 @@ TEST_F(NodeRpc, OpenGivesPoolsInSharedMemory) {
   EXPECT_EQ(p.ssm_bytes, 17u * 64u);
   EXPECT_FALSE(p.ssm_shm.empty());
   EXPECT_TRUE(std::filesystem::exists("/dev/shm" + p.ssm_shm));
+}
+
+// InstanceSpec.sharedRows: the session's rows in shared memory the worker maps; a step's
+// results carry no index lists, and the rows hold the ids the lists would have carried
+// (checked against another session's match of the same prefix, which carries them).
+TEST_F(NodeRpc, SharedRowsHoldTheKvIdsAndResultsCarryNoLists) {
+  auto c = connect();
+  instance_spec spec = small_spec();
+  spec.max_context_len = 64;
+  spec.shared_rows = true;
+  auto s = c->open(spec);
+  ASSERT_TRUE(s.ok()) << s.err().message;
+  const pool_info p = (*s)->pools();
+  ASSERT_FALSE(p.rows_shm.empty());
+  EXPECT_EQ(p.row_width, 64u);
+  EXPECT_EQ(p.rows_bytes, (8u + 1u) * 64u * sizeof(kv_index));
+  auto rows = shm_region::map(p.rows_shm, p.rows_bytes);
+  ASSERT_TRUE(rows.ok()) << rows.err().message;
+  const auto* ids = reinterpret_cast<const kv_index*>(rows->bytes().data());
+
+  const std::vector<token_id> prompt = iota_tokens(1, 40);
+  auto r = (*s)->step(std::vector<command>{create(1, prompt), cmd::match{1}, cmd::alloc_req{1},
+                                           cmd::alloc_kv{1, 0, 0, true}});
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  for (const command_result& x : *r)
+    ASSERT_TRUE(x.ok()) << x.error;
+  EXPECT_TRUE((*r)[1].as<res::match>().indices.empty());
+  EXPECT_TRUE((*r)[3].as<res::alloc_kv>().indices.empty()) << "allocated 40 ids, listed none";
+  const row_id row = (*r)[2].as<res::alloc_req>().row;
+  const std::vector<kv_index> row1(ids + row * 64, ids + row * 64 + 40);
+  EXPECT_EQ(std::set<kv_index>(row1.begin(), row1.end()).size(), 40u) << "40 distinct ids";
+  EXPECT_EQ(std::count(row1.begin(), row1.end(), 0), 0) << "id 0 is reserved";
+  ASSERT_TRUE((*s)->step(std::vector<command>{cmd::finish{1, 0}}).ok());
+
+  // Another session of the instance, rows private: its match lists the tree's ids, which
+  // are request 1's as its shared row held them.
+  auto other = c->open(small_spec());
+  ASSERT_TRUE(other.ok()) << other.err().message;
+  EXPECT_TRUE((*other)->pools().rows_shm.empty());
+  std::vector<token_id> longer = prompt;
+  longer.push_back(999);
+  auto m = (*other)->step(std::vector<command>{create(7, longer), cmd::match{7}});
+  ASSERT_TRUE(m.ok() && (*m)[1].ok());
+  const res::match& got = (*m)[1].as<res::match>();
+  ASSERT_EQ(got.prefix_len, 40u);
+  EXPECT_EQ(got.indices, row1);
+  ASSERT_TRUE((*other)->step(std::vector<command>{cmd::not_admitted{7}}).ok());
+
+  // Closed: the name is unlinked (the mapping stays valid).
+  ASSERT_TRUE((*s)->close().ok());
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + p.rows_shm));
+  EXPECT_EQ(ids[row * 64], row1[0]);
+
+  spec.max_context_len = 0;
+  auto refused = c->open(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.err().code, errc::invalid_config);
+  EXPECT_NE(refused.err().message.find("sharedRows"), std::string::npos) << refused.err().message;
 }
 
 // Someone removes an instance's shared-memory names (rm /dev/shm/..., a cleanup script):

@@ -21,6 +21,8 @@
 
 #include "actors/node/node.hpp"
 #include "actors/scheduler/command_executor.hpp"
+#include "actors/scheduler/instance_config.hpp"
+#include "gpu/shm_region.hpp"
 #include "schema/client.hpp"
 #include "schema/rpc_probe.hpp"
 #include "schema/server/rpc_server.hpp"
@@ -188,6 +190,107 @@ void BM_StepRpc(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
+/// One scheduler iteration per RPC, as SGLang's loop runs them: the finish of batch k-1 and
+/// the admission of batch k (create + match + alloc_req + the KV of the rest of each
+/// request, alloc_kv to_end) in one step. With `shared`, the session's rows are in shared
+/// memory and the results carry no index lists. Either way the worker ends with each
+/// request's row in its own memory (copied out of the results, or out of the shared row),
+/// as SGLang's req_to_token needs it.
+struct iteration {
+  explicit iteration(int requests, bool shared_rows) : n(requests), shared(shared_rows) {
+    spec = bench_spec();
+    spec.max_context_len = 1024;
+    spec.shared_rows = shared;
+    local.resize(static_cast<std::size_t>(n) * 512);
+  }
+  /// The commands of the next iteration into `cmds`.
+  void next(std::vector<command>& cmds) {
+    cmds.clear();
+    for (request_handle h : running)
+      cmds.emplace_back(cmd::finish{h, 0});
+    running.clear();
+    build_steps(first, n, admit, finish);
+    for (std::size_t i = 0; i < admit.size(); i += 3) {
+      const request_handle h = std::get<cmd::create>(admit[i]).req;
+      cmds.push_back(admit[i]);
+      cmds.push_back(admit[i + 1]);
+      cmds.push_back(admit[i + 2]);
+      cmds.emplace_back(cmd::alloc_kv{h, 0, 0, true});
+      running.push_back(h);
+    }
+    first += static_cast<std::uint64_t>(n);
+  }
+  /// The worker's copy of each admitted request's row (512 ids).
+  void read_rows(const std::vector<command_result>& res, const kv_index* rows) {
+    std::size_t r = res.size() - static_cast<std::size_t>(n) * 4;
+    for (int i = 0; i < n; ++i, r += 4) {
+      kv_index* out = local.data() + static_cast<std::size_t>(i) * 512;
+      if (rows) {
+        const row_id row = res[r + 2].as<res::alloc_req>().row;
+        std::copy_n(rows + static_cast<std::size_t>(row) * spec.max_context_len, 512, out);
+      } else {
+        const auto& pre = res[r + 1].as<res::match>().indices;
+        const auto& ext = res[r + 3].as<res::alloc_kv>().indices;
+        std::copy(ext.begin(), ext.end(), std::copy(pre.begin(), pre.end(), out));
+      }
+    }
+    benchmark::DoNotOptimize(local.data());
+  }
+  int n;
+  bool shared;
+  instance_spec spec;
+  std::uint64_t first = 1;
+  std::vector<request_handle> running;
+  std::vector<command> admit, finish;
+  std::vector<kv_index> local;
+};
+
+void BM_IterationInProcess(benchmark::State& state) {
+  iteration it(static_cast<int>(state.range(0)), state.range(1) != 0);
+  radix_cache cache(cache_config_of(it.spec));
+  request_config rc = request_config_of(it.spec);
+  std::vector<kv_index> rows(it.shared ? shared_rows_bytes(it.spec) / sizeof(kv_index) : 0);
+  rc.shared_rows = rows;
+  request_manager m(rc, cache);
+  std::vector<command> cmds;
+  std::vector<command_result> res;
+  latencies lat(state);
+  for (auto _ : state) {
+    it.next(cmds);
+    lat.time([&] {
+      execute_batch(m, cache, cmds, res, nullptr);
+      it.read_rows(res, it.shared ? rows.data() : nullptr);
+    });
+  }
+  state.SetItemsProcessed(state.iterations() * it.n);
+}
+
+void BM_IterationRpc(benchmark::State& state) {
+  iteration it(static_cast<int>(state.range(0)), state.range(2) != 0);
+  const bool tcp = state.range(1) != 0;
+  auto c = client::connect(node_address(tcp), node_token(tcp));
+  if (!c) return state.SkipWithError(c.err().message.c_str());
+  auto s = (*c)->open(it.spec);
+  if (!s) return state.SkipWithError(s.err().message.c_str());
+  result<shm_region> rows = shm_region{};
+  if (it.shared) {
+    rows = shm_region::map((*s)->pools().rows_shm, (*s)->pools().rows_bytes);
+    if (!rows) return state.SkipWithError(rows.err().message.c_str());
+  }
+  const kv_index* row_ids =
+      it.shared ? reinterpret_cast<const kv_index*>(rows->bytes().data()) : nullptr;
+  std::vector<command> cmds;
+  latencies lat(state);
+  for (auto _ : state) {
+    it.next(cmds);
+    lat.time([&] {
+      auto r = (*s)->step(cmds);
+      if (r) it.read_rows(*r, row_ids);
+    });
+  }
+  state.SetItemsProcessed(state.iterations() * it.n);
+}
+
 void BM_RawRoundTrip(benchmark::State& state) {
   const bool tcp = state.range(0) != 0;
   auto c = client::connect(node_address(tcp), node_token(tcp));
@@ -268,6 +371,14 @@ BENCHMARK(BM_StepInProcess)->ArgName("reqs")->Arg(8)->Arg(32)->Unit(benchmark::k
 BENCHMARK(BM_StepRpc)
     ->ArgNames({"reqs", "tcp"})
     ->ArgsProduct({{8, 32}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_IterationInProcess)
+    ->ArgNames({"reqs", "shared"})
+    ->ArgsProduct({{8, 32}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_IterationRpc)
+    ->ArgNames({"reqs", "tcp", "shared"})
+    ->ArgsProduct({{8, 32}, {0, 1}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawRoundTrip)->ArgName("tcp")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SmallStepRpc)->ArgName("tcp")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);

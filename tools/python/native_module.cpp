@@ -480,14 +480,22 @@ void bind_commands(py::module_& m) {
   bind_request_command<cmd::abort>(m, "Abort", "Releases the request without insert.");
   bind_request_command<cmd::not_admitted>(m, "NotAdmitted",
                                           "Frees the COW slot of a request not admitted.");
-  py::class_<cmd::alloc_kv>(m, "AllocKv", "`count` KV ids at row position `start`.")
+  py::class_<cmd::alloc_kv>(m, "AllocKv",
+                            "`count` KV ids at row position `start`; with `to_end`, the rest of "
+                            "the request (from its row's end to its last token; start and count "
+                            "ignored), so admission and KV allocation fit in one step.")
       .def(py::init([](request_handle req, std::uint64_t start, std::uint64_t count) {
              return cmd::alloc_kv{req, start, count};
            }),
            py::arg("req"), py::arg("start"), py::arg("count"))
+      .def(py::init([](request_handle req, bool to_end) {
+             return cmd::alloc_kv{req, 0, 0, to_end};
+           }),
+           py::arg("req"), py::arg("to_end"))
       .def_readwrite("req", &cmd::alloc_kv::req)
       .def_readwrite("start", &cmd::alloc_kv::start)
       .def_readwrite("count", &cmd::alloc_kv::count)
+      .def_readwrite("to_end", &cmd::alloc_kv::to_end)
       .def(py::self == py::self);
   py::class_<cmd::track>(m, "Track", "A snapshot recorded at `seqlen`; `flip` next_track_idx.")
       .def(py::init([](request_handle req, std::uint64_t seqlen, bool flip) {
@@ -630,9 +638,10 @@ void bind_vocabulary(py::module_& m) {
   py::class_<pool_info>(m, "PoolInfo",
                         "Where the instance's L1 pools are: POSIX shm names (device 'cpu') or "
                         "CUDA IPC memory handles (device 'cuda').") HC_RO(pool_info, kv_shm)
-      HC_RO(pool_info, kv_bytes) HC_RO(pool_info, ssm_shm) HC_RO(pool_info, ssm_bytes)
-          HC_RO(pool_info, kv_bytes_per_token) HC_RO(pool_info, ssm_slot_bytes) HC_RO(
-              pool_info, instance_id) HC_RO(pool_info, device_ordinal)
+      HC_RO(pool_info, kv_bytes) HC_RO(pool_info, ssm_shm) HC_RO(pool_info, ssm_bytes) HC_RO(
+          pool_info, kv_bytes_per_token) HC_RO(pool_info, ssm_slot_bytes)
+          HC_RO(pool_info, instance_id) HC_RO(pool_info, device_ordinal) HC_RO(
+              pool_info, rows_shm) HC_RO(pool_info, rows_bytes) HC_RO(pool_info, row_width)
               .def_property_readonly(
                   "device", [](const pool_info& p) { return std::string(to_string(p.device)); })
               .def_property_readonly("kv_ipc_handle",
@@ -667,6 +676,7 @@ void bind_vocabulary(py::module_& m) {
       .def_readwrite("overlap", &instance_spec::overlap)
       .def_readwrite("request_rows", &instance_spec::request_rows)
       .def_readwrite("max_context_len", &instance_spec::max_context_len)
+      .def_readwrite("shared_rows", &instance_spec::shared_rows)
       .def_readwrite("slots_per_request", &instance_spec::slots_per_request)
       .def_readwrite("namespace", &instance_spec::ns)
       .def_readwrite("hicache_ratio", &instance_spec::hicache_ratio)

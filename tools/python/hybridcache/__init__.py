@@ -150,6 +150,21 @@ class Session:
         start = slot * info.ssm_slot_bytes
         return self.ssm_pool()[start:start + info.ssm_slot_bytes]
 
+    def request_rows(self):
+        """The session's request rows (``InstanceSpec.shared_rows``) as a NumPy int32 array
+        of shape (request_rows + 1, max_context_len) over the node's shared memory: row r
+        holds request r's KV ids (SGLang's req_to_token; row 0 unused). The node writes a
+        row before the step that changed it returns; match / AllocKv / CacheUnfinished
+        results then carry no index lists. Zero-copy."""
+        import numpy  # not at module import: workers without NumPy can use the rest
+
+        info = self.pools
+        if not info.rows_shm:
+            raise InvalidArgument("invalid_argument: this session's rows are not shared "
+                                  "(open it with shared_rows = True and max_context_len > 0)")
+        return numpy.frombuffer(self._pool(info.rows_shm, info.rows_bytes),
+                                dtype=numpy.int32).reshape(-1, info.row_width)
+
     def ssm_array(self):
         """The SSM pool as a NumPy array of shape (slots + 1, ssm_slot_bytes), dtype uint8,
         over the same memory (NumPy is imported on first use)."""

@@ -1,7 +1,7 @@
 """Type stubs of hybridcache._native, the C++ client for Python (tools/python/native_module.cpp).
 Use the `hybridcache` package; this module is its implementation."""
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union, overload
 
 class Error(Exception): ...
 class InvalidArgument(Error): ...
@@ -41,6 +41,7 @@ class InstanceSpec:
     overlap: bool
     request_rows: int
     max_context_len: int
+    shared_rows: bool
     slots_per_request: int
     namespace: str
     hicache_ratio: float
@@ -74,6 +75,9 @@ class PoolInfo:
     ssm_ipc_handle: bytes
     ready_event_ipc_handle: bytes
     done_event_ipc_handle: bytes
+    rows_shm: str
+    rows_bytes: int
+    row_width: int
 
 class CudaMapping:
     ptr: int
@@ -119,7 +123,11 @@ class cmd:
         req: int
         start: int
         count: int
+        to_end: bool
+        @overload
         def __init__(self, req: int, start: int, count: int) -> None: ...
+        @overload
+        def __init__(self, req: int, to_end: bool) -> None: ...
     class Track:
         req: int
         seqlen: int

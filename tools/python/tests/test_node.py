@@ -101,6 +101,27 @@ class NodeTest(unittest.TestCase):
             with self.assertRaises(hybridcache.InvalidArgument):
                 s.write_slot(w, b"short")
 
+    def test_shared_rows_hold_what_the_lists_would_carry(self):
+        spec = small_spec("py-rows")
+        spec.max_context_len = 32
+        spec.shared_rows = True
+        with self.connect() as node, node.open(spec) as s:
+            r = s.step([cmd.Create(req=1, tokens=list(range(1, 17))), cmd.Match(req=1),
+                        cmd.AllocReq(req=1), cmd.AllocKv(req=1, to_end=True)])
+            self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+            self.assertEqual(len(r[3].body.indices), 0, "the row holds them, not the result")
+            rows = s.request_rows()
+            self.assertEqual(rows.shape[1], 32)
+            ids = rows[r[2].body.row, :16].tolist()
+            self.assertEqual(len(set(ids)), 16)
+            self.assertNotIn(0, ids)
+            self.assertTrue(s.step([cmd.Finish(req=1)])[0].ok)
+            look = s.step([cmd.Lookup(tokens=list(range(1, 17)))])[0].body
+            self.assertEqual(look.indices, ids, "the tree holds the ids the row held")
+        with self.connect() as node, node.open(small_spec("py-rows")) as s:
+            with self.assertRaises(hybridcache.InvalidArgument):
+                s.request_rows()
+
     def test_a_failed_command_is_in_its_result(self):
         with self.connect() as node, node.open(small_spec()) as s:
             r = s.step([cmd.Match(req=99)])[0]
