@@ -266,6 +266,36 @@ TEST_F(tree, EvictionTakesTheLeastRecentUnlockedLeafFirst) {
   HC_ASSERT_OK(t.sanity_check());
 }
 
+// A wide node (more children than one block of find_child's scan): at page 2 children that
+// share a first token differ in the second, and a namespace's children are not another's.
+TEST(WideNode, EveryChildIsFoundByItsFirstPageAndNamespace) {
+  radix_cache cache{{1024, 2, 128, 4}};
+  radix_tree& t = cache.tree();
+  std::vector<std::vector<token_id>> keys;
+  for (token_id first = 1; first <= 20; ++first)  // 20 first tokens x 2 second tokens
+    for (token_id second : {100, 200})
+      keys.push_back({first, second, first, second});
+  std::vector<slot_id> s;
+  for (namespace_id ns : {0u, 1u})
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      if (ns == 1 && k % 3 != 0) continue;  // namespace 1 holds every third key only
+      s.clear();
+      ASSERT_TRUE(cache.slots().alloc(1, s));
+      HC_ASSERT_OK(t.insert(ns, keys[k], alloc_kv(cache, 4), s[0]));
+    }
+  HC_ASSERT_OK(t.check_invariants());
+  EXPECT_EQ(t.root().node->children.size(), 40u + 14u);
+  for (namespace_id ns : {0u, 1u})
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      const match_result m = t.match(ns, keys[k]);
+      const bool held = ns == 0 || k % 3 == 0;
+      EXPECT_EQ(m.kv_matched, held ? 4u : 0u) << "namespace " << ns << " key " << k;
+      if (held) EXPECT_EQ(m.last_node.node->key, keys[k]);
+    }
+  EXPECT_EQ(t.match(0, toks({21, 100, 21, 100})).kv_matched, 0u) << "no such first token";
+  EXPECT_EQ(t.match(0, toks({5, 300, 5, 300})).kv_matched, 0u) << "first token, other page";
+}
+
 // ---- instance_stats ---------------------------------------------------------------------
 
 TEST(InstanceStats, PlusEqualsSumsEveryFieldAndEveryFieldHasUniqueNames) {
