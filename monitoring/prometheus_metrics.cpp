@@ -9,6 +9,7 @@
 
 #include <sstream>
 
+#include "actors/common/command.hpp"
 #include "actors/common/invariant.hpp"
 
 namespace hc {
@@ -127,6 +128,10 @@ struct prometheus_metrics::impl {
   static constexpr const char* fault_kinds[] = {"l3_write_error",   "l3_full",    "l3_read_error",
                                                 "l3_corrupt_value", "l3_timeout", "client_gone",
                                                 "shm_removed"};
+  /// The RPCs the server times (schema/server: `timed` and ping).
+  static constexpr const char* rpc_methods[] = {
+      "ping",        "open",         "step",        "close",     "begin_forward",
+      "end_forward", "store_exists", "store_clear", "store_get", "store_set"};
   static pm::Histogram::BucketBoundaries io_buckets() {
     return {1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0, 5.0, 30.0};
   }
@@ -162,6 +167,12 @@ struct prometheus_metrics::impl {
         tier_bytes.Add({{"tier", tier}, {"direction", dir}});
         tier_bandwidth.Add({{"tier", tier}, {"direction", dir}});
       }
+    // Every command kind and every timed RPC from the start too: rate() over a series
+    // that does not exist yet is no data, not 0 (dashboards and alert ratios need 0).
+    for (std::size_t k = 0; k < cmd_kind_count; ++k)
+      errors.Add({{"command", to_string(static_cast<cmd_kind>(k))}});
+    for (const char* m : rpc_methods)
+      rpc.Add({{"method", m}}, buckets());
   }
 };
 

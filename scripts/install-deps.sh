@@ -4,7 +4,9 @@
 # runs once per invocation, only when something is missing.
 set -euo pipefail
 
-packages=(
+# HC_DEPS=build: only what the release preset needs to build the node and hcctl
+# (deploy/Dockerfile); the default installs everything the tests and tools use too.
+build_packages=(
   build-essential cmake ninja-build pkg-config git python3
   # actors, RPC, L3 store, metrics
   libcaf-dev libcapnp-dev capnproto librocksdb-dev prometheus-cpp-dev
@@ -12,15 +14,21 @@ packages=(
   libgflags-dev libsnappy-dev liblz4-dev libzstd-dev libcivetweb-dev libcurl4-openssl-dev
   # standard building blocks (never hand-written)
   libssl-dev zlib1g-dev libbz2-dev libxxhash-dev nlohmann-json3-dev libcli11-dev libfmt-dev
-  # tests and benchmarks
+  # the test and benchmark frameworks (CMake finds them in every preset)
   libgtest-dev libgmock-dev libbenchmark-dev
+)
+test_packages=(
   # the Python package (tools/python; Debian's /usr/bin/python3)
   python3-dev python3-pybind11 python3-numpy
   # tensors for the SGLang backend's contract tests (fake host pools are torch tensors)
   python3-torch
   # the fuzz targets (preset fuzz: clang with libFuzzer and its sanitizer runtimes)
   clang libclang-rt-14-dev
+  # deploy/ and monitoring/ checks: systemd-analyze, YAML, promtool and a real Prometheus
+  systemd python3-yaml prometheus
 )
+packages=("${build_packages[@]}")
+[ "${HC_DEPS:-all}" = build ] || packages+=("${test_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
