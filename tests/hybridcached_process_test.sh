@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hybridcached as a separate process: config file, socket mode 0600, hcctl ping /
-# inspect / replay --check over the socket, /metrics scraped over HTTP with the documented
+# inspect / replay --check / top over the socket, /metrics scraped over HTTP with the documented
 # series, SIGTERM -> exit status 0, ping failing once the node is gone, and --tcp refused
 # without a token file or with a short secret.
 set -euo pipefail
@@ -36,6 +36,22 @@ grep -Eq '^matches +[1-9]' "$tmp/stats" || fail "stats: no matches counted: $(ca
 "$hcctl" --socket "$sock" stats --json | grep -Eq '"pressure_evicted_slots":[1-9]' ||
   fail "stats --json: no pressure evictions"
 "$hcctl" --socket "$sock" inspect --json | grep -q '"instances"' || fail "inspect --json"
+
+# hcctl top: each refresh's rates are its counters' growth over its interval (checked on
+# consecutive JSON lines, whatever the load did meanwhile); the replay above is in the totals.
+"$hcctl" --socket "$sock" top --interval 0.2 --count 3 --json >"$tmp/top.json" || fail "top --json"
+/usr/bin/python3 - "$tmp/top.json" <<'PY' || fail "top --json: $(cat "$tmp/top.json")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 3, rows
+for a, b in zip(rows, rows[1:]):
+    for k, r in b["rates"].items():
+        want = max(0.0, b["totals"][k] - a["totals"][k]) / b["interval_s"]
+        assert abs(r - want) <= 1e-9 * max(1.0, want), (k, r, want)
+assert rows[-1]["totals"]["steps"] > 0, "the replay's steps are counted"
+assert rows[-1]["gauges"]["instances"] >= 1
+PY
+"$hcctl" --socket "$sock" top --interval 0.1 --count 1 | grep -q "KV hit tokens/s" || fail "top"
 
 port=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/log" | head -1 | sed 's/.*://')
 [ -n "$port" ] || fail "no metrics address in the log"

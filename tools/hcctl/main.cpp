@@ -51,8 +51,16 @@ int main(int argc, char** argv) {
   CLI::App* stats =
       app.add_subcommand("stats", "Node totals: sessions, pools, requests and served counters");
   CLI::App* inspect = app.add_subcommand("inspect", "Instances: tree summary, pools, stream");
-  for (CLI::App* sc : {ping, stats, inspect})
-    sc->add_flag("--json", json, "Print one JSON object");
+  hc::cli::top_options to;
+  CLI::App* top = app.add_subcommand(
+      "top", "A live view of the main rates (steps, matches, hit tokens, evictions) and pools");
+  top->add_option("--interval", to.interval_s, "Seconds between refreshes")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  top->add_option("--count", to.count, "Refreshes before exiting; 0 = until interrupted")
+      ->capture_default_str();
+  for (CLI::App* sc : {ping, stats, inspect, top})
+    sc->add_flag("--json", json, "Print one JSON object (top: one per refresh, a line each)");
 
   CLI11_PARSE(app, argc, argv);
   hc::cli::node_options no;
@@ -76,5 +84,6 @@ int main(int argc, char** argv) {
   if (ping->parsed()) return hc::cli::run_ping(no);
   if (stats->parsed()) return hc::cli::run_stats(no);
   if (inspect->parsed()) return hc::cli::run_inspect(no);
+  if (top->parsed()) return hc::cli::run_top(no, to);
   return 2;
 }

@@ -2,9 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <utility>
 
 #include "schema/client.hpp"
 
@@ -102,6 +108,118 @@ int run_inspect(const node_options& o) {
                s.value("snapshots_run", 0), s.value("clears_run", 0), s.value("cows_run", 0),
                s.value("kv_shm", ""), s.value("kv_bytes", 0), s.value("ssm_shm", ""),
                s.value("ssm_bytes", 0));
+  }
+  return 0;
+}
+
+}  // namespace hc::cli
+
+namespace hc::cli {
+namespace {
+
+/// The counters `top` shows as rates, with their labels (stats names: sum_stats).
+constexpr std::pair<const char*, const char*> top_rates[] = {
+    {"steps", "steps/s"},
+    {"commands", "commands/s"},
+    {"matches", "matches/s"},
+    {"matched_kv_tokens", "KV hit tokens/s"},
+    {"matched_resumable_tokens", "resumable hit tokens/s"},
+    {"inserted_tokens", "inserted tokens/s"},
+    {"evicted_tokens", "evicted tokens/s"},
+    {"evicted_slots", "evicted slots/s"},
+    {"command_errors", "command errors/s"},
+};
+
+using stat_map = std::map<std::string, double>;
+
+result<stat_map> poll(client& c) {
+  auto r = c.stats();
+  if (!r) return r.err();
+  stat_map m;
+  for (const auto& [k, v] : *r)
+    m[k] = v;
+  return m;
+}
+
+double at(const stat_map& m, const char* k) {
+  auto it = m.find(k);
+  return it == m.end() ? 0.0 : it->second;
+}
+
+}  // namespace
+
+int run_top(const node_options& o, const top_options& t) {
+  auto c = connect_or_say(o);
+  if (!c) return 1;
+  auto prev = poll(*c);
+  if (!prev) {
+    std::fprintf(stderr, "hcctl top: %s\n", prev.err().message.c_str());
+    return 1;
+  }
+  auto prev_t = std::chrono::steady_clock::now();
+  const bool tty = !o.json && ::isatty(STDOUT_FILENO);
+  for (std::size_t n = 0; t.count == 0 || n < t.count; ++n) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(t.interval_s));
+    auto cur = poll(*c);
+    if (!cur) {
+      std::fprintf(stderr, "hcctl top: %s\n", cur.err().message.c_str());
+      return 1;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const double dt = std::chrono::duration<double>(now - prev_t).count();
+    json rates = json::object();
+    for (const auto& [k, label] : top_rates)
+      rates[k] = std::max(0.0, at(*cur, k) - at(*prev, k)) / dt;
+    const double matched = at(*cur, "matched_kv_tokens") - at(*prev, "matched_kv_tokens");
+    const double resumable =
+        at(*cur, "matched_resumable_tokens") - at(*prev, "matched_resumable_tokens");
+    if (o.json) {
+      json gauges = json::object();
+      for (const char* k :
+           {"sessions", "instances", "live_requests", "kv_tokens_capacity", "kv_tokens_free",
+            "kv_tokens_evictable", "kv_tokens_protected", "ssm_slots_capacity", "ssm_slots_free",
+            "ssm_slots_evictable", "ssm_slots_protected", "invariant_violations"})
+        gauges[k] = at(*cur, k);
+      json totals = json::object();
+      for (const auto& [k, label] : top_rates)
+        totals[k] = at(*cur, k);
+      std::puts(json{{"interval_s", dt},
+                     {"rates", rates},
+                     {"totals", totals},
+                     {"resumable_share", matched > 0 ? json(resumable / matched) : json(nullptr)},
+                     {"gauges", gauges}}
+                    .dump()
+                    .c_str());
+    } else {
+      if (tty) std::fputs("\033[H\033[2J", stdout);  // home + clear: redraw in place
+      fmt::print("hybridcached at {} — every {:.1f} s (Ctrl-C to stop)\n\n", o.address, dt);
+      for (const auto& [k, label] : top_rates)
+        fmt::print("  {:<24} {:>14.1f}\n", label, rates[k].get<double>());
+      fmt::print("  {:<24} {:>14}\n", "resumable share of hits",
+                 matched > 0 ? fmt::format("{:.1f} %", 100.0 * resumable / matched) : "-");
+      const auto pct = [](double used, double cap) { return cap > 0 ? 100.0 * used / cap : 0.0; };
+      const double kv_cap = at(*cur, "kv_tokens_capacity"),
+                   slot_cap = at(*cur, "ssm_slots_capacity");
+      fmt::print("\n  sessions {:.0f}, instances {:.0f}, live requests {:.0f}\n",
+                 at(*cur, "sessions"), at(*cur, "instances"), at(*cur, "live_requests"));
+      fmt::print(
+          "  KV tokens  {:.0f} used of {:.0f} ({:.1f} %), protected {:.0f}, evictable {:.0f}\n",
+          kv_cap - at(*cur, "kv_tokens_free"), kv_cap,
+          pct(kv_cap - at(*cur, "kv_tokens_free"), kv_cap), at(*cur, "kv_tokens_protected"),
+          at(*cur, "kv_tokens_evictable"));
+      fmt::print(
+          "  SSM slots  {:.0f} used of {:.0f} ({:.1f} %), protected {:.0f}, evictable {:.0f}\n",
+          slot_cap - at(*cur, "ssm_slots_free"), slot_cap,
+          pct(slot_cap - at(*cur, "ssm_slots_free"), slot_cap), at(*cur, "ssm_slots_protected"),
+          at(*cur, "ssm_slots_evictable"));
+      if (at(*cur, "invariant_violations") > 0)
+        fmt::print("  INVARIANT VIOLATIONS: {:.0f} (see the node's log)\n",
+                   at(*cur, "invariant_violations"));
+      if (!tty) std::puts("");
+    }
+    std::fflush(stdout);
+    prev = std::move(cur);
+    prev_t = now;
   }
   return 0;
 }

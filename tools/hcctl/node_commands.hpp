@@ -1,6 +1,7 @@
 #pragma once
 // `hcctl ping | stats | inspect` against a running node.
 
+#include <cstddef>
 #include <string>
 
 namespace hc::cli {
@@ -15,5 +16,16 @@ struct node_options {
 int run_ping(const node_options& o);
 int run_stats(const node_options& o);
 int run_inspect(const node_options& o);
+
+/// `hcctl top`: a live view of the node's main rates, from `stats` polled every
+/// `interval_s` seconds: per-second rates of the counters (steps, commands, matches, hit and
+/// inserted tokens, evictions, errors) over the last interval, and the gauges (sessions,
+/// pools). On a terminal the view is redrawn in place; otherwise (or with json) one block
+/// (one JSON object per line) per refresh. `count` refreshes, 0 = until interrupted.
+struct top_options {
+  double interval_s = 2.0;
+  std::size_t count = 0;
+};
+int run_top(const node_options& o, const top_options& t);
 
 }  // namespace hc::cli
