@@ -15,7 +15,12 @@ namespace hc {
 /// One KV event, in emission order.
 struct kv_event {
   enum class kind { block_stored, block_removed, all_blocks_cleared };
+  /// full: a page of KV. mamba: an SSM state checkpoint (tree_config::state_events), keyed
+  /// by the block hash of the last page of the node that holds it: a router that knows
+  /// which of a prefix's pages carry a checkpoint knows how far back a request can resume.
+  enum class cache_group { full, mamba };
   kind type = kind::block_stored;
+  cache_group group = cache_group::full;
   std::int64_t block_hash = 0;                    // stored / removed
   std::optional<std::int64_t> parent_block_hash;  // stored: hash of the previous page
   std::vector<token_id> token_ids;                // stored: the page's tokens

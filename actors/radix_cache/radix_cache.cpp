@@ -7,7 +7,8 @@ namespace hc {
 radix_cache::radix_cache(const cache_config& cfg, const page_hasher* hasher)
     : kv_(cfg.kv_tokens, cfg.page_size),
       slots_(cfg.slots),
-      tree_(tree_config{cfg.page_size, cfg.chunk_size, cfg.enable_events}, kv_, slots_, hasher) {
+      tree_(tree_config{cfg.page_size, cfg.chunk_size, cfg.enable_events, cfg.state_events}, kv_,
+            slots_, hasher) {
   if (cfg.host_kv_tokens == 0) return;
   host_kv_ = std::make_unique<kv_allocator>(cfg.host_kv_tokens, cfg.page_size);
   host_slots_ = std::make_unique<slot_allocator>(cfg.host_slots);

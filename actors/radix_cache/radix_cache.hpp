@@ -31,6 +31,8 @@ struct cache_config {
   std::size_t chunk_size = 64;
   /// Record KV events (needs a page hasher). Default: off.
   bool enable_events = false;
+  /// With enable_events: state checkpoints and restored KV too (tree_config). Default: off.
+  bool state_events = false;
   /// L2 host pools (HiCache, cache-semantics.md §5). 0 host tokens = no host tier.
   std::size_t host_kv_tokens = 0;
   std::size_t host_slots = 0;

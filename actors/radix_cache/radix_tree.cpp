@@ -286,6 +286,7 @@ result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_
       // A host-only node takes the caller's fresh device ids (HiRadixCache insert).
       if (pl < node->key.size()) node = split(node, pl);
       node->value.assign(value.begin(), value.begin() + static_cast<std::ptrdiff_t>(pl));
+      record_restored(node);
       full_lru_.insert_mru(node);
       sizes_.full_evictable += pl;
       --host_sizes_.evicted_nodes;
@@ -320,10 +321,12 @@ result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_
     sizes_.full_evictable += leaf->value.size();
     sizes_.mamba_evictable += 1;
     record_store(leaf);
+    record_state(leaf, true);
     count_insert_hit(leaf);
     node = leaf;
   } else if (node->is_tombstone()) {
     node->mamba = slot;
+    record_state(node, true);
     full_lru_.reset_mru(node);
     mamba_lru_.insert_mru(node);
     if (node->mamba_lock_ref > 0) {
@@ -454,6 +457,46 @@ void radix_tree::record_store(radix_node* n) {
     parent_hash = e.block_hash;
     events_.push_back(std::move(e));
   }
+}
+
+void radix_tree::record_state(radix_node* n, bool stored) {
+  if (!cfg_.enable_events || !cfg_.state_events || n == root_) return;
+  ensure_hashes(n);
+  if (n->hashes.empty()) return;
+  kv_event e;
+  e.type = stored ? kv_event::kind::block_stored : kv_event::kind::block_removed;
+  e.group = kv_event::cache_group::mamba;
+  e.block_hash = block_hash_of(n->hashes.back());
+  if (stored) e.block_size = static_cast<std::uint32_t>(cfg_.page_size);
+  events_.push_back(std::move(e));
+}
+
+void radix_tree::record_restored(radix_node* n) {
+  if (cfg_.state_events) record_store(n);
+}
+
+std::vector<device_block> radix_tree::device_blocks() {
+  std::vector<device_block> out;
+  std::vector<radix_node*> stack(root_->children.begin(), root_->children.end());
+  while (!stack.empty()) {
+    radix_node* n = stack.back();
+    stack.pop_back();
+    if (n->evicted()) continue;  // host only: nothing of it (or below it) is on the device
+    ensure_hashes(n);
+    std::optional<std::int64_t> parent;
+    if (n->parent != root_ && !n->parent->hashes.empty())
+      parent = block_hash_of(n->parent->hashes.back());
+    for (std::size_t i = 0; i < n->hashes.size(); ++i) {
+      device_block b;
+      b.hash = block_hash_of(n->hashes[i]);
+      b.parent_hash = parent;
+      b.checkpoint = i + 1 == n->hashes.size() && !n->is_tombstone();
+      parent = b.hash;
+      out.push_back(b);
+    }
+    stack.insert(stack.end(), n->children.begin(), n->children.end());
+  }
+  return out;
 }
 
 void radix_tree::record_remove(radix_node* n) {

@@ -57,6 +57,20 @@ struct tree_config {
   std::size_t chunk_size = 64;
   /// Record KV events (needs a page_hasher). Default: off.
   bool enable_events = false;
+  /// With enable_events, also what SGLang's events leave out (its conformance tests T4/T5
+  /// expect them silent): a state checkpoint stored (group mamba) when a node gets a device
+  /// slot and removed when it loses it, and BlockStored for KV that returns to the device
+  /// (a load-back, a host-only node re-inserted). The events then describe the device
+  /// tree exactly (device_blocks()). Default: off.
+  bool state_events = false;
+};
+
+/// A page of KV on the device, as device_blocks() lists it.
+struct device_block {
+  std::int64_t hash = 0;                    ///< block_hash_of its chained digest
+  std::optional<std::int64_t> parent_hash;  ///< the previous page's; none for a first page
+  bool checkpoint = false;                  ///< the page ends a node that holds a device slot
+  friend bool operator==(const device_block&, const device_block&) = default;
 };
 
 /// Result of match(): the device prefix up to the deepest node holding a slot.
@@ -270,6 +284,9 @@ class radix_tree {
 
   /// Moves out the recorded KV events (empty unless enabled).
   std::vector<kv_event> drain_events();
+  /// Every page of KV on the device, parents before children (computes missing digests:
+  /// needs a page_hasher). What the events of state_events describe.
+  std::vector<device_block> device_blocks();
 
   /// Chained page digests of the path root..node (computed on demand).
   std::span<const page_digest> node_hashes(node_ref ref);
@@ -303,6 +320,10 @@ class radix_tree {
   void ensure_hashes(radix_node* n);
   void record_store(radix_node* n);
   void record_remove(radix_node* n);
+  /// state_events: n got / is losing its device slot (group mamba).
+  void record_state(radix_node* n, bool stored);
+  /// state_events: n's KV came back to the device (BlockStored, group full).
+  void record_restored(radix_node* n);
   void free_kv(std::span<const kv_index> ids);
   void free_slot(slot_id s);
   /// Full (KV) lock on n and its ancestors, without the SSM lock (inc_lock takes both).

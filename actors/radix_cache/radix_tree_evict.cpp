@@ -15,6 +15,7 @@ void radix_tree::delete_leaf(radix_node* x) {
 std::size_t radix_tree::delete_node(radix_node* n) {
   assert(n != root_ && n->is_leaf());
   const std::size_t tokens = n->value.size();
+  if (!n->is_tombstone()) record_state(n, false);  // the checkpoint goes before its page
   if (!n->evicted()) record_remove(n);
   free_kv(n->value);
   if (n->in_full_lru) {
@@ -62,6 +63,7 @@ radix_tree::leaf_eviction radix_tree::evict_leaf(radix_node* x) {
 
 void radix_tree::demote(radix_node* n) {
   assert(n->backed_up() && !n->evicted() && n->full_lock_ref == 0);
+  if (!n->is_tombstone()) record_state(n, false);
   record_remove(n);
   free_kv(n->value);
   sizes_.full_evictable -= n->value.size();
@@ -141,7 +143,8 @@ std::size_t radix_tree::evict_mamba(std::size_t n, evict_result& r) {
     }
     if (kept) {
       // Internal node (or a leaf that must stay): free only its slot; it becomes a
-      // tombstone (no KV event).
+      // tombstone (no KV event; a state event with state_events).
+      record_state(x, false);
       free_slot(x->mamba);
       x->mamba = no_slot;
       sizes_.mamba_evictable -= 1;

@@ -297,12 +297,14 @@ result<load_back_result> radix_tree::load_back(node_ref best, std::int64_t mem_q
     off += n->key.size();
     c.device_kv.insert(c.device_kv.end(), n->value.begin(), n->value.end());
     c.host_kv.insert(c.host_kv.end(), n->host_value.begin(), n->host_value.end());
+    record_restored(n);
     full_lru_.insert_mru(n);
     sizes_.full_evictable += n->value.size();
     --host_sizes_.evicted_nodes;
   }
   if (need_state) {
     end->mamba = slot;
+    record_state(end, true);
     mamba_lru_.insert_mru(end);
     sizes_.mamba_evictable += 1;
     c.device_slot = slot;

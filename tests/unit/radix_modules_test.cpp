@@ -290,7 +290,9 @@ TEST(WideNode, EveryChildIsFoundByItsFirstPageAndNamespace) {
       const match_result m = t.match(ns, keys[k]);
       const bool held = ns == 0 || k % 3 == 0;
       EXPECT_EQ(m.kv_matched, held ? 4u : 0u) << "namespace " << ns << " key " << k;
-      if (held) EXPECT_EQ(m.last_node.node->key, keys[k]);
+      if (held) {
+        EXPECT_EQ(m.last_node.node->key, keys[k]);
+      }
     }
   EXPECT_EQ(t.match(0, toks({21, 100, 21, 100})).kv_matched, 0u) << "no such first token";
   EXPECT_EQ(t.match(0, toks({5, 300, 5, 300})).kv_matched, 0u) << "first token, other page";

@@ -3,13 +3,16 @@
 // matches, inserts and evictions, for every strategy and several page sizes. After every
 // step the tree invariants and the pool identity
 //   available + evictable + protected + held == capacity   (KV tokens and SSM slots)
-// are checked. Fixed seeds; a failure names the seed and the step.
+// are checked, and the KV events with state checkpoints (tree_config::state_events),
+// applied to a replica as a router would, describe the device tree exactly
+// (radix_tree::device_blocks). Fixed seeds; a failure names the seed and the step.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
 
 #include "actors/scheduler/request_manager.hpp"
+#include "storage/sha256_page_hasher.hpp"
 #include "tests/support/tree_fixture.hpp"
 
 namespace hc::test {
@@ -31,10 +34,56 @@ struct live {
 
 class RandomOps : public ::testing::TestWithParam<params> {};
 
+/// What a router knows from the events alone: per block hash, how many device pages carry
+/// it (namespaces share hashes), how many of them end a node with a state, their parent.
+struct event_replica {
+  struct entry {
+    int pages = 0, checkpoints = 0;
+    std::optional<std::int64_t> parent;
+    friend bool operator==(const entry&, const entry&) = default;
+  };
+  std::map<std::int64_t, entry> blocks;
+
+  void apply(const std::vector<kv_event>& events) {
+    for (const kv_event& e : events) {
+      if (e.type == kv_event::kind::all_blocks_cleared) {
+        blocks.clear();
+        continue;
+      }
+      entry& b = blocks[e.block_hash];
+      const int d = e.type == kv_event::kind::block_stored ? 1 : -1;
+      if (e.group == kv_event::cache_group::full) {
+        b.pages += d;
+        if (d > 0) b.parent = e.parent_block_hash;
+      } else {
+        b.checkpoints += d;
+      }
+      ASSERT_GE(b.pages, 0) << "a page removed that was never stored";
+      ASSERT_GE(b.checkpoints, 0) << "a checkpoint removed that was never stored";
+      ASSERT_LE(b.checkpoints, b.pages) << "a checkpoint on a page that is not there";
+      if (b.pages == 0) blocks.erase(e.block_hash);
+    }
+  }
+  static std::map<std::int64_t, entry> of(const std::vector<device_block>& device) {
+    std::map<std::int64_t, entry> out;
+    for (const device_block& d : device) {
+      entry& b = out[d.hash];
+      ++b.pages;
+      b.checkpoints += d.checkpoint ? 1 : 0;
+      b.parent = d.parent_hash;
+    }
+    return out;
+  }
+};
+
 TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
   const params p = GetParam();
   const std::size_t C = std::max<std::size_t>(16, p.page);
-  radix_cache cache({static_cast<std::size_t>(1024) / p.page * p.page * 4, p.page, 24, C});
+  cache_config cc{static_cast<std::size_t>(1024) / p.page * p.page * 4, p.page, 24, C};
+  cc.enable_events = cc.state_events = true;
+  const sha256_page_hasher hasher;
+  radix_cache cache(cc, &hasher);
+  event_replica replica;
   request_config rc;
   rc.strat = p.strat;
   rc.pp_size = p.pp;
@@ -157,6 +206,9 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
     ASSERT_TRUE(cache.tree().check_invariants().ok())
         << cache.tree().check_invariants().err().message;
     ASSERT_TRUE(m.check_pool_invariants().ok()) << m.check_pool_invariants().err().message;
+    replica.apply(cache.tree().drain_events());
+    ASSERT_EQ(replica.blocks, event_replica::of(cache.tree().device_blocks()))
+        << "the events no longer describe the device tree";
   }
   // Drain: everything ends, then the idle checks must hold exactly.
   while (!reqs.empty())
@@ -167,6 +219,8 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
   EXPECT_GT(finished, 10u) << "the workload should complete requests (aborted " << aborted
                            << ", out of memory " << oom << ")";
   cache.tree().evict(SIZE_MAX, SIZE_MAX);
+  replica.apply(cache.tree().drain_events());
+  EXPECT_TRUE(replica.blocks.empty()) << "everything evicted: every page and checkpoint removed";
   EXPECT_EQ(cache.kv().available(), cache.kv().capacity());
   EXPECT_EQ(cache.slots().available(), cache.slots().capacity());
 }
