@@ -87,9 +87,11 @@ result<std::vector<std::pair<std::string, double>>> client::stats() {
   });
 }
 
-result<std::string> client::inspect() {
+result<std::string> client::inspect(bool blocks) {
   return guarded([&]() -> result<std::string> {
-    auto r = impl_->link->wait(impl_->node.inspectRequest().send());
+    auto req = impl_->node.inspectRequest();
+    req.setBlocks(blocks);
+    auto r = impl_->link->wait(req.send());
     if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     return std::string(r.getJson().cStr());
   });

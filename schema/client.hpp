@@ -126,7 +126,8 @@ class client {
   result<std::unique_ptr<client_session>> open(const instance_spec& spec);
   result<std::vector<std::pair<std::string, double>>> stats();
   /// Instances, trees and pools as one JSON document.
-  result<std::string> inspect();
+  /// `blocks`: also every device KV page of every instance (CacheNode.inspect).
+  result<std::string> inspect(bool blocks = false);
   /// Returns once no tier work of any instance is in flight (copies, L3 writes, prefetch
   /// reads, and what they started) and every close the node had received (a dropped
   /// session included) is done: the node's state after a load has settled.

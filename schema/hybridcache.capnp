@@ -378,7 +378,10 @@ interface CacheNode {
   ping @0 () -> (protocolVersion :UInt32, nodeVersion :Text, error :Error);
   open @1 (spec :InstanceSpec) -> (error :Error, session :Session, info :PoolInfo);
   stats @2 () -> (stats :List(Stat), error :Error);
-  inspect @3 () -> (json :Text, error :Error);  # instances, trees and pools as one JSON document
+  inspect @3 (blocks :Bool) -> (json :Text, error :Error);  # instances, trees and pools as one JSON document
+  # blocks: each instance's tree also lists every KV page on the device ("blocks": hash,
+  # parent hash, checkpoint = the page ends a node with an SSM state, namespace), the set
+  # the node's KV events describe; and "kv_events" the last sequence number published.
   login @4 (token :Text) -> (error :Error, node :CacheNode);
   # The L3 store for an external client; `identity` (model, rank coordinate, layout —
   # anything that must keep two clients' values apart) namespaces its keys.

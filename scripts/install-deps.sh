@@ -14,6 +14,8 @@ build_packages=(
   libgflags-dev libsnappy-dev liblz4-dev libzstd-dev libcivetweb-dev libcurl4-openssl-dev
   # standard building blocks (never hand-written)
   libssl-dev zlib1g-dev libbz2-dev libxxhash-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  # KV events (events/): ZeroMQ and msgpack
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
   # the test and benchmark frameworks (CMake finds them in every preset)
   libgtest-dev libgmock-dev libbenchmark-dev
 )
@@ -26,6 +28,8 @@ test_packages=(
   clang libclang-rt-14-dev
   # deploy/ and monitoring/ checks: systemd-analyze, YAML, promtool and a real Prometheus
   systemd python3-yaml prometheus
+  # the KV events subscriber of the events test (plain ZeroMQ + msgpack, no hybridcache code)
+  python3-zmq python3-msgpack
 )
 packages=("${build_packages[@]}")
 [ "${HC_DEPS:-all}" = build ] || packages+=("${test_packages[@]}")

@@ -83,6 +83,19 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 40));
+  app.add_option("--kv-events", o.kv_events,
+                 "Publish the cache's KV events, with SSM state checkpoints, on this ZeroMQ PUB "
+                 "endpoint (tcp://host:port, a port * = any free one; ipc://path), or 'off' "
+                 "(README \"Route on it\")")
+      ->capture_default_str();
+  app.add_option("--kv-events-replay", o.kv_events_replay,
+                 "ZeroMQ ROUTER endpoint where a subscriber asks for the batches it missed, "
+                 "by sequence number, or 'off'")
+      ->capture_default_str();
+  app.add_option("--kv-events-buffer", o.kv_events_buffer,
+                 "Event batches kept for replay (the oldest go first)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
 #if HC_RACE_DEMO
   app.add_option("--race-demo", o.race_demo,
                  "Debug only: turn an ordering rule off so that hcsim reports mismatches "
@@ -98,6 +111,8 @@ status check_daemon_options(const daemon_options& o) {
     return {errc::invalid_config, "nothing to listen on: give --socket or --tcp"};
   if (!log::parse_level(o.log_level))
     return {errc::invalid_config, "unknown --log-level '" + o.log_level + "'"};
+  if (o.kv_events == "off" && o.kv_events_replay != "off")
+    return {errc::invalid_config, "--kv-events-replay needs --kv-events (the stream it replays)"};
   return {};
 }
 

@@ -20,6 +20,7 @@
 #include "actors/common/log.hpp"
 #include "actors/daemon/daemon_options.hpp"
 #include "actors/node/node.hpp"
+#include "events/zmq_kv_event_publisher.hpp"
 #include "monitoring/prometheus_metrics.hpp"
 #include "schema/server/rpc_server.hpp"
 #include "storage/rocksdb_store.hpp"
@@ -81,8 +82,26 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     }
     hc::log::info("metrics at http://" + metrics.address() + "/metrics");
   }
+  std::unique_ptr<hc::events::zmq_kv_event_publisher> kv_events;
+  if (o.kv_events != "off") {
+    hc::events::publisher_config pc;
+    pc.endpoint = o.kv_events;
+    pc.replay_endpoint = o.kv_events_replay == "off" ? "" : o.kv_events_replay;
+    pc.buffer = o.kv_events_buffer;
+    auto p = hc::events::zmq_kv_event_publisher::start(pc);
+    if (!p) {
+      hc::log::error(p.err().message);
+      return 2;
+    }
+    kv_events = std::move(*p);
+    hc::log::info("kv events at " + kv_events->endpoint() +
+                  (kv_events->replay_endpoint().empty()
+                       ? std::string(" (no replay)")
+                       : " (replay at " + kv_events->replay_endpoint() + ")"));
+  }
   hc::node_config nc;
   nc.scheduler_threads = o.threads;
+  nc.kv_events = kv_events.get();
   nc.metrics = &metrics;
   nc.max_step_commands = o.max_step_commands;
   nc.max_command_tokens = o.max_command_tokens;

@@ -92,6 +92,7 @@ struct stats_job : job_base<stats_job> {
   std::vector<std::pair<std::string, double>> stats;  ///< filled unless want_inspect
   std::string inspect_json;                           ///< filled when want_inspect
   bool want_inspect = false;
+  bool inspect_blocks = false;  ///< inspect: list every instance's device KV pages
 };
 
 }  // namespace hc

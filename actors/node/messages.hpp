@@ -108,7 +108,8 @@ using cache_actor = caf::typed_actor<
     caf::replies_to<drain_atom>::with<bool>,
     /// What the instance holds and served (summed by the scheduler for `stats`).
     caf::replies_to<stats_atom>::with<instance_stats>,
-    caf::replies_to<inspect_atom>::with<std::string>>;
+    /// Its tree summary; with true, also every device KV page ("blocks").
+    caf::replies_to<inspect_atom, bool>::with<std::string>>;
 
 /// scheduler (one per node): the instances and the sessions.
 using scheduler_actor_type = caf::typed_actor<

@@ -15,6 +15,7 @@
 #include "actors/common/metrics_sink.hpp"
 #include "actors/forward_stream/race_demo.hpp"
 #include "actors/node/jobs.hpp"
+#include "actors/radix_cache/kv_events.hpp"
 #include "actors/scheduler/instance_config.hpp"
 #include "storage/l3_store.hpp"
 
@@ -40,6 +41,9 @@ struct node_config {
   std::size_t max_idle_instances = 4;
   /// Where metrics go (must outlive the node); nullptr = nowhere.
   metrics_sink* metrics = nullptr;
+  /// Where every instance publishes its KV events, with state checkpoints (README "Route
+  /// on it"; must outlive the node); nullptr = no events (and no page hashing for them).
+  kv_event_sink* kv_events = nullptr;
   /// The L3 store shared by every instance whose spec asks for a host tier with storage
   /// (hybridcached opens RocksDB in <data-dir>/l3); nullptr = no L3 (prefetch refused).
   std::shared_ptr<l3_store> l3;

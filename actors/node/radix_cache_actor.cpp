@@ -1,6 +1,7 @@
 #include "actors/node/radix_cache_actor.hpp"
 #include "actors/node/json_text.hpp"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -30,7 +31,9 @@ struct served_counters {
 
 struct state {
   served_counters served;
-  sha256_page_hasher hasher;  ///< page hashes (L3 keys); before the cache, which points to it
+  kv_event_sink* events = nullptr;  ///< the node's KV events (nullptr: off)
+  std::string event_topic;          ///< + the namespace's name
+  sha256_page_hasher hasher;        ///< page hashes (L3 keys); before the cache, which points to it
   std::unique_ptr<radix_cache> cache;
   std::unique_ptr<tier_pipeline> tiers;
   std::unordered_map<session_id, session_state> sessions;
@@ -43,6 +46,27 @@ struct state {
   metrics_sink* metrics = nullptr;
   const clock* time = &steady();  ///< the node's clock (times each command)
 };
+
+/// Publishes the tree's events since the last call, one batch per namespace (its topic);
+/// AllBlocksCleared goes to every namespace.
+void publish_events(state& st) {
+  if (st.events == nullptr) return;
+  std::vector<kv_event> ev = st.cache->tree().drain_events();
+  if (ev.empty()) return;
+  std::map<namespace_id, std::vector<kv_event>> by_ns;
+  for (kv_event& e : ev) {
+    if (e.type == kv_event::kind::all_blocks_cleared) {
+      for (const auto& [name, id] : st.namespaces)
+        by_ns[id].push_back(e);
+      continue;
+    }
+    by_ns[e.ns].push_back(std::move(e));
+  }
+  for (const auto& [name, id] : st.namespaces) {
+    auto it = by_ns.find(id);
+    if (it != by_ns.end()) st.events->publish(st.event_topic + name, it->second);
+  }
+}
 
 /// Reports a step. `before`: the tree's counters when the step began; evictions beyond
 /// those the step's evict commands made happened inside allocations ("pressure").
@@ -151,7 +175,7 @@ instance_stats stats_of(const state& st) {
   return out;
 }
 
-std::string inspect(const state& st) {
+std::string inspect(state& st, bool blocks) {
   const radix_cache& c = *st.cache;
   const instance_stats stats = stats_of(st);
   nlohmann::json doc = {{"instance", st.instance},
@@ -165,6 +189,19 @@ std::string inspect(const state& st) {
           bool is_served) { (is_served ? served : doc)[std::string(name)] = stats.*f; });
   doc["served"] = std::move(served);
   doc["host"] = nlohmann::json::parse(st.tiers->inspect());
+  if (blocks) {
+    std::map<namespace_id, std::string> names;
+    for (const auto& [name, id] : st.namespaces)
+      names[id] = name;
+    nlohmann::json list = nlohmann::json::array();
+    for (const device_block& b : st.cache->tree().device_blocks())
+      list.push_back({{"hash", b.hash},
+                      {"parent", b.parent_hash ? nlohmann::json(*b.parent_hash) : nlohmann::json()},
+                      {"checkpoint", b.checkpoint},
+                      {"namespace", names[b.ns]}});
+    doc["blocks"] = std::move(list);
+    doc["event_topic"] = st.event_topic;
+  }
   return json_text(doc);
 }
 
@@ -178,6 +215,8 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
       forward_stream_actor, std::move(stream), caf::actor_cast<msg::cache_actor>(self));
   auto st = std::make_shared<state>();
   st->time = tiers.time;
+  st->events = tiers.events;
+  st->event_topic = tiers.event_topic;
   st->cache = std::make_unique<radix_cache>(cfg, &st->hasher);
   st->tiers =
       std::make_unique<tier_pipeline>(self, *st->cache, forward_stream, std::move(tiers), metrics);
@@ -185,6 +224,8 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
   st->stream = std::move(forward_stream);
   st->owner = std::move(owner);
   st->metrics = metrics;
+  // Tier answers change the tree too (load-backs, demotions): their events go out at once.
+  st->tiers->after_answer([raw = st.get()] { publish_events(*raw); });
   return {
       [st, self](msg::attach_atom, session_id s, const request_config& rc, const std::string& ns,
                  msg::rows_ptr rows) -> msg::stream_actor {
@@ -239,6 +280,7 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
         // forward that reads it.
         pump_tiers(*st, sid);
         st->tiers->sweep(sid, &requests);
+        publish_events(*st);  // before the reply: a router sees the step's cache first
         job->complete();
       },
       [st, self](msg::close_atom, const msg::close_ptr& job) {
@@ -253,6 +295,7 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
           pump_tiers(*st, job->session);
         }
         st->tiers->sweep(job->session, nullptr);
+        publish_events(*st);
         // The scheduler completes the close once its instance bookkeeping is done: when
         // close returns, the instance is idle (or dropped and unlinked) for every caller.
         self->send(st->owner, msg::detached_atom::value, st->instance, job);
@@ -268,7 +311,7 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
           m.stream_claimed(batch);
         }
       },
-      [st](msg::inspect_atom) -> std::string { return inspect(*st); },
+      [st](msg::inspect_atom, bool blocks) -> std::string { return inspect(*st, blocks); },
       [st](msg::stats_atom) -> instance_stats { return stats_of(*st); },
       [st, self](msg::drain_atom) -> caf::result<bool> {
         auto done = self->make_response_promise<bool>();

@@ -112,6 +112,11 @@ result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_sta
   cache_config cc = cache_config_of(spec);
   auto tiers = make_tiers(st, spec, cc);
   if (!tiers) return tiers.err();
+  if (st.cfg.kv_events) {  // events with state checkpoints: a router's view of the tree
+    cc.enable_events = cc.state_events = true;
+    tiers->events = st.cfg.kv_events;
+    tiers->event_topic = "kv/" + instance_fingerprint(spec) + "/";
+  }
   const std::uint64_t id = ++st.next_instance;
   const std::string base = st.cfg.shm_prefix + "-i" + std::to_string(id);
   auto pools = make_pools(spec, base);
@@ -333,6 +338,8 @@ void gather_inspect(msg::scheduler_actor_type::pointer self, node_state& st,
   f->doc["first_invariant_violation"] = first_invariant_violation();
   f->doc["host_storage"] = nullptr;
   f->doc["instances"] = nlohmann::json::array();
+  if (st.cfg.kv_events)
+    f->doc["kv_events"] = {{"last_sequence", st.cfg.kv_events->last_sequence()}};
   f->pending = 1;
   for (const auto& [fp, in] : st.instances)
     f->pending += in.stream ? 2 : 1;
@@ -357,9 +364,9 @@ void gather_inspect(msg::scheduler_actor_type::pointer self, node_state& st,
   std::size_t i = 0;
   for (const auto& [fp, in] : st.instances) {
     f->doc["instances"].push_back({{"fingerprint", fp}, {"tree", nullptr}, {"stream", nullptr}});
-    auto ask = [&](const char* part, const auto& a) {
+    auto ask = [&](const char* part, const auto& a, auto... args) {
       if (!a) return;  // the stream is known once the instance attached a session
-      self->request(a, caf::infinite, msg::inspect_atom::value)
+      self->request(a, caf::infinite, msg::inspect_atom::value, args...)
           .then(
               [f, finish, parse, i, part](std::string& s) {
                 f->doc["instances"][i][part] = parse(s);
@@ -367,7 +374,7 @@ void gather_inspect(msg::scheduler_actor_type::pointer self, node_state& st,
               },
               on_err);
     };
-    ask("tree", in.radix);
+    ask("tree", in.radix, job->inspect_blocks);
     ask("stream", in.stream);
     ++i;
   }

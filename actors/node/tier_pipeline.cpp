@@ -39,6 +39,7 @@ void tier_pipeline::when_idle(caf::typed_response_promise<bool> done) {
 }
 
 void tier_pipeline::answered() {
+  if (after_answer_) after_answer_();
   if (--in_flight_ != 0) return;
   for (caf::typed_response_promise<bool>& d : std::exchange(drains_, {}))
     d.deliver(true);

@@ -42,7 +42,9 @@ struct tier_wiring {
   msg::storage_actor storage;        ///< host_storage; invalid: no L3 for this instance
   std::string fingerprint;           ///< L3 key prefix (l3::fingerprint of the instance)
   prefetch_config prefetch;
-  const clock* time = &steady();  ///< prefetch timeouts and deadlines; outlives the pipeline
+  const clock* time = &steady();    ///< prefetch timeouts and deadlines; outlives the pipeline
+  kv_event_sink* events = nullptr;  ///< the node's KV events; nullptr: none
+  std::string event_topic;          ///< "kv/<instance fingerprint>/" (+ the namespace)
 };
 
 class tier_pipeline {
@@ -52,6 +54,9 @@ class tier_pipeline {
                 tier_wiring wiring, metrics_sink* metrics);
 
   bool enabled() const noexcept { return cache_.has_host_tier(); }
+  /// Runs after each answer of the data plane or the store has been applied to the tree
+  /// (the radix_cache actor publishes the KV events it caused).
+  void after_answer(std::function<void()> f) { after_answer_ = std::move(f); }
   void name_namespace(namespace_id id, const std::string& name);
 
   /// After a step of session `s`: hands the step's load-backs, demotions and backups to
@@ -71,6 +76,7 @@ class tier_pipeline {
   std::string inspect() const;
 
  private:
+  std::function<void()> after_answer_;
   struct prefetch_record {
     prefetch_ticket ticket;
     namespace_id ns = 0;

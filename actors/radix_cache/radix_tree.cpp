@@ -449,6 +449,7 @@ void radix_tree::record_store(radix_node* n) {
   for (std::size_t i = 0; i < n->hashes.size(); ++i) {
     kv_event e;
     e.type = kv_event::kind::block_stored;
+    e.ns = n->ns;
     e.block_hash = block_hash_of(n->hashes[i]);
     e.parent_block_hash = parent_hash;
     e.token_ids.assign(n->key.begin() + static_cast<std::ptrdiff_t>(i * p),
@@ -466,6 +467,7 @@ void radix_tree::record_state(radix_node* n, bool stored) {
   kv_event e;
   e.type = stored ? kv_event::kind::block_stored : kv_event::kind::block_removed;
   e.group = kv_event::cache_group::mamba;
+  e.ns = n->ns;
   e.block_hash = block_hash_of(n->hashes.back());
   if (stored) e.block_size = static_cast<std::uint32_t>(cfg_.page_size);
   events_.push_back(std::move(e));
@@ -491,6 +493,7 @@ std::vector<device_block> radix_tree::device_blocks() {
       b.hash = block_hash_of(n->hashes[i]);
       b.parent_hash = parent;
       b.checkpoint = i + 1 == n->hashes.size() && !n->is_tombstone();
+      b.ns = n->ns;
       parent = b.hash;
       out.push_back(b);
     }
@@ -505,6 +508,7 @@ void radix_tree::record_remove(radix_node* n) {
   for (const page_digest& d : n->hashes) {
     kv_event e;
     e.type = kv_event::kind::block_removed;
+    e.ns = n->ns;
     e.block_hash = block_hash_of(d);
     events_.push_back(std::move(e));
   }

@@ -70,6 +70,7 @@ struct device_block {
   std::int64_t hash = 0;                    ///< block_hash_of its chained digest
   std::optional<std::int64_t> parent_hash;  ///< the previous page's; none for a first page
   bool checkpoint = false;                  ///< the page ends a node that holds a device slot
+  namespace_id ns = 0;
   friend bool operator==(const device_block&, const device_block&) = default;
 };
 

@@ -122,6 +122,8 @@ class node_impl final : public wire::CacheNode::Server {
     if (refused(c.getResults())) return kj::READY_NOW;
     auto job = std::make_shared<stats_job>();
     job->want_inspect = inspect;
+    if constexpr (requires { c.getParams().getBlocks(); })
+      job->inspect_blocks = c.getParams().getBlocks();
     return submit(ctx_.n, job).then([c, job]() mutable {
       wc::put_error(c.getResults().initError(), job->err);
       if constexpr (requires { c.getResults().setJson(""); }) {

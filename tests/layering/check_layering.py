@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-PRODUCT_DIRS = ("actors", "schema", "storage", "gpu", "monitoring", "tools")
+PRODUCT_DIRS = ("actors", "schema", "storage", "gpu", "monitoring", "events", "tools")
 SOURCE_EXT = (".hpp", ".cpp", ".cu", ".cuh", ".h")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 STD_HEADER = re.compile(r"^[a-z_0-9]+$")

@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
   CLI::App* stats =
       app.add_subcommand("stats", "Node totals: sessions, pools, requests and served counters");
   CLI::App* inspect = app.add_subcommand("inspect", "Instances: tree summary, pools, stream");
+  bool blocks = false;
+  inspect->add_flag("--blocks", blocks,
+                    "Also every device KV page of every instance (hash, parent, SSM checkpoint, "
+                    "namespace): what its KV events describe");
   hc::cli::top_options to;
   CLI::App* top = app.add_subcommand(
       "top", "A live view of the main rates (steps, matches, hit tokens, evictions) and pools");
@@ -66,6 +70,7 @@ int main(int argc, char** argv) {
   hc::cli::node_options no;
   no.address = node_address(socket, tcp);
   no.json = json;
+  no.blocks = blocks;
   if (!token_file.empty()) {
     std::ifstream in(token_file);
     if (!in || !std::getline(in, no.token)) {

@@ -78,7 +78,7 @@ int run_stats(const node_options& o) {
 int run_inspect(const node_options& o) {
   auto c = connect_or_say(o);
   if (!c) return 1;
-  auto r = c->inspect();
+  auto r = c->inspect(o.blocks);
   if (!r) {
     std::fprintf(stderr, "hcctl inspect: %s\n", r.err().message.c_str());
     return 1;
@@ -104,6 +104,13 @@ int run_inspect(const node_options& o) {
                t.value("mamba_evictable", 0), t.value("mamba_protected", 0));
     fmt::print("  sessions: {}, live requests: {}\n", t.value("sessions", 0),
                t.value("live_requests", 0));
+    if (t.contains("blocks")) {
+      std::size_t checkpoints = 0;
+      for (const auto& b : t["blocks"])
+        checkpoints += b.value("checkpoint", false) ? 1 : 0;
+      fmt::print("  device KV pages: {}, with an SSM checkpoint: {} (events topic {})\n",
+                 t["blocks"].size(), checkpoints, t.value("event_topic", ""));
+    }
     fmt::print("  stream: {} snapshots, {} clears, {} COWs run; shm {} ({} B), {} ({} B)\n",
                s.value("snapshots_run", 0), s.value("clears_run", 0), s.value("cows_run", 0),
                s.value("kv_shm", ""), s.value("kv_bytes", 0), s.value("ssm_shm", ""),

@@ -10,6 +10,7 @@ struct node_options {
   std::string address;  ///< "unix:/path" or host:port
   std::string token;    ///< TCP shared secret ("" over a Unix socket)
   bool json = false;    ///< print one JSON object instead of text
+  bool blocks = false;  ///< inspect: also every device KV page (hash, parent, checkpoint)
 };
 
 /// Exit status: 0 when the node answered, 1 when it could not be reached.
