@@ -34,50 +34,42 @@ void pack_key(Packer& pk, const char* k) {
   pk.pack(std::string_view(k));
 }
 
+/// "key": "text".
+template <class Packer>
+void pack_pair(Packer& pk, const char* k, const char* v) {
+  pack_key(pk, k);
+  pk.pack(std::string_view(v));
+}
+
 template <class Packer>
 void pack_event(Packer& pk, const merged& m) {
   const kv_event& f = *m.first;
-  switch (f.type) {
-    case kv_event::kind::all_blocks_cleared:
-      pk.pack_map(1);
-      pack_key(pk, "type");
-      pk.pack(std::string_view("AllBlocksCleared"));
-      return;
-    case kv_event::kind::block_removed:
-      pk.pack_map(4);
-      pack_key(pk, "type");
-      pk.pack(std::string_view("BlockRemoved"));
-      pack_key(pk, "block_hashes");
-      pk.pack(m.hashes);
-      pack_key(pk, "medium");
-      pk.pack(std::string_view("GPU"));
-      pack_key(pk, "cache_group");
-      pk.pack(std::string_view(group_name(f.group)));
-      return;
-    case kv_event::kind::block_stored:
-      pk.pack_map(8);
-      pack_key(pk, "type");
-      pk.pack(std::string_view("BlockStored"));
-      pack_key(pk, "block_hashes");
-      pk.pack(m.hashes);
-      pack_key(pk, "parent_block_hash");
-      if (f.parent_block_hash) {
-        pk.pack(*f.parent_block_hash);
-      } else {
-        pk.pack_nil();
-      }
-      pack_key(pk, "token_ids");
-      pk.pack(m.tokens);
-      pack_key(pk, "block_size");
-      pk.pack(f.block_size);
-      pack_key(pk, "lora_id");
-      pk.pack_nil();
-      pack_key(pk, "medium");
-      pk.pack(std::string_view("GPU"));
-      pack_key(pk, "cache_group");
-      pk.pack(std::string_view(group_name(f.group)));
-      return;
+  if (f.type == kv_event::kind::all_blocks_cleared) {
+    pk.pack_map(1);
+    pack_pair(pk, "type", "AllBlocksCleared");
+    return;
   }
+  const bool stored = f.type == kv_event::kind::block_stored;
+  pk.pack_map(stored ? 8 : 4);
+  pack_pair(pk, "type", stored ? "BlockStored" : "BlockRemoved");
+  pack_key(pk, "block_hashes");
+  pk.pack(m.hashes);
+  if (stored) {
+    pack_key(pk, "parent_block_hash");
+    if (f.parent_block_hash) {
+      pk.pack(*f.parent_block_hash);
+    } else {
+      pk.pack_nil();
+    }
+    pack_key(pk, "token_ids");
+    pk.pack(m.tokens);
+    pack_key(pk, "block_size");
+    pk.pack(f.block_size);
+    pack_key(pk, "lora_id");
+    pk.pack_nil();
+  }
+  pack_pair(pk, "medium", "GPU");
+  pack_pair(pk, "cache_group", group_name(f.group));
 }
 
 }  // namespace
