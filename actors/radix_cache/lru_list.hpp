@@ -9,6 +9,7 @@
 // Thread safety: none; confined to the radix_cache actor.
 
 #include <cassert>
+#include <span>
 
 #include "actors/radix_cache/radix_node.hpp"
 
@@ -39,21 +40,29 @@ class lru_list {
   void insert_mru(radix_node* n) { insert_after(&head_, n); }
   /// Moves n to the most recent end. REQUIRES: contains(n).
   void reset_mru(radix_node* n) {
+    if (next(&head_) == n) return;  // already there
     remove(n);
     insert_after(&head_, n);
   }
   /// Places n at the head, then its parent, grandparent, ... (excluding root), so that
   /// ancestors are always less recent than descendants. The mamba list skips tombstones.
+  /// A node already in its place is not relinked (see move_to_front_in_order).
   void reset_node_and_parents_mru(radix_node* n, const radix_node* root) {
     radix_node* after = &head_;
-    while (n != root) {
-      if (contains(n)) {
-        remove(n);
-        insert_after(after, n);
-        after = n;
-      }
-      n = n->parent;
-    }
+    for (; n != root; n = n->parent)
+      if (contains(n)) after = place_after(after, n);
+  }
+  /// The list that moving each node of `oldest_first` that passes `take` to the most recent
+  /// end, in order, gives (a node that is not a member is inserted): those nodes at the
+  /// front, the last one most recent, every other member in its order. Each node is
+  /// relinked only if it is not already where it ends up, so refreshing a path that is
+  /// still at the front (its conversation was matched just before) writes nothing and
+  /// touches no other conversation's nodes. REQUIRES: the nodes are distinct.
+  template <class Pred>
+  void move_to_front_in_order(std::span<radix_node* const> oldest_first, Pred take) {
+    radix_node* after = &head_;
+    for (auto it = oldest_first.rbegin(); it != oldest_first.rend(); ++it)
+      if (take(*it)) after = place_after(after, *it);
   }
   void remove(radix_node* n) {
     assert(contains(n));
@@ -119,6 +128,16 @@ class lru_list {
       n->in_mamba_lru = v;
     else
       n->in_host_mamba_lru = v;
+  }
+  /// Puts n right after `where` (moving or inserting it) unless it is already there;
+  /// returns n.
+  radix_node* place_after(radix_node* where, radix_node* n) {
+    if (contains(n)) {
+      if (next(where) == n) return n;
+      remove(n);
+    }
+    insert_after(where, n);
+    return n;
   }
   void insert_after(radix_node* where, radix_node* n) {
     assert(!contains(n));

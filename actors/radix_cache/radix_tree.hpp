@@ -389,7 +389,8 @@ class radix_tree {
   std::vector<radix_node*> free_nodes_;
   std::size_t live_nodes_ = 0;
   std::vector<kv_event> events_;
-  /// Scratch of match(): the matched path, deepest node first (kept to reuse its storage).
+  /// Scratch of match() (the matched path, deepest node first) and insert() (the walk not
+  /// yet moved in the LRU lists, in walk order); kept to reuse its storage.
   std::vector<radix_node*> path_;
 };
 
