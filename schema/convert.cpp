@@ -150,6 +150,7 @@ void put_spec(wire::InstanceSpec::Builder b, const instance_spec& s) {
   b.setRequestRows(static_cast<std::uint32_t>(s.request_rows));
   b.setMaxContextLen(static_cast<std::uint32_t>(s.max_context_len));
   b.setSharedRows(s.shared_rows);
+  b.setSharedTokens(s.shared_tokens);
   b.setSlotsPerRequest(static_cast<std::uint32_t>(s.slots_per_request));
   b.setNamespace(s.ns);
   b.setHicacheRatio(s.hicache_ratio);
@@ -193,6 +194,7 @@ result<instance_spec> get_spec(wire::InstanceSpec::Reader r) {
   s.request_rows = r.getRequestRows();
   s.max_context_len = r.getMaxContextLen();
   s.shared_rows = r.getSharedRows();
+  s.shared_tokens = r.getSharedTokens();
   s.slots_per_request = r.getSlotsPerRequest();
   s.ns = r.getNamespace().cStr();
   s.hicache_ratio = r.getHicacheRatio();
@@ -258,16 +260,19 @@ std::optional<std::uint64_t> get_branching(R r) {
 /// Writes one command kind into its union member.
 struct command_writer {
   wire::Command::Builder b;
-  void operator()(const cmd::create& c) {
-    auto x = b.initCreate();
+  /// Create and Append: the request, its tokens, or the range of the session's arena.
+  template <class Builder, class C>
+  static void put_tokens(Builder x, const C& c) {
     x.setReq(c.req);
     put_list([&](unsigned n) { return x.initTokens(n); }, c.tokens);
+    if (c.shared) {
+      auto r = x.initShared();
+      r.setAt(c.shared->at);
+      r.setCount(c.shared->count);
+    }
   }
-  void operator()(const cmd::append& c) {
-    auto x = b.initAppend();
-    x.setReq(c.req);
-    put_list([&](unsigned n) { return x.initTokens(n); }, c.tokens);
-  }
+  void operator()(const cmd::create& c) { put_tokens(b.initCreate(), c); }
+  void operator()(const cmd::append& c) { put_tokens(b.initAppend(), c); }
   void operator()(const cmd::match& c) { b.initMatch().setReq(c.req); }
   void operator()(const cmd::lock& c) { b.initLock().setReq(c.req); }
   void operator()(const cmd::unlock& c) { b.initUnlock().setReq(c.req); }
@@ -421,6 +426,13 @@ struct body_writer {
   }
 };
 
+/// Create and Append: the tokens, or the range of the session's arena.
+template <class C, class Reader>
+void get_tokens(C& c, Reader r) {
+  copy_list(c.tokens, r.getTokens());
+  if (r.hasShared()) c.shared = cmd::token_range{r.getShared().getAt(), r.getShared().getCount()};
+}
+
 }  // namespace
 
 void put_command(wire::Command::Builder b, const command& c) {
@@ -431,13 +443,13 @@ result<command> get_command(wire::Command::Reader r) {
   using W = wire::Command;
   switch (r.which()) {
     case W::CREATE: {
-      cmd::create c{r.getCreate().getReq(), 0, {}};
-      copy_list(c.tokens, r.getCreate().getTokens());
+      cmd::create c{r.getCreate().getReq(), 0, {}, {}};
+      get_tokens(c, r.getCreate());
       return command(std::move(c));
     }
     case W::APPEND: {
-      cmd::append c{r.getAppend().getReq(), {}};
-      copy_list(c.tokens, r.getAppend().getTokens());
+      cmd::append c{r.getAppend().getReq(), {}, {}};
+      get_tokens(c, r.getAppend());
       return command(std::move(c));
     }
     case W::MATCH:
@@ -652,6 +664,8 @@ void put_pool_info(wire::PoolInfo::Builder b, const pool_info& p) {
   b.setRowsShm(p.rows_shm);
   b.setRowsBytes(p.rows_bytes);
   b.setRowWidth(p.row_width);
+  b.setTokensShm(p.tokens_shm);
+  b.setTokensBytes(p.tokens_bytes);
 }
 
 pool_info get_pool_info(wire::PoolInfo::Reader r) {
@@ -676,6 +690,8 @@ pool_info get_pool_info(wire::PoolInfo::Reader r) {
   p.rows_shm = r.getRowsShm().cStr();
   p.rows_bytes = r.getRowsBytes();
   p.row_width = r.getRowWidth();
+  p.tokens_shm = r.getTokensShm().cStr();
+  p.tokens_bytes = r.getTokensBytes();
   return p;
 }
 

@@ -80,6 +80,11 @@ struct InstanceSpec {
   # its row: one copy instead of encoding, sending and decoding them). Needs
   # maxContextLen > 0. Per session; not part of the instance.
   sharedRows @25 :Bool;
+  # Capacity in tokens of the session's token arena in POSIX shared memory
+  # (PoolInfo.tokensShm, Int32 tokens): create / append may then pass their tokens as a
+  # TokenRange of it instead of a list (a prompt written once by the worker, not encoded,
+  # sent and decoded). 0 = none. Per session; not part of the instance.
+  sharedTokens @26 :UInt64;
 }
 
 enum Device {
@@ -127,8 +132,13 @@ struct Command {
   }
 
   struct ForRequest { req @0 :UInt64; }
-  struct Create { req @0 :UInt64; tokens @1 :List(Int32); }
-  struct Append { req @0 :UInt64; tokens @1 :List(Int32); }
+  # With `shared` set (tokens then empty) the tokens are that range of the session's token
+  # arena (InstanceSpec.sharedTokens), copied by the node before the step runs: the worker
+  # may reuse the range once the step returned. A range outside the arena, a session
+  # without one, or both forms at once refuse the whole step (invalidArgument).
+  struct Create { req @0 :UInt64; tokens @1 :List(Int32); shared @2 :TokenRange; }
+  struct Append { req @0 :UInt64; tokens @1 :List(Int32); shared @2 :TokenRange; }
+  struct TokenRange { at @0 :UInt64; count @1 :UInt64; }   # token offset and count
   struct AllocKv {                      # `count` KV ids at row position `start`
     req @0 :UInt64;
     start @1 :UInt64;
@@ -299,6 +309,10 @@ struct PoolInfo {
   rowsShm @13 :Text;
   rowsBytes @14 :UInt64;
   rowWidth @15 :UInt64;
+  # InstanceSpec.sharedTokens: the session's token arena (sharedTokens Int32 tokens); "" / 0
+  # otherwise. Unlinked when the session closes.
+  tokensShm @16 :Text;
+  tokensBytes @17 :UInt64;
 }
 
 struct Stat {

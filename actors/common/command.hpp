@@ -53,17 +53,29 @@ const char* to_string(cmd_kind k) noexcept;
 
 namespace cmd {
 
-/// Registers request `req` (chosen by the worker, unique per session) with its prompt.
+/// `count` tokens at token offset `at` of the session's shared token arena
+/// (InstanceSpec.sharedTokens): a prompt passed by reference instead of in the command.
+struct token_range {
+  std::uint64_t at = 0;
+  std::uint64_t count = 0;
+  friend bool operator==(const token_range&, const token_range&) = default;
+};
+
+/// Registers request `req` (chosen by the worker, unique per session) with its prompt:
+/// `tokens`, or, when `shared` is set (tokens then empty), the arena's tokens in that range,
+/// which the node copies before the step runs (the worker may reuse them once it returned).
 struct create {
   request_handle req = 0;
   namespace_id ns = 0;  ///< set by the node to the session's namespace
   std::vector<token_id> tokens;
+  std::optional<token_range> shared;
   friend bool operator==(const create&, const create&) = default;
 };
-/// Appends generated tokens to req.
+/// Appends generated tokens to req (`tokens`, or the arena's range as for create).
 struct append {
   request_handle req = 0;
   std::vector<token_id> tokens;
+  std::optional<token_range> shared;
   friend bool operator==(const append&, const append&) = default;
 };
 /// Prefix match of prompt[:input_len-1] with copy-on-write of the node's state.

@@ -35,6 +35,11 @@ struct instance_spec {
   /// reads its rows. Needs max_context_len > 0. Per session, not part of the instance.
   /// Default: false
   bool shared_rows = false;
+  /// Capacity in tokens of the session's token arena in POSIX shared memory
+  /// (pool_info::tokens_shm: int32 tokens): create / append may then pass their tokens as a
+  /// range of it (cmd::token_range) instead of in the command. 0 = none. Per session, not
+  /// part of the instance. Default: 0
+  std::size_t shared_tokens = 0;
   std::size_t slots_per_request = 0;      ///< pre-eviction factor; 0 = from strategy
   std::string ns;                         ///< namespace (LoRA / cache salt); "" = default
   device_kind device = device_kind::cpu;  ///< where the L1 pools live. Default: cpu

@@ -35,6 +35,10 @@ struct pool_info {
   std::string rows_shm;
   std::uint64_t rows_bytes = 0;
   std::uint64_t row_width = 0;
+  /// InstanceSpec.shared_tokens: the session's token arena (shared_tokens int32 tokens);
+  /// "" / 0 otherwise.
+  std::string tokens_shm;
+  std::uint64_t tokens_bytes = 0;
   friend bool operator==(const pool_info&, const pool_info&) = default;
 };
 

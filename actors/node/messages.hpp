@@ -57,8 +57,14 @@ using close_ptr = std::shared_ptr<close_job>;
 using stats_ptr = std::shared_ptr<stats_job>;
 using drain_ptr = std::shared_ptr<drain_job>;
 using store_ptr = std::shared_ptr<store_job>;
-/// A session's shared request rows (InstanceSpec.sharedRows); null when they are private.
+/// A region of a session's shared memory; null where the session has none.
 using rows_ptr = std::shared_ptr<shm_region>;
+/// A session's shared memory: its request rows (InstanceSpec.sharedRows) and its token
+/// arena (InstanceSpec.sharedTokens).
+struct session_shm {
+  rows_ptr rows;
+  rows_ptr tokens;
+};
 
 /// forward_stream (one per instance): the L1 bytes and their ordered stream.
 using stream_actor = caf::typed_actor<
@@ -95,9 +101,9 @@ using storage_actor = caf::typed_actor<
 /// radix_cache (one per instance): the tree and the sessions' request tables.
 using cache_actor = caf::typed_actor<
     /// Creates the session's request table (in the shared rows when not null; it keeps
-    /// them while the session lives); answers with the instance's stream.
+    /// its shared memory while the session lives); answers with the instance's stream.
     caf::replies_to<attach_atom, session_id, request_config, std::string,
-                    rows_ptr>::with<stream_actor>,
+                    session_shm>::with<stream_actor>,
     /// A worker's scheduling step (checked for size by the caller).
     caf::reacts_to<step_atom, step_ptr>,
     /// The session closed: its requests are released; completes the job.
@@ -130,6 +136,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::stats_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::drain_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::store_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::rows_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::session_shm)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::forward_ops)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::request_config)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::tier_kind)

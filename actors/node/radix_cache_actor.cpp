@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/node/messages.hpp"
+#include "actors/scheduler/shared_tokens.hpp"
 #include "actors/scheduler/step.hpp"
 #include "storage/sha256_page_hasher.hpp"
 
@@ -16,7 +17,8 @@ namespace hc {
 namespace {
 
 struct session_state {
-  msg::rows_ptr rows;  ///< the shared request rows (null: private); outlives `requests`
+  msg::session_shm shm;  ///< shared rows and token arena (null: none); outlive `requests`
+  std::span<const token_id> arena;  ///< the token arena's tokens (empty: none)
   std::unique_ptr<request_manager> requests;
   namespace_id ns = 0;  ///< every command of the session runs in its namespace
 };
@@ -228,20 +230,24 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
   st->tiers->after_answer([raw = st.get()] { publish_events(*raw); });
   return {
       [st, self](msg::attach_atom, session_id s, const request_config& rc, const std::string& ns,
-                 msg::rows_ptr rows) -> msg::stream_actor {
+                 msg::session_shm shm) -> msg::stream_actor {
         auto [it, fresh] =
             st->namespaces.try_emplace(ns, static_cast<namespace_id>(st->namespaces.size()));
         if (fresh) st->tiers->name_namespace(it->second, ns);
         request_config session_cfg = rc;
         session_cfg.snapshots_in_forward_ops = false;  // donation copies go out after each step
         session_cfg.session = s;  // marks what it caches while its forwards run
-        if (rows) {
-          const std::span<std::byte> b = rows->bytes();
+        if (shm.rows) {
+          const std::span<std::byte> b = shm.rows->bytes();
           session_cfg.shared_rows = {reinterpret_cast<kv_index*>(b.data()),
                                      b.size() / sizeof(kv_index)};
         }
         session_state& ss = st->sessions[s];
-        ss.rows = std::move(rows);
+        if (shm.tokens) {
+          const std::span<std::byte> b = shm.tokens->bytes();
+          ss.arena = {reinterpret_cast<const token_id*>(b.data()), b.size() / sizeof(token_id)};
+        }
+        ss.shm = std::move(shm);
         ss.requests = std::make_unique<request_manager>(session_cfg, *st->cache);
         ss.ns = it->second;
         self->send(st->stream, msg::attach_atom::value, s);  // before the open completes
@@ -255,6 +261,13 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
           return;
         }
         const session_id sid = job->session;
+        // Tokens passed by reference are copied out of the arena first; a bad range
+        // refuses the step before anything of it ran.
+        if (status s = resolve_shared_tokens(job->cmds, it->second.arena); !s) {
+          job->err = s.err();
+          job->complete();
+          return;
+        }
         const tree_counters before = st->cache->tree().counters();
         for (command& c : job->cmds) {  // the session's namespace, whatever the worker sent
           if (auto* x = std::get_if<cmd::create>(&c)) x->ns = it->second.ns;

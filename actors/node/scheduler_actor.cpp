@@ -223,16 +223,22 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
     return job->complete();
   }
   const session_id sid = ++st.next_session;
-  msg::rows_ptr rows;  // before the instance: a failure here leaves nothing behind
-  if (job->spec.shared_rows) {
-    auto r = shm_region::create(st.cfg.shm_prefix + "-s" + std::to_string(sid) + "-rows",
-                                shared_rows_bytes(job->spec));
+  // Before the instance: a failure here leaves nothing behind.
+  msg::session_shm shm;
+  const auto region = [&](const char* suffix, std::size_t bytes, const char* what,
+                          msg::rows_ptr& out) -> bool {
+    if (bytes == 0) return true;
+    auto r = shm_region::create(st.cfg.shm_prefix + "-s" + std::to_string(sid) + suffix, bytes);
     if (!r) {
-      job->err = {errc::out_of_memory, "the shared request rows: " + r.err().message};
-      return job->complete();
+      job->err = {errc::out_of_memory, std::string(what) + ": " + r.err().message};
+      return false;
     }
-    rows = std::make_shared<shm_region>(std::move(*r));
-  }
+    out = std::make_shared<shm_region>(std::move(*r));
+    return true;
+  };
+  if (!region("-rows", shared_rows_bytes(job->spec), "the shared request rows", shm.rows) ||
+      !region("-tokens", shared_tokens_bytes(job->spec), "the token arena", shm.tokens))
+    return job->complete();
   const std::string fp = instance_fingerprint(job->spec);
   auto it = st.instances.find(fp);
   if (it != st.instances.end() && !shm_l1_pool::names_exist(it->second.pool_names)) {
@@ -251,16 +257,20 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
   ++in.sessions;
   job->session = sid;
   job->info = pool_info_of(in, job->spec);
-  if (rows) {
-    job->info.rows_shm = rows->name();
-    job->info.rows_bytes = rows->bytes().size();
+  if (shm.rows) {
+    job->info.rows_shm = shm.rows->name();
+    job->info.rows_bytes = shm.rows->bytes().size();
     job->info.row_width = job->spec.max_context_len;
+  }
+  if (shm.tokens) {
+    job->info.tokens_shm = shm.tokens->name();
+    job->info.tokens_bytes = shm.tokens->bytes().size();
   }
   // The instance's radix_cache creates the session's request table, attaches it to its
   // stream and answers with that stream: the session's route (steps to the one, fences
   // and byte access to the other) is registered before the open completes.
   self->request(in.radix, caf::infinite, msg::attach_atom::value, sid, request_config_of(job->spec),
-                job->spec.ns, std::move(rows))
+                job->spec.ns, std::move(shm))
       .then(
           [self, &st, job, fp, id = in.id, radix = in.radix](msg::stream_actor stream) {
             auto at = st.instances.find(fp);

@@ -39,8 +39,20 @@ struct runner {
     out.body = fill(*r);
   }
 
-  void operator()(const cmd::create& c) { check(m.create(c.req, c.ns, c.tokens)); }
-  void operator()(const cmd::append& c) { check(m.append_tokens(c.req, c.tokens)); }
+  void operator()(const cmd::create& c) {
+    if (c.shared) return unresolved();
+    check(m.create(c.req, c.ns, c.tokens));
+  }
+  void operator()(const cmd::append& c) {
+    if (c.shared) return unresolved();
+    check(m.append_tokens(c.req, c.tokens));
+  }
+  /// A range of a token arena reaches the executor only where nobody resolved it
+  /// (resolve_shared_tokens): an engine without the node's arena.
+  void unresolved() {
+    fail(out, {errc::invalid_argument,
+               "shared tokens need a node session with a token arena (sharedTokens)"});
+  }
   void operator()(const cmd::match& c) {
     body_or_fail(m.match(c.req), [lists = m.index_lists_in_results()](const auto& r) {
       res::match b;
@@ -196,7 +208,14 @@ status validate_command(const command& c, std::size_t max_tokens) {
     return {errc::invalid_argument,
             std::string(kind) + ": tokens has " + std::to_string(tokens->size()) +
                 " entries, more than the limit " + std::to_string(max_tokens)};
+  std::optional<cmd::token_range> shared;
+  if (const auto* x = std::get_if<cmd::create>(&c)) shared = x->shared;
+  if (const auto* x = std::get_if<cmd::append>(&c)) shared = x->shared;
+  if (shared && !tokens->empty())
+    return {errc::invalid_argument,
+            std::string(kind) + ": tokens and a shared range at once (send one of them)"};
   std::optional<std::uint64_t> count;
+  if (shared) count = shared->count;
   if (const auto* x = std::get_if<cmd::alloc_kv>(&c); x && !x->to_end) count = x->count;
   if (const auto* x = std::get_if<cmd::prepare_extend>(&c)) count = x->count;
   if (count && *count > max_tokens)

@@ -33,6 +33,9 @@ status validate(const instance_spec& s, const spec_limits& lim) {
         "the shared rows ((requestRows + 1) x maxContextLen x 4 bytes) exceed the node's "
         "pool limit of " +
         std::to_string(lim.max_pool_bytes) + " bytes");
+  if (s.shared_tokens > lim.max_pool_bytes / sizeof(token_id))
+    return bad("the token arena (sharedTokens x 4 bytes) exceeds the node's pool limit of " +
+               std::to_string(lim.max_pool_bytes) + " bytes");
   if (s.device == device_kind::cpu && s.device_ordinal != 0)
     return bad("deviceOrdinal (" + std::to_string(s.device_ordinal) +
                ") applies to device cuda only; leave it 0 for device cpu");
@@ -78,6 +81,10 @@ std::string instance_fingerprint(const instance_spec& s) {
                     std::to_string(s.prefetch_threshold) + "/l3" +
                     std::to_string(s.hicache_storage ? 1 : 0)
               : std::string());
+}
+
+std::size_t shared_tokens_bytes(const instance_spec& s) {
+  return s.shared_tokens * sizeof(token_id);
 }
 
 std::size_t shared_rows_bytes(const instance_spec& s) {

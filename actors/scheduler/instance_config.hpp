@@ -31,5 +31,7 @@ request_config request_config_of(const instance_spec& s);
 /// Bytes of the session's shared request rows: (request_rows + 1) x max_context_len KV ids;
 /// 0 unless s.shared_rows.
 std::size_t shared_rows_bytes(const instance_spec& s);
+/// Bytes of the session's token arena: shared_tokens int32 tokens; 0 when it has none.
+std::size_t shared_tokens_bytes(const instance_spec& s);
 
 }  // namespace hc

@@ -75,7 +75,7 @@ TEST_F(NodeActors, BeginWaitsForThePreviousEndThenRunsTheQueuedOps) {
   submit(n, w).get();
   auto step = std::make_shared<step_job>();
   step->session = s;
-  step->cmds = {cmd::create{9, 0, {1, 2, 3, 4}}, cmd::match{9}, cmd::alloc_req{9},
+  step->cmds = {cmd::create{9, 0, {1, 2, 3, 4}, {}}, cmd::match{9}, cmd::alloc_req{9},
                 cmd::take_ops{{9}, 2}};
   submit(n, step).get();
   ASSERT_EQ(step->results[2].as<res::alloc_req>().working, 1);
@@ -151,7 +151,7 @@ TEST(NodeActorFailure, IsReportedOnceAndLaterJobsAreRefused) {
   // The other instance's session is refused too: the whole node stopped serving.
   auto step = std::make_shared<step_job>();
   step->session = second->session;
-  step->cmds = {cmd::create{1, 0, {1, 2, 3}}};
+  step->cmds = {cmd::create{1, 0, {1, 2, 3}, {}}};
   submit(n, step).get();
   EXPECT_EQ(step->err.code, errc::invariant_violated);
   EXPECT_NE(step->err.message.find(what), std::string::npos) << step->err.message;

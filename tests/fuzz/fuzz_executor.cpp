@@ -167,12 +167,12 @@ command command_from(fuzz_input& in) {
   const request_handle req = in.range(1, 6);
   switch (kind) {
     case cmd_kind::create:
-      return cmd::create{req, 0, tokens_from(in)};
+      return cmd::create{req, 0, tokens_from(in), {}};
     case cmd_kind::append: {
       std::vector<token_id> t(in.range(0, 3));
       for (token_id& x : t)
         x = static_cast<token_id>(in.range(1, 6));
-      return cmd::append{req, std::move(t)};
+      return cmd::append{req, std::move(t), {}};
     }
     case cmd_kind::match:
       return cmd::match{req};

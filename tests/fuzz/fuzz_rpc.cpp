@@ -166,6 +166,11 @@ void fill_command(wire::Command::Builder c, fuzz_input& in) {
       auto t = x.initTokens(static_cast<unsigned>(in.range(0, 3)));
       for (unsigned i = 0; i < t.size(); ++i)
         t.set(i, static_cast<std::int32_t>(in.range(1, 6)));
+      if (t.size() == 0) {  // a range of the token arena instead (past its end for req 7)
+        auto r = x.initShared();
+        r.setAt(x.getReq() * 5);
+        r.setCount(3);
+      }
       break;
     }
     case 2:
@@ -249,8 +254,9 @@ void fill_spec(wire::InstanceSpec::Builder s, fuzz_input& in) {
   s.setOverlap(in.flag());
   s.setRequestRows(static_cast<std::uint32_t>(in.range(0, 6)));
   if (s.getRequestRows() == 5) {  // shared rows, without a byte of their own (old inputs keep
-    s.setMaxContextLen(64);       // their meaning)
+    s.setMaxContextLen(64);       // their meaning) and a token arena of 32 tokens
     s.setSharedRows(true);
+    s.setSharedTokens(32);
   }
   if (in.flag()) {
     s.setHicacheRatio(2.0);

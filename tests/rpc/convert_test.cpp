@@ -15,8 +15,8 @@ namespace wc = wire_convert;
 
 /// One command of every kind, every field set to a value other than its default.
 std::vector<command> every_command() {
-  return {cmd::create{1, 0, {1, 2, 3}},
-          cmd::append{2, {4, 5}},
+  return {cmd::create{1, 0, {1, 2, 3}, {}},
+          cmd::append{2, {4, 5}, {}},
           cmd::match{3},
           cmd::lock{4},
           cmd::unlock{5},
@@ -69,10 +69,23 @@ TEST(WireConvert, EveryCommandKindKeepsEveryField) {
   }
 }
 
+TEST(WireConvert, TokenRangesOfTheArenaKeepTheirFields) {
+  for (const command& c : std::vector<command>{cmd::create{32, 0, {}, cmd::token_range{33, 34}},
+                                               cmd::append{35, {}, cmd::token_range{36, 37}},
+                                               cmd::create{38, 0, {}, cmd::token_range{0, 0}}}) {
+    capnp::MallocMessageBuilder msg;
+    auto b = msg.initRoot<wire::Command>();
+    wc::put_command(b, c);
+    auto back = wc::get_command(b.asReader());
+    ASSERT_TRUE(back.ok()) << back.err().message;
+    EXPECT_EQ(*back, c) << to_string(kind_of(c));
+  }
+}
+
 TEST(WireConvert, TheNamespaceIsNotOnTheWire) {
   capnp::MallocMessageBuilder msg;
   auto b = msg.initRoot<wire::Command>();
-  wc::put_command(b, cmd::create{1, 77, {1}});
+  wc::put_command(b, cmd::create{1, 77, {1}, {}});
   auto back = wc::get_command(b.asReader());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(std::get<cmd::create>(*back).ns, 0u) << "the node sets it from the session";
@@ -140,6 +153,8 @@ TEST(WireConvert, ASpecAndThePoolInfoKeepEveryField) {
   s.overlap = false;
   s.request_rows = 9;
   s.max_context_len = 2048;
+  s.shared_rows = true;
+  s.shared_tokens = 1u << 20;
   s.slots_per_request = 3;
   s.ns = "lora-a";
   s.hicache_ratio = 2.5;
@@ -170,6 +185,11 @@ TEST(WireConvert, ASpecAndThePoolInfoKeepEveryField) {
   p.kv_ipc_handle = std::string(64, '\x01');
   p.ssm_ipc_handle = std::string("\0\xff\x7f", 3);  // raw bytes, NULs included
   p.ready_event_ipc_handle = std::string(64, '\x02');
+  p.rows_shm = "/rows";
+  p.rows_bytes = 6;
+  p.row_width = 7;
+  p.tokens_shm = "/tokens";
+  p.tokens_bytes = 8;
   p.done_event_ipc_handle = std::string(64, '\x03');
   capnp::MallocMessageBuilder msg2;
   auto pb = msg2.initRoot<wire::PoolInfo>();

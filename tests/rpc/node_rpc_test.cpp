@@ -154,6 +154,69 @@ TEST_F(NodeRpc, SharedRowsHoldTheKvIdsAndResultsCarryNoLists) {
   EXPECT_NE(refused.err().message.find("sharedRows"), std::string::npos) << refused.err().message;
 }
 
+// Prompts passed by reference (InstanceSpec.sharedTokens): the worker writes them into the
+// session's token arena and sends ranges; what the node caches is what the lists would
+// have made (another session, lists only, matches it), a bad range refuses the whole step
+// before any of it ran, and the arena is unlinked at close.
+TEST_F(NodeRpc, PromptsThroughTheTokenArenaAreCachedAsListsWouldBe) {
+  auto c = connect();
+  instance_spec spec = small_spec();
+  spec.shared_tokens = 256;
+  auto s = c->open(spec);
+  ASSERT_TRUE(s.ok()) << s.err().message;
+  const pool_info p = (*s)->pools();
+  ASSERT_FALSE(p.tokens_shm.empty());
+  EXPECT_EQ(p.tokens_bytes, 256u * sizeof(token_id));
+  auto arena = shm_region::map(p.tokens_shm, p.tokens_bytes);
+  ASSERT_TRUE(arena.ok()) << arena.err().message;
+  auto* tokens = reinterpret_cast<token_id*>(arena->bytes().data());
+
+  const std::vector<token_id> prompt = iota_tokens(1, 40);
+  std::copy(prompt.begin(), prompt.end(), tokens + 100);
+  auto r = (*s)->step(std::vector<command>{cmd::create{1, 0, {}, cmd::token_range{100, 40}},
+                                           cmd::match{1}, cmd::alloc_req{1},
+                                           cmd::alloc_kv{1, 0, 0, true}});
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  for (const command_result& x : *r)
+    ASSERT_TRUE(x.ok()) << x.error;
+  EXPECT_EQ((*r)[3].as<res::alloc_kv>().indices.size(), 40u) << "the prompt has 40 tokens";
+  std::fill(tokens, tokens + 256, -1);  // the range may be reused once the step returned
+  ASSERT_TRUE((*s)->step(std::vector<command>{cmd::finish{1, 0}}).ok());
+
+  auto other = c->open(small_spec());
+  ASSERT_TRUE(other.ok()) << other.err().message;
+  EXPECT_TRUE((*other)->pools().tokens_shm.empty());
+  std::vector<token_id> longer = prompt;
+  longer.push_back(999);
+  auto m = (*other)->step(std::vector<command>{create(7, longer), cmd::match{7}});
+  ASSERT_TRUE(m.ok() && (*m)[1].ok());
+  EXPECT_EQ((*m)[1].as<res::match>().prefix_len, 40u) << "the arena's tokens were cached";
+  ASSERT_TRUE((*other)->step(std::vector<command>{cmd::not_admitted{7}}).ok());
+
+  // A range past the arena: nothing of the step runs (request 2 is not created).
+  auto bad = (*s)->step(std::vector<command>{cmd::create{2, 0, {}, cmd::token_range{0, 8}},
+                                             cmd::append{2, {}, cmd::token_range{250, 7}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.err().code, errc::invalid_argument);
+  EXPECT_NE(bad.err().message.find("past the end"), std::string::npos) << bad.err().message;
+  auto after = (*s)->step(std::vector<command>{cmd::match{2}});
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE((*after)[0].ok()) << "request 2 was never created";
+  // The session without an arena refuses ranges the same way.
+  auto none = (*other)->step(std::vector<command>{cmd::create{8, 0, {}, cmd::token_range{0, 1}}});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.err().message.find("no token arena"), std::string::npos) << none.err().message;
+
+  ASSERT_TRUE((*s)->close().ok());
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm" + p.tokens_shm));
+
+  spec.shared_tokens = std::size_t{1} << 40;
+  auto refused = c->open(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.err().code, errc::invalid_config);
+  EXPECT_NE(refused.err().message.find("sharedTokens"), std::string::npos) << refused.err().message;
+}
+
 // Someone removes an instance's shared-memory names (rm /dev/shm/..., a cleanup script):
 // the session on it goes on with its mapping, a new session of the same spec gets a fresh
 // instance it can map, the fault is counted, and the old instance ends with its last

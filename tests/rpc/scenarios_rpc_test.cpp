@@ -213,7 +213,7 @@ struct LifecycleRpc : ScenariosRpc {
     return last;
   }
   void finish() {
-    auto r = t->step({cmd::append{h, iota_tokens(5000, 99)}, cmd::finish{h}});
+    auto r = t->step({cmd::append{h, iota_tokens(5000, 99), {}}, cmd::finish{h}});
     expect_ok(r[0]);
     expect_ok(r[1]);
   }

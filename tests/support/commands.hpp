@@ -11,7 +11,7 @@
 namespace hc::test {
 
 inline command create(request_handle req, std::vector<token_id> prompt) {
-  return cmd::create{req, 0, std::move(prompt)};
+  return cmd::create{req, 0, std::move(prompt), {}};
 }
 inline command lookup(std::vector<token_id> tokens) {
   return cmd::lookup{0, std::move(tokens)};

@@ -59,7 +59,7 @@ std::vector<token_id> prompt_tokens() {
 
 /// The prompt followed by `last`, for request h.
 cmd::create create_of(request_handle h, token_id last) {
-  cmd::create c{h, 0, prompt_tokens()};
+  cmd::create c{h, 0, prompt_tokens(), {}};
   c.tokens.push_back(last);
   return c;
 }

@@ -124,7 +124,7 @@ void build_steps(std::uint64_t first, int n, std::vector<command>& admit,
   finish.clear();
   for (int i = 0; i < n; ++i) {
     const request_handle h = first + static_cast<std::uint64_t>(i);
-    cmd::create c{h, 0, std::vector<token_id>(512)};
+    cmd::create c{h, 0, std::vector<token_id>(512), {}};
     for (int t = 0; t < 512; ++t)
       c.tokens[static_cast<std::size_t>(t)] =
           t < 256 ? t + 1 : static_cast<token_id>(h * 1000 + static_cast<std::uint64_t>(t));
@@ -195,13 +195,33 @@ void BM_StepRpc(benchmark::State& state) {
 /// request, alloc_kv to_end) in one step. With `shared`, the session's rows are in shared
 /// memory and the results carry no index lists. Either way the worker ends with each
 /// request's row in its own memory (copied out of the results, or out of the shared row),
-/// as SGLang's req_to_token needs it.
+/// as SGLang's req_to_token needs it. With `by_reference` (needs `shared`) the prompts go
+/// through the session's token arena too: the worker writes them there (timed, as the
+/// lists' encoding is) and the creates carry ranges.
 struct iteration {
-  explicit iteration(int requests, bool shared_rows) : n(requests), shared(shared_rows) {
+  explicit iteration(int requests, bool shared_rows, bool prompts_by_reference = false)
+      : n(requests), shared(shared_rows), by_reference(prompts_by_reference) {
     spec = bench_spec();
     spec.max_context_len = 1024;
     spec.shared_rows = shared;
+    spec.shared_tokens = by_reference ? static_cast<std::size_t>(n) * 512 : 0;
     local.resize(static_cast<std::size_t>(n) * 512);
+  }
+  /// by_reference: moves each create's prompt out of `cmds` into `prompts` and gives the
+  /// create its range of the arena instead (prompt i at i * 512).
+  void to_ranges(std::vector<command>& cmds) {
+    prompts.clear();
+    for (command& c : cmds)
+      if (auto* x = std::get_if<cmd::create>(&c)) {
+        x->shared = cmd::token_range{prompts.size() * 512, x->tokens.size()};
+        prompts.push_back(std::move(x->tokens));
+        x->tokens.clear();
+      }
+  }
+  /// Writes the prompts of to_ranges into the arena.
+  void write_prompts(token_id* arena) const {
+    for (std::size_t i = 0; i < prompts.size(); ++i)
+      std::copy(prompts[i].begin(), prompts[i].end(), arena + i * 512);
   }
   /// The commands of the next iteration into `cmds`.
   void next(std::vector<command>& cmds) {
@@ -238,6 +258,8 @@ struct iteration {
   }
   int n;
   bool shared;
+  bool by_reference;
+  std::vector<std::vector<token_id>> prompts;
   instance_spec spec;
   std::uint64_t first = 1;
   std::vector<request_handle> running;
@@ -266,7 +288,8 @@ void BM_IterationInProcess(benchmark::State& state) {
 }
 
 void BM_IterationRpc(benchmark::State& state) {
-  iteration it(static_cast<int>(state.range(0)), state.range(2) != 0);
+  // shared: 0 = lists, 1 = shared rows, 2 = shared rows and prompts through the token arena.
+  iteration it(static_cast<int>(state.range(0)), state.range(2) != 0, state.range(2) == 2);
   const bool tcp = state.range(1) != 0;
   auto c = client::connect(node_address(tcp), node_token(tcp));
   if (!c) return state.SkipWithError(c.err().message.c_str());
@@ -279,11 +302,19 @@ void BM_IterationRpc(benchmark::State& state) {
   }
   const kv_index* row_ids =
       it.shared ? reinterpret_cast<const kv_index*>(rows->bytes().data()) : nullptr;
+  result<shm_region> arena = shm_region{};
+  if (it.by_reference) {
+    arena = shm_region::map((*s)->pools().tokens_shm, (*s)->pools().tokens_bytes);
+    if (!arena) return state.SkipWithError(arena.err().message.c_str());
+  }
+  auto* arena_tokens = reinterpret_cast<token_id*>(arena->bytes().data());
   std::vector<command> cmds;
   latencies lat(state);
   for (auto _ : state) {
     it.next(cmds);
+    if (it.by_reference) it.to_ranges(cmds);
     lat.time([&] {
+      if (it.by_reference) it.write_prompts(arena_tokens);
       auto r = (*s)->step(cmds);
       if (r) it.read_rows(*r, row_ids);
     });
@@ -378,7 +409,7 @@ BENCHMARK(BM_IterationInProcess)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_IterationRpc)
     ->ArgNames({"reqs", "tcp", "shared"})
-    ->ArgsProduct({{8, 32}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{8, 32}, {0, 1}, {0, 1, 2}})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawRoundTrip)->ArgName("tcp")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SmallStepRpc)->ArgName("tcp")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);

@@ -194,7 +194,7 @@ class worker {
     const unsigned c = r.conv;
     r.h = ++next_handle_;
     r.input_len = r.tokens.size();
-    const cmd::create create{r.h, 0, r.tokens};
+    const cmd::create create{r.h, 0, r.tokens, {}};
     if (cfg_.prefetch) {
       auto p = step({create, cmd::prefetch{r.h, false}});
       if (!p) return false;
@@ -567,7 +567,8 @@ class worker {
       // ones its steps up to here consumed; the step scheduled after is discarded.
       after.emplace_back(cmd::append{
           h,
-          {r->outputs.begin(), r->outputs.begin() + static_cast<std::ptrdiff_t>(r->decode_total)}});
+          {r->outputs.begin(), r->outputs.begin() + static_cast<std::ptrdiff_t>(r->decode_total)},
+          {}});
       after.emplace_back(cmd::finish{h, 0});
       finishing.push_back(h);
     }

@@ -21,6 +21,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -455,22 +456,54 @@ void bind_request_command(py::module_& m, const char* name, const char* doc) {
       .def(py::self == py::self);
 }
 
+/// `at` and `count` of a Create / Append: both (a range of the session's token arena) or
+/// neither (the tokens in the command).
+std::optional<cmd::token_range> token_range_of(const std::vector<token_id>& tokens,
+                                               std::optional<std::uint64_t> at,
+                                               std::optional<std::uint64_t> count) {
+  if (at.has_value() != count.has_value())
+    throw py::value_error("give both `at` and `count` (a range of the token arena) or neither");
+  if (!at) return std::nullopt;
+  if (!tokens.empty())
+    throw py::value_error("give `tokens` or a range of the token arena (`at`, `count`), not both");
+  return cmd::token_range{*at, *count};
+}
+
+/// The `shared` property: (at, count) or None.
+template <class C>
+py::object shared_of(const C& c) {
+  if (!c.shared) return py::none();
+  return py::make_tuple(c.shared->at, c.shared->count);
+}
+
 void bind_commands(py::module_& m) {
-  py::class_<cmd::create>(m, "Create", "Registers request `req` with its prompt `tokens`.")
-      .def(py::init([](request_handle req, std::vector<token_id> tokens) {
-             return cmd::create{req, 0, std::move(tokens)};
+  py::class_<cmd::create>(m, "Create",
+                          "Registers request `req` with its prompt: `tokens`, or the `count` "
+                          "tokens at `at` of the session's token arena (Session.token_arena).")
+      .def(py::init([](request_handle req, std::vector<token_id> tokens,
+                       std::optional<std::uint64_t> at, std::optional<std::uint64_t> count) {
+             auto shared = token_range_of(tokens, at, count);
+             return cmd::create{req, 0, std::move(tokens), shared};
            }),
-           py::arg("req"), py::arg("tokens"))
+           py::arg("req"), py::arg("tokens") = std::vector<token_id>{}, py::kw_only(),
+           py::arg("at") = py::none(), py::arg("count") = py::none())
       .def_readwrite("req", &cmd::create::req)
       .def_readwrite("tokens", &cmd::create::tokens)
+      .def_property_readonly("shared", &shared_of<cmd::create>)
       .def(py::self == py::self);
-  py::class_<cmd::append>(m, "Append", "Appends generated `tokens` to request `req`.")
-      .def(py::init([](request_handle req, std::vector<token_id> tokens) {
-             return cmd::append{req, std::move(tokens)};
+  py::class_<cmd::append>(m, "Append",
+                          "Appends generated tokens to request `req`: `tokens`, or the `count` "
+                          "tokens at `at` of the session's token arena.")
+      .def(py::init([](request_handle req, std::vector<token_id> tokens,
+                       std::optional<std::uint64_t> at, std::optional<std::uint64_t> count) {
+             auto shared = token_range_of(tokens, at, count);
+             return cmd::append{req, std::move(tokens), shared};
            }),
-           py::arg("req"), py::arg("tokens"))
+           py::arg("req"), py::arg("tokens") = std::vector<token_id>{}, py::kw_only(),
+           py::arg("at") = py::none(), py::arg("count") = py::none())
       .def_readwrite("req", &cmd::append::req)
       .def_readwrite("tokens", &cmd::append::tokens)
+      .def_property_readonly("shared", &shared_of<cmd::append>)
       .def(py::self == py::self);
   bind_request_command<cmd::match>(m, "Match", "Prefix match of the prompt, copy-on-write.");
   bind_request_command<cmd::lock>(m, "Lock", "Locks the request's last node.");
@@ -638,22 +671,25 @@ void bind_vocabulary(py::module_& m) {
   py::class_<pool_info>(m, "PoolInfo",
                         "Where the instance's L1 pools are: POSIX shm names (device 'cpu') or "
                         "CUDA IPC memory handles (device 'cuda').") HC_RO(pool_info, kv_shm)
-      HC_RO(pool_info, kv_bytes) HC_RO(pool_info, ssm_shm) HC_RO(pool_info, ssm_bytes) HC_RO(
-          pool_info, kv_bytes_per_token) HC_RO(pool_info, ssm_slot_bytes)
-          HC_RO(pool_info, instance_id) HC_RO(pool_info, device_ordinal) HC_RO(
-              pool_info, rows_shm) HC_RO(pool_info, rows_bytes) HC_RO(pool_info, row_width)
-              .def_property_readonly(
-                  "device", [](const pool_info& p) { return std::string(to_string(p.device)); })
-              .def_property_readonly("kv_ipc_handle",
-                                     [](const pool_info& p) { return py::bytes(p.kv_ipc_handle); })
-              .def_property_readonly("ssm_ipc_handle",
-                                     [](const pool_info& p) { return py::bytes(p.ssm_ipc_handle); })
-              .def_property_readonly(
-                  "ready_event_ipc_handle",
-                  [](const pool_info& p) { return py::bytes(p.ready_event_ipc_handle); })
-              .def_property_readonly("done_event_ipc_handle", [](const pool_info& p) {
-                return py::bytes(p.done_event_ipc_handle);
-              });
+      HC_RO(pool_info, kv_bytes) HC_RO(pool_info, ssm_shm) HC_RO(pool_info, ssm_bytes)
+          HC_RO(pool_info, kv_bytes_per_token) HC_RO(pool_info, ssm_slot_bytes) HC_RO(
+              pool_info, instance_id) HC_RO(pool_info, device_ordinal) HC_RO(pool_info, rows_shm)
+              HC_RO(pool_info, rows_bytes) HC_RO(pool_info, row_width) HC_RO(
+                  pool_info, tokens_shm) HC_RO(pool_info, tokens_bytes)
+                  .def_property_readonly(
+                      "device", [](const pool_info& p) { return std::string(to_string(p.device)); })
+                  .def_property_readonly(
+                      "kv_ipc_handle",
+                      [](const pool_info& p) { return py::bytes(p.kv_ipc_handle); })
+                  .def_property_readonly(
+                      "ssm_ipc_handle",
+                      [](const pool_info& p) { return py::bytes(p.ssm_ipc_handle); })
+                  .def_property_readonly(
+                      "ready_event_ipc_handle",
+                      [](const pool_info& p) { return py::bytes(p.ready_event_ipc_handle); })
+                  .def_property_readonly("done_event_ipc_handle", [](const pool_info& p) {
+                    return py::bytes(p.done_event_ipc_handle);
+                  });
   py::class_<ping_reply>(m, "PingReply", "The node's protocol version and build.")
       HC_RO(ping_reply, protocol_version) HC_RO(ping_reply, node_version);
   py::enum_<strategy>(m, "Strategy")
@@ -677,6 +713,7 @@ void bind_vocabulary(py::module_& m) {
       .def_readwrite("request_rows", &instance_spec::request_rows)
       .def_readwrite("max_context_len", &instance_spec::max_context_len)
       .def_readwrite("shared_rows", &instance_spec::shared_rows)
+      .def_readwrite("shared_tokens", &instance_spec::shared_tokens)
       .def_readwrite("slots_per_request", &instance_spec::slots_per_request)
       .def_readwrite("namespace", &instance_spec::ns)
       .def_readwrite("hicache_ratio", &instance_spec::hicache_ratio)

@@ -67,7 +67,7 @@ bool replayer::build(const trace_op& op, outcome& out, std::vector<command>& cmd
         out.error = "input_len beyond the conversation's length";
         return false;
       }
-      cmds.emplace_back(cmd::create{h, 0, slice(toks, 0, op.input_len)});
+      cmds.emplace_back(cmd::create{h, 0, slice(toks, 0, op.input_len), {}});
       cmds.emplace_back(cmd::match{h});
       reqs_[op.req] = {op.conv, op.input_len, op.input_len};
       return true;
@@ -92,7 +92,7 @@ bool replayer::build(const trace_op& op, outcome& out, std::vector<command>& cmd
       if (!r) return false;
       const auto& toks = conv_tokens(r->conv);
       if (r->tokens_sent == r->input_len && r->input_len < toks.size()) {
-        cmds.emplace_back(cmd::append{h, {toks[r->input_len]}});
+        cmds.emplace_back(cmd::append{h, {toks[r->input_len]}, {}});
         r->tokens_sent += 1;
       }
       cmds.emplace_back(cmd::cache_unfinished{h, r->input_len});
@@ -108,7 +108,7 @@ bool replayer::build(const trace_op& op, outcome& out, std::vector<command>& cmd
         return false;
       }
       if (r->tokens_sent < total)
-        cmds.emplace_back(cmd::append{h, slice(toks, r->tokens_sent, total)});
+        cmds.emplace_back(cmd::append{h, slice(toks, r->tokens_sent, total), {}});
       cmds.emplace_back(cmd::finish{h, total});
       reqs_.erase(op.req);
       return true;

@@ -165,6 +165,19 @@ class Session:
         return numpy.frombuffer(self._pool(info.rows_shm, info.rows_bytes),
                                 dtype=numpy.int32).reshape(-1, info.row_width)
 
+    def token_arena(self):
+        """The session's token arena (``InstanceSpec.shared_tokens``) as a writable NumPy
+        int32 array over the node's shared memory. Write a prompt into it and send
+        ``cmd.Create(req, at=offset, count=n)`` (or ``cmd.Append``): the node copies the range
+        before the step runs, so the range may be reused once ``step`` returned. Zero-copy."""
+        import numpy  # not at module import: workers without NumPy can use the rest
+
+        info = self.pools
+        if not info.tokens_shm:
+            raise InvalidArgument("invalid_argument: this session has no token arena "
+                                  "(open it with shared_tokens > 0)")
+        return numpy.frombuffer(self._pool(info.tokens_shm, info.tokens_bytes), dtype=numpy.int32)
+
     def ssm_array(self):
         """The SSM pool as a NumPy array of shape (slots + 1, ssm_slot_bytes), dtype uint8,
         over the same memory (NumPy is imported on first use)."""

@@ -42,6 +42,7 @@ class InstanceSpec:
     request_rows: int
     max_context_len: int
     shared_rows: bool
+    shared_tokens: int
     slots_per_request: int
     namespace: str
     hicache_ratio: float
@@ -78,6 +79,8 @@ class PoolInfo:
     rows_shm: str
     rows_bytes: int
     row_width: int
+    tokens_shm: str
+    tokens_bytes: int
 
 class CudaMapping:
     ptr: int
@@ -93,11 +96,15 @@ class cmd:
     class Create:
         req: int
         tokens: List[int]
-        def __init__(self, req: int, tokens: Sequence[int]) -> None: ...
+        shared: Optional[Tuple[int, int]]
+        def __init__(self, req: int, tokens: Sequence[int] = ..., *,
+                     at: Optional[int] = None, count: Optional[int] = None) -> None: ...
     class Append:
         req: int
         tokens: List[int]
-        def __init__(self, req: int, tokens: Sequence[int]) -> None: ...
+        shared: Optional[Tuple[int, int]]
+        def __init__(self, req: int, tokens: Sequence[int] = ..., *,
+                     at: Optional[int] = None, count: Optional[int] = None) -> None: ...
     class Match:
         req: int
         def __init__(self, req: int) -> None: ...

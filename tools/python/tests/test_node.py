@@ -122,6 +122,33 @@ class NodeTest(unittest.TestCase):
             with self.assertRaises(hybridcache.InvalidArgument):
                 s.request_rows()
 
+    def test_prompts_through_the_token_arena_are_cached_as_lists_would_be(self):
+        spec = small_spec("py-arena")
+        spec.shared_tokens = 64
+        with self.connect() as node, node.open(spec) as s:
+            arena = s.token_arena()
+            self.assertEqual(arena.shape, (64,))
+            arena[10:26] = range(1, 17)
+            create = cmd.Create(req=1, at=10, count=16)
+            self.assertEqual(create.shared, (10, 16))
+            r = s.step([create, cmd.Match(req=1), cmd.AllocReq(req=1),
+                        cmd.AllocKv(req=1, to_end=True)])
+            self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+            self.assertEqual(len(r[3].body.indices), 16)
+            arena[:] = -1  # reusable once the step returned
+            self.assertTrue(s.step([cmd.Finish(req=1)])[0].ok)
+            look = s.step([cmd.Lookup(tokens=list(range(1, 17)))])[0].body
+            self.assertEqual(look.indices, r[3].body.indices, "the arena's prompt was cached")
+            with self.assertRaises(hybridcache.InvalidArgument):
+                s.step([cmd.Create(req=2, at=60, count=5)])
+        with self.assertRaises(ValueError):
+            cmd.Create(req=1, tokens=[1], at=0, count=1)
+        with self.assertRaises(ValueError):
+            cmd.Append(req=1, at=0)
+        with self.connect() as node, node.open(small_spec("py-arena")) as s:
+            with self.assertRaises(hybridcache.InvalidArgument):
+                s.token_arena()
+
     def test_a_failed_command_is_in_its_result(self):
         with self.connect() as node, node.open(small_spec()) as s:
             r = s.step([cmd.Match(req=99)])[0]
