@@ -83,6 +83,13 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 40));
+  app.add_option("--step-spin-us", o.step_spin_us,
+                 "Microseconds the RPC thread polls for a step's completion before it sleeps "
+                 "until the actor wakes it: a step done within it answers without that wake-up "
+                 "(BENCHMARKS.md §4.4), but meanwhile the thread reads no other connection. "
+                 "0 = never polls (many busy connections on few cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 100000u));
   app.add_option("--kv-events", o.kv_events,
                  "Publish the cache's KV events, with SSM state checkpoints, on this ZeroMQ PUB "
                  "endpoint (tcp://host:port, a port * = any free one; ipc://path), or 'off' "

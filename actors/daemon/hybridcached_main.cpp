@@ -125,6 +125,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   rc.tcp_address = o.tcp;
   rc.token = token;
   rc.store_arena_bytes = o.store_arena_bytes;
+  rc.step_spin = std::chrono::microseconds(o.step_spin_us);
   if (hc::status s = server.start(rc); !s) {
     hc::log::error(s.err().message);
     node.shutdown();

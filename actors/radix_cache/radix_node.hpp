@@ -29,8 +29,11 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <bit>
 #include <initializer_list>
+#include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "actors/common/ids.hpp"
@@ -41,14 +44,19 @@ namespace hc {
 
 struct radix_node;
 
-/// A node's children with their first tokens beside them: find_child scans a contiguous
-/// array of 32-bit tokens instead of dereferencing every child (a node under a shared
-/// system prompt has hundreds of children). Order is not meaningful (removal swaps with the
-/// last). A child's first token never changes while it is listed: a split replaces the
-/// child by the new parent, which starts with the same token.
+/// A node's children with their first tokens beside them: find scans a contiguous array of
+/// 32-bit tokens instead of dereferencing every child, and a wide list (a system prompt
+/// with thousands of conversations under it) also keeps a hash index from first token to
+/// child, so finding one costs O(1) as SGLang's dict of children does. Order is not
+/// meaningful (removal moves the last child into the gap; each child knows its position,
+/// so removal is O(1) too). A child's first token never changes while it is listed: a split
+/// replaces the child by the new parent, which starts with the same token.
 class child_list {
  public:
   using iterator = std::vector<radix_node*>::const_iterator;
+  /// Lists of at least this many children keep the hash index (dropped below half of it).
+  static constexpr std::size_t wide = 64;
+
   child_list() = default;
   child_list(std::initializer_list<radix_node*> nodes) {  // tests build small trees by hand
     for (radix_node* n : nodes)
@@ -63,39 +71,42 @@ class child_list {
   /// The first token of child i (0 for a child without a key, which only tests make).
   token_id first_token(std::size_t i) const noexcept { return firsts_[i]; }
   std::span<const token_id> first_tokens() const noexcept { return firsts_; }
+  /// Whether the hash index is kept (for tests).
+  bool indexed() const noexcept { return index_ != nullptr; }
+
+  /// The child starting with `first` that `accept(child)` takes, or null. Several children
+  /// may share a first token (other namespaces, or pages longer than one token); at most
+  /// one of them is ever accepted, so the order they are tried in does not matter.
+  template <class Accept>
+  radix_node* find(token_id first, Accept&& accept) const;
 
   inline void push_back(radix_node* n);
   /// Removes n. REQUIRES: n is listed.
-  void remove(radix_node* n) noexcept {
-    const std::size_t i = index_of(n);
-    nodes_[i] = nodes_.back();
-    firsts_[i] = firsts_.back();
-    nodes_.pop_back();
-    firsts_.pop_back();
-  }
+  inline void remove(radix_node* n) noexcept;
   /// Puts `to` where `from` was. REQUIRES: from is listed; to starts with from's token.
-  void replace(radix_node* from, radix_node* to) noexcept { nodes_[index_of(from)] = to; }
+  inline void replace(radix_node* from, radix_node* to);
   void clear() noexcept {
     nodes_.clear();
     firsts_.clear();
+    index_.reset();
   }
 
  private:
-  std::size_t index_of(const radix_node* n) const noexcept {
-    std::size_t i = 0;
-    while (i < nodes_.size() && nodes_[i] != n)
-      ++i;
-    assert(i < nodes_.size() && "not a listed child");
-    return i;
-  }
+  using hash_index = std::unordered_multimap<token_id, radix_node*>;
+  void build_index();
+  void drop_from_index(token_id first, const radix_node* n) noexcept;
+
   std::vector<radix_node*> nodes_;
   std::vector<token_id> firsts_;
+  std::unique_ptr<hash_index> index_;  ///< while size() >= wide / 2 after reaching wide
 };
 
 struct radix_node {
   // --- tree structure ---
   radix_node* parent = nullptr;
   child_list children;
+  /// This node's position in its parent's child_list (kept by the list).
+  std::uint32_t child_index = 0;
   std::vector<token_id> key;
   std::vector<kv_index> value;
   /// Per-page chained digests; empty until first needed (events, L3 keys).
@@ -156,8 +167,81 @@ struct radix_node {
 };
 
 void child_list::push_back(radix_node* n) {
+  const token_id first = n->key.empty() ? token_id{0} : n->key[0];
+  n->child_index = static_cast<std::uint32_t>(nodes_.size());
   nodes_.push_back(n);
-  firsts_.push_back(n->key.empty() ? token_id{0} : n->key[0]);
+  firsts_.push_back(first);
+  if (index_) {
+    index_->emplace(first, n);
+  } else if (nodes_.size() >= wide) {
+    build_index();
+  }
+}
+
+void child_list::remove(radix_node* n) noexcept {
+  const std::size_t i = n->child_index;
+  assert(i < nodes_.size() && nodes_[i] == n && "not a listed child");
+  if (index_) drop_from_index(firsts_[i], n);
+  nodes_[i] = nodes_.back();
+  firsts_[i] = firsts_.back();
+  nodes_[i]->child_index = static_cast<std::uint32_t>(i);
+  nodes_.pop_back();
+  firsts_.pop_back();
+  if (index_ && nodes_.size() < wide / 2) index_.reset();
+}
+
+void child_list::replace(radix_node* from, radix_node* to) {
+  const std::size_t i = from->child_index;
+  assert(i < nodes_.size() && nodes_[i] == from && "not a listed child");
+  nodes_[i] = to;
+  to->child_index = static_cast<std::uint32_t>(i);
+  if (index_) {
+    drop_from_index(firsts_[i], from);
+    index_->emplace(firsts_[i], to);
+  }
+}
+
+inline void child_list::build_index() {
+  index_ = std::make_unique<hash_index>(nodes_.size() * 2);
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    index_->emplace(firsts_[i], nodes_[i]);
+}
+
+inline void child_list::drop_from_index(token_id first, const radix_node* n) noexcept {
+  auto [lo, hi] = index_->equal_range(first);
+  for (auto it = lo; it != hi; ++it)
+    if (it->second == n) {
+      index_->erase(it);
+      return;
+    }
+  assert(false && "a listed child is missing from the index");
+}
+
+template <class Accept>
+radix_node* child_list::find(token_id first, Accept&& accept) const {
+  if (index_) {
+    const auto [lo, hi] = index_->equal_range(first);
+    for (auto it = lo; it != hi; ++it)
+      if (accept(it->second)) return it->second;
+    return nullptr;
+  }
+  // Blocks of 16 first tokens compared without a branch (the compiler vectorises the mask),
+  // then each candidate of the block in order.
+  constexpr std::size_t block = 16;
+  const std::size_t count = firsts_.size();
+  std::size_t i = 0;
+  for (; i + block <= count; i += block) {
+    std::uint32_t mask = 0;
+    for (std::size_t j = 0; j < block; ++j)
+      mask |= static_cast<std::uint32_t>(firsts_[i + j] == first) << j;
+    for (; mask != 0; mask &= mask - 1) {
+      radix_node* c = nodes_[i + static_cast<std::size_t>(std::countr_zero(mask))];
+      if (accept(c)) return c;
+    }
+  }
+  for (; i < count; ++i)
+    if (firsts_[i] == first && accept(nodes_[i])) return nodes_[i];
+  return nullptr;
 }
 
 /// A handle on a node that can be checked for staleness: valid while the node that had

@@ -62,31 +62,10 @@ radix_node* radix_tree::find_child(const radix_node* n, namespace_id ns,
                                    std::span<const token_id> key) const noexcept {
   const std::size_t p = cfg_.page_size;
   if (key.size() < p) return nullptr;
-  const std::span<const token_id> firsts = n->children.first_tokens();
-  const token_id first = key[0];
-  const auto accept = [&](std::size_t i) -> radix_node* {
-    radix_node* c = n->children[i];
-    if (c->ns != ns) return nullptr;
-    if (p == 1 || std::memcmp(c->key.data(), key.data(), p * sizeof(token_id)) == 0) return c;
-    return nullptr;
-  };
-  // Blocks of 16 first tokens compared without a branch (the compiler vectorises the mask),
-  // then each candidate of the block in order: a wide node (a system prompt with hundreds
-  // of conversations under it) costs a streaming compare, not a branch per child.
-  constexpr std::size_t block = 16;
-  const std::size_t count = firsts.size();
-  std::size_t i = 0;
-  for (; i + block <= count; i += block) {
-    std::uint32_t mask = 0;
-    for (std::size_t j = 0; j < block; ++j)
-      mask |= static_cast<std::uint32_t>(firsts[i + j] == first) << j;
-    for (; mask != 0; mask &= mask - 1)
-      if (radix_node* c = accept(i + static_cast<std::size_t>(std::countr_zero(mask)))) return c;
-  }
-  for (; i < count; ++i)
-    if (firsts[i] == first)
-      if (radix_node* c = accept(i)) return c;
-  return nullptr;
+  return n->children.find(key[0], [&](const radix_node* c) {
+    return c->ns == ns &&
+           (p == 1 || std::memcmp(c->key.data(), key.data(), p * sizeof(token_id)) == 0);
+  });
 }
 
 void radix_tree::remove_child(radix_node* parent, radix_node* child) {

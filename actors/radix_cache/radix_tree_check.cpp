@@ -33,6 +33,9 @@ status radix_tree::check_invariants() const {
       const radix_node* c = n->children[i];
       if (c->key.empty() || n->children.first_token(i) != c->key[0])
         return violation("child listed under another first token than its key's", c);
+      if (c->child_index != i) return violation("child's position in its list is wrong", c);
+      if (n->children.find(c->key[0], [c](const radix_node* x) { return x == c; }) != c)
+        return violation("child not found by its first token (hash index)", c);
     }
     for (std::size_t i = 0; i < n->children.size(); ++i)
       for (std::size_t j = i + 1; j < n->children.size(); ++j) {

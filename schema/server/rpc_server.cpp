@@ -91,6 +91,7 @@ status rpc_server::start(const rpc_server_config& cfg) {
   impl_->ctx.token = cfg.token;
   impl_->ctx.version = cfg.node_version;
   impl_->ctx.store_arena_bytes = cfg.store_arena_bytes;
+  impl_->ctx.step_spin = cfg.step_spin;
   impl_->ctx.max_store_keys = cfg.max_store_keys;
   std::promise<status> started;
   auto fut = started.get_future();

@@ -5,6 +5,7 @@
 // a cross-thread fulfiller, so the kj thread never blocks on the node (floors.md §1).
 // A client disconnect closes every session it opened.
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,10 @@ struct rpc_server_config {
   std::size_t store_arena_bytes = std::size_t{64} << 20;
   /// Most keys in one Store call. Default: 65536.
   std::size_t max_store_keys = 65536;
+  /// How long the RPC thread polls for a step's completion before it sleeps until the
+  /// actor wakes it (rpc::submit_spinning); 0 = never polls. Default: 200 µs (measured:
+  /// BENCHMARKS.md §4.4).
+  std::chrono::nanoseconds step_spin = std::chrono::microseconds(200);
 };
 
 class rpc_server {

@@ -5,6 +5,7 @@
 
 #include <kj/async.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -25,6 +26,8 @@ struct server_ctx {
   std::size_t store_arena_bytes = 0;
   std::size_t max_store_keys = 0;
   std::uint64_t next_arena = 0;
+  /// submit_spinning's budget for a step (rpc_server_config::step_spin).
+  std::chrono::nanoseconds step_spin{0};
 };
 
 /// Submits a job and returns a promise that resolves (on this kj thread) once an actor
@@ -35,6 +38,39 @@ kj::Promise<void> submit(node& n, const std::shared_ptr<Job>& job) {
   auto f = std::make_shared<kj::Own<kj::CrossThreadPromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
   job->done = [f](Job&) { (*f)->fulfill(); };
   n.submit(job);
+  return kj::mv(paf.promise);
+}
+
+/// submit(), but this thread first polls the job's completion for up to `spin` (a step's
+/// work is tens of µs): a job done within it resolves without this thread going to sleep
+/// and being woken again (one context switch fewer per call, the costliest part of a small
+/// call on a VM), and the actor's side skips the cross-thread wake-up as well. Meanwhile
+/// this thread serves nobody else, so the budget bounds what another connection may wait.
+/// After the budget, as submit().
+template <class Job>
+kj::Promise<void> submit_spinning(node& n, const std::shared_ptr<Job>& job,
+                                  std::chrono::nanoseconds spin) {
+  if (spin.count() <= 0) return submit(n, job);
+  enum : int { polling, done, sleeping };
+  struct completion {
+    std::atomic<int> state{polling};
+    kj::Own<kj::CrossThreadPromiseFulfiller<void>> fulfiller;
+  };
+  auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+  auto c = std::make_shared<completion>();
+  c->fulfiller = kj::mv(paf.fulfiller);
+  // The actor's thread: if this thread stopped polling, wake it; else it sees `done`.
+  job->done = [c](Job&) {
+    if (c->state.exchange(done) == sleeping) c->fulfiller->fulfill();
+  };
+  n.submit(job);
+  const clk::time_point until = clk::now() + spin;
+  do {
+    for (int i = 0; i < 64; ++i)
+      if (c->state.load(std::memory_order_acquire) == done) return kj::READY_NOW;
+  } while (clk::now() < until);
+  int expected = polling;
+  if (!c->state.compare_exchange_strong(expected, sleeping)) return kj::READY_NOW;  // just done
   return kj::mv(paf.promise);
 }
 

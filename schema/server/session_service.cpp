@@ -37,7 +37,7 @@ class session_impl final : public wire::Session::Server {
       }
       job->cmds.push_back(std::move(*one));
     }
-    return submit(ctx_.n, job).then([c, job, t]() mutable {
+    return submit_spinning(ctx_.n, job, ctx_.step_spin).then([c, job, t]() mutable {
       auto res = c.getResults();
       wc::put_error(res.initError(), job->err);
       auto out = res.initResults(static_cast<unsigned>(job->results.size()));

@@ -97,6 +97,53 @@ TEST(ChildList, FirstTokensStayBesideTheirChildrenThroughRemovalsAndReplacement)
   EXPECT_TRUE(l.first_tokens().empty());
 }
 
+// A wide list (a system prompt with many conversations) finds each child through its hash
+// index, through removals (which move the last child into the gap), replacements and the
+// index's drop below half the threshold; children sharing a first token are all found.
+TEST(ChildList, AWideListFindsEveryChildThroughItsIndex) {
+  constexpr std::size_t n = child_list::wide * 3;
+  std::vector<std::unique_ptr<radix_node>> nodes;
+  child_list l;
+  for (std::size_t i = 0; i < n; ++i) {
+    nodes.push_back(std::make_unique<radix_node>());
+    nodes.back()->key = {static_cast<token_id>(i / 2), static_cast<token_id>(i)};  // pairs
+    l.push_back(nodes.back().get());
+  }
+  ASSERT_TRUE(l.indexed());
+  const auto found = [&](const radix_node* want) {
+    return l.find(want->key[0], [want](const radix_node* c) { return c == want; }) == want;
+  };
+  for (const auto& x : nodes)
+    ASSERT_TRUE(found(x.get())) << x->key[1];
+  EXPECT_EQ(l.find(static_cast<token_id>(n), [](const radix_node*) { return true; }), nullptr);
+
+  radix_node stand_in;  // a split's new parent: same first token
+  stand_in.key = nodes[7]->key;
+  l.replace(nodes[7].get(), &stand_in);
+  EXPECT_TRUE(found(&stand_in));
+  EXPECT_EQ(l.find(stand_in.key[0], [&](const radix_node* c) { return c == nodes[7].get(); }),
+            nullptr);
+  l.replace(&stand_in, nodes[7].get());
+
+  std::vector<radix_node*> left;
+  for (std::size_t i = 0; i < n; ++i)
+    if (i % 8 != 0) {
+      l.remove(nodes[i].get());
+    } else {
+      left.push_back(nodes[i].get());
+    }
+  ASSERT_EQ(l.size(), left.size());
+  EXPECT_FALSE(l.indexed()) << "24 children left, below half the threshold";
+  for (std::size_t i = 0; i < l.size(); ++i)
+    EXPECT_EQ(l[i]->child_index, i);
+  for (radix_node* x : left)
+    EXPECT_TRUE(found(x)) << x->key[1];
+  for (std::size_t i = 0; i < n; ++i)
+    if (i % 8 != 0)
+      EXPECT_EQ(l.find(nodes[i]->key[0], [&](const radix_node* c) { return c == nodes[i].get(); }),
+                nullptr);
+}
+
 // ---- lru_list ---------------------------------------------------------------------------
 
 /// A chain root -> a -> b -> c and a sibling d under a (nodes owned here, not by a tree).
@@ -272,7 +319,7 @@ TEST(WideNode, EveryChildIsFoundByItsFirstPageAndNamespace) {
   radix_cache cache{{1024, 2, 128, 4}};
   radix_tree& t = cache.tree();
   std::vector<std::vector<token_id>> keys;
-  for (token_id first = 1; first <= 20; ++first)  // 20 first tokens x 2 second tokens
+  for (token_id first = 1; first <= 40; ++first)  // 40 first tokens x 2 second tokens
     for (token_id second : {100, 200})
       keys.push_back({first, second, first, second});
   std::vector<slot_id> s;
@@ -284,7 +331,8 @@ TEST(WideNode, EveryChildIsFoundByItsFirstPageAndNamespace) {
       HC_ASSERT_OK(t.insert(ns, keys[k], alloc_kv(cache, 4), s[0]));
     }
   HC_ASSERT_OK(t.check_invariants());
-  EXPECT_EQ(t.root().node->children.size(), 40u + 14u);
+  EXPECT_EQ(t.root().node->children.size(), 80u + 27u);
+  EXPECT_TRUE(t.root().node->children.indexed()) << "wide enough for the hash index";
   for (namespace_id ns : {0u, 1u})
     for (std::size_t k = 0; k < keys.size(); ++k) {
       const match_result m = t.match(ns, keys[k]);
@@ -294,8 +342,13 @@ TEST(WideNode, EveryChildIsFoundByItsFirstPageAndNamespace) {
         EXPECT_EQ(m.last_node.node->key, keys[k]);
       }
     }
-  EXPECT_EQ(t.match(0, toks({21, 100, 21, 100})).kv_matched, 0u) << "no such first token";
+  EXPECT_EQ(t.match(0, toks({41, 100, 41, 100})).kv_matched, 0u) << "no such first token";
   EXPECT_EQ(t.match(0, toks({5, 300, 5, 300})).kv_matched, 0u) << "first token, other page";
+  // Evicted down to a narrow list (the index dropped), every remaining child still found.
+  (void)t.evict(4 * 90, 0);
+  HC_ASSERT_OK(t.check_invariants());
+  EXPECT_EQ(t.root().node->children.size(), 17u);
+  EXPECT_FALSE(t.root().node->children.indexed());
 }
 
 // ---- instance_stats ---------------------------------------------------------------------
