@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hybridcached as a separate process: config file, socket mode 0600, hcctl ping /
+# hybridcached as a separate process: config file (one polling scheduler thread), socket mode 0600, hcctl ping /
 # inspect / replay --check / top over the socket, /metrics scraped over HTTP with the documented
 # series, SIGTERM -> exit status 0, ping failing once the node is gone, and --tcp refused
 # without a token file or with a short secret.
@@ -19,6 +19,9 @@ metrics = "127.0.0.1:0"
 data-dir = "$tmp/data"
 log-level = "debug"
 l3-direct-io = false
+threads = 1
+actor-poll-attempts = 20000
+step-spin-us = 50
 CONF
 "$daemon" --config "$tmp/node.conf" >"$tmp/log" 2>&1 &
 pid=$!

@@ -21,6 +21,13 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
   app.add_option("--threads", o.threads, "Actor scheduler threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app.add_option("--actor-poll-attempts", o.actor_poll_attempts,
+                 "Times an idle actor scheduler thread polls for work before it sleeps. More "
+                 "(e.g. 20000 with --threads 1) keeps it awake between a worker's calls, so a "
+                 "small call skips waking it (BENCHMARKS.md §4.4), at the cost of a busy core "
+                 "while calls keep coming")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100000000}));
   app.add_option("--log-level", o.log_level, "error | warn | info | debug")
       ->capture_default_str()
       ->check(CLI::IsMember({"error", "warn", "warning", "info", "debug"}));

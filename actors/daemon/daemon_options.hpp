@@ -16,14 +16,15 @@ class App;
 namespace hc {
 
 struct daemon_options {
-  std::string socket = "/tmp/hybridcache.sock";            ///< Unix socket (mode 0600)
-  std::string metrics = "127.0.0.1:9464";                  ///< /metrics address; "off" = none
-  std::string data_dir = "./hybridcache-data";             ///< node data (L3 store); created
-  std::string tcp;                                         ///< TCP listen "host:port"; "" = off
-  std::string token_file;                                  ///< file holding the TCP shared secret
-  std::size_t threads = 2;                                 ///< actor scheduler threads
-  std::string log_level = "info";                          ///< error | warn | info | debug
-  std::size_t max_step_commands = 65536;                   ///< commands per step
+  std::string socket = "/tmp/hybridcache.sock";  ///< Unix socket (mode 0600)
+  std::string metrics = "127.0.0.1:9464";        ///< /metrics address; "off" = none
+  std::string data_dir = "./hybridcache-data";   ///< node data (L3 store); created
+  std::string tcp;                               ///< TCP listen "host:port"; "" = off
+  std::string token_file;                        ///< file holding the TCP shared secret
+  std::size_t threads = 2;                       ///< actor scheduler threads
+  std::size_t actor_poll_attempts = 100;  ///< polls of an idle scheduler thread before it sleeps
+  std::string log_level = "info";         ///< error | warn | info | debug
+  std::size_t max_step_commands = 65536;  ///< commands per step
   std::size_t max_command_tokens = std::size_t{1} << 20;   ///< tokens per command
   std::size_t max_pool_bytes = std::size_t{64} << 30;      ///< bytes per L1 pool
   std::size_t max_idle_instances = 4;                      ///< kept without sessions
@@ -35,7 +36,7 @@ struct daemon_options {
   bool l3_direct_io = false;          ///< O_DIRECT for the L3 store's value segments
   bool l3_verify_every_read = false;  ///< checksum on every L3 read, not only the first
   std::size_t store_arena_bytes = std::size_t{64} << 20;  ///< arena per Store capability
-  std::uint32_t step_spin_us = 200;  ///< RPC thread's poll for a step's completion; 0 = off
+  std::uint32_t step_spin_us = 200;      ///< RPC thread's poll for a step's completion; 0 = off
   std::string race_demo = "off";         ///< HC_RACE_DEMO builds: an ordering rule turned off
   std::string kv_events = "off";         ///< ZMQ PUB endpoint of the KV events; "off" = none
   std::string kv_events_replay = "off";  ///< ZMQ ROUTER endpoint for replay; "off" = none

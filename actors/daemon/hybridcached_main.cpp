@@ -101,6 +101,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   }
   hc::node_config nc;
   nc.scheduler_threads = o.threads;
+  nc.actor_poll_attempts = o.actor_poll_attempts;
   nc.kv_events = kv_events.get();
   nc.metrics = &metrics;
   nc.max_step_commands = o.max_step_commands;

@@ -27,6 +27,7 @@ caf::actor_system_config make_caf_config(const node_config& c) {
   cfg.set("scheduler.max-threads", c.scheduler_threads);
   // floors.md §2: skip the 50 µs sleep polls so work from the RPC thread wakes a worker.
   cfg.set("work-stealing.moderate-poll-attempts", 0);
+  cfg.set("work-stealing.aggressive-poll-attempts", c.actor_poll_attempts);
   return cfg;
 }
 

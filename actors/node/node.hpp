@@ -24,6 +24,11 @@ namespace hc {
 struct node_config {
   /// CAF scheduler threads. Default: 2 (floors.md §2: 1-2 on this class of machine).
   std::size_t scheduler_threads = 2;
+  /// Times an idle scheduler thread polls for work before it sleeps (CAF's work-stealing
+  /// aggressive-poll-attempts). More keeps a thread awake between a worker's calls — a
+  /// small call skips waking it (BENCHMARKS.md §4.4) — at the cost of a busy core while
+  /// calls keep coming. Default: 100 (CAF's).
+  std::size_t actor_poll_attempts = 100;
   /// Limits on specs from clients.
   spec_limits limits;
   /// Most commands in one step. Default: 65536.

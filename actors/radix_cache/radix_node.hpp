@@ -26,10 +26,10 @@
 //   key.size() == value.size(), a positive multiple of page_size; a full-locked leaf is
 //   mamba-locked; the evictable/protected totals equal the sums over nodes.
 
+#include <bit>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
-#include <bit>
 #include <initializer_list>
 #include <memory>
 #include <span>
