@@ -54,8 +54,9 @@ struct radix_node;
 class child_list {
  public:
   using iterator = std::vector<radix_node*>::const_iterator;
-  /// Lists of at least this many children keep the hash index (dropped below half of it).
-  static constexpr std::size_t wide = 64;
+  /// Lists of at least this many children keep the hash index (dropped below half of it);
+  /// below, a scan of the contiguous first tokens costs no more than a hash lookup.
+  static constexpr std::size_t wide = 512;
 
   child_list() = default;
   child_list(std::initializer_list<radix_node*> nodes) {  // tests build small trees by hand

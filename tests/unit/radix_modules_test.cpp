@@ -133,7 +133,7 @@ TEST(ChildList, AWideListFindsEveryChildThroughItsIndex) {
       left.push_back(nodes[i].get());
     }
   ASSERT_EQ(l.size(), left.size());
-  EXPECT_FALSE(l.indexed()) << "24 children left, below half the threshold";
+  EXPECT_FALSE(l.indexed()) << "below half the threshold";
   for (std::size_t i = 0; i < l.size(); ++i)
     EXPECT_EQ(l[i]->child_index, i);
   for (radix_node* x : left)
@@ -316,11 +316,11 @@ TEST_F(tree, EvictionTakesTheLeastRecentUnlockedLeafFirst) {
 // A wide node (more children than one block of find_child's scan): at page 2 children that
 // share a first token differ in the second, and a namespace's children are not another's.
 TEST(WideNode, EveryChildIsFoundByItsFirstPageAndNamespace) {
-  radix_cache cache{{1024, 2, 128, 4}};
+  radix_cache cache{{4096, 2, 1024, 4}};
   radix_tree& t = cache.tree();
   std::vector<std::vector<token_id>> keys;
-  for (token_id first = 1; first <= 40; ++first)  // 40 first tokens x 2 second tokens
-    for (token_id second : {100, 200})
+  for (token_id first = 1; first <= 300; ++first)  // 300 first tokens x 2 second tokens
+    for (token_id second : {1000, 2000})
       keys.push_back({first, second, first, second});
   std::vector<slot_id> s;
   for (namespace_id ns : {0u, 1u})
@@ -331,7 +331,7 @@ TEST(WideNode, EveryChildIsFoundByItsFirstPageAndNamespace) {
       HC_ASSERT_OK(t.insert(ns, keys[k], alloc_kv(cache, 4), s[0]));
     }
   HC_ASSERT_OK(t.check_invariants());
-  EXPECT_EQ(t.root().node->children.size(), 80u + 27u);
+  EXPECT_EQ(t.root().node->children.size(), 600u + 200u);
   EXPECT_TRUE(t.root().node->children.indexed()) << "wide enough for the hash index";
   for (namespace_id ns : {0u, 1u})
     for (std::size_t k = 0; k < keys.size(); ++k) {
@@ -342,12 +342,12 @@ TEST(WideNode, EveryChildIsFoundByItsFirstPageAndNamespace) {
         EXPECT_EQ(m.last_node.node->key, keys[k]);
       }
     }
-  EXPECT_EQ(t.match(0, toks({41, 100, 41, 100})).kv_matched, 0u) << "no such first token";
-  EXPECT_EQ(t.match(0, toks({5, 300, 5, 300})).kv_matched, 0u) << "first token, other page";
+  EXPECT_EQ(t.match(0, toks({301, 1000, 301, 1000})).kv_matched, 0u) << "no such first token";
+  EXPECT_EQ(t.match(0, toks({5, 3000, 5, 3000})).kv_matched, 0u) << "first token, other page";
   // Evicted down to a narrow list (the index dropped), every remaining child still found.
-  (void)t.evict(4 * 90, 0);
+  (void)t.evict(4 * 600, 0);
   HC_ASSERT_OK(t.check_invariants());
-  EXPECT_EQ(t.root().node->children.size(), 17u);
+  EXPECT_EQ(t.root().node->children.size(), 200u);
   EXPECT_FALSE(t.root().node->children.indexed());
 }
 
