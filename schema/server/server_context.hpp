@@ -54,12 +54,10 @@ kj::Promise<void> submit_spinning(node& n, const std::shared_ptr<Job>& job,
   enum : int { polling, done, sleeping };
   struct completion {
     std::atomic<int> state{polling};
-    kj::Own<kj::CrossThreadPromiseFulfiller<void>> fulfiller;
+    kj::Own<kj::CrossThreadPromiseFulfiller<void>> fulfiller;  ///< set before `sleeping`
   };
-  auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
   auto c = std::make_shared<completion>();
-  c->fulfiller = kj::mv(paf.fulfiller);
-  // The actor's thread: if this thread stopped polling, wake it; else it sees `done`.
+  // The actor's thread: if this thread went to sleep, wake it; else it sees `done`.
   job->done = [c](Job&) {
     if (c->state.exchange(done) == sleeping) c->fulfiller->fulfill();
   };
@@ -69,8 +67,11 @@ kj::Promise<void> submit_spinning(node& n, const std::shared_ptr<Job>& job,
     for (int i = 0; i < 64; ++i)
       if (c->state.load(std::memory_order_acquire) == done) return kj::READY_NOW;
   } while (clk::now() < until);
+  auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
+  c->fulfiller = kj::mv(paf.fulfiller);
   int expected = polling;
-  if (!c->state.compare_exchange_strong(expected, sleeping)) return kj::READY_NOW;  // just done
+  if (c->state.compare_exchange_strong(expected, sleeping)) return kj::mv(paf.promise);
+  c->fulfiller->fulfill();  // done meanwhile: nobody else touches the fulfiller
   return kj::mv(paf.promise);
 }
 
