@@ -469,42 +469,39 @@ std::optional<cmd::token_range> token_range_of(const std::vector<token_id>& toke
   return cmd::token_range{*at, *count};
 }
 
-/// The `shared` property: (at, count) or None.
+/// Create and Append: `req`, then `tokens` or a range of the session's token arena (`at`,
+/// `count`); `shared` reads the range back as (at, count) or None.
 template <class C>
-py::object shared_of(const C& c) {
-  if (!c.shared) return py::none();
-  return py::make_tuple(c.shared->at, c.shared->count);
+void bind_token_command(py::module_& m, const char* name, const char* doc) {
+  py::class_<C>(m, name, doc)
+      .def(py::init([](request_handle req, std::vector<token_id> tokens,
+                       std::optional<std::uint64_t> at, std::optional<std::uint64_t> count) {
+             C c;
+             c.req = req;
+             c.shared = token_range_of(tokens, at, count);
+             c.tokens = std::move(tokens);
+             return c;
+           }),
+           py::arg("req"), py::arg("tokens") = std::vector<token_id>{}, py::kw_only(),
+           py::arg("at") = py::none(), py::arg("count") = py::none())
+      .def_readwrite("req", &C::req)
+      .def_readwrite("tokens", &C::tokens)
+      .def_property_readonly("shared",
+                             [](const C& c) -> py::object {
+                               if (!c.shared) return py::none();
+                               return py::make_tuple(c.shared->at, c.shared->count);
+                             })
+      .def(py::self == py::self);
 }
 
 void bind_commands(py::module_& m) {
-  py::class_<cmd::create>(m, "Create",
-                          "Registers request `req` with its prompt: `tokens`, or the `count` "
-                          "tokens at `at` of the session's token arena (Session.token_arena).")
-      .def(py::init([](request_handle req, std::vector<token_id> tokens,
-                       std::optional<std::uint64_t> at, std::optional<std::uint64_t> count) {
-             auto shared = token_range_of(tokens, at, count);
-             return cmd::create{req, 0, std::move(tokens), shared};
-           }),
-           py::arg("req"), py::arg("tokens") = std::vector<token_id>{}, py::kw_only(),
-           py::arg("at") = py::none(), py::arg("count") = py::none())
-      .def_readwrite("req", &cmd::create::req)
-      .def_readwrite("tokens", &cmd::create::tokens)
-      .def_property_readonly("shared", &shared_of<cmd::create>)
-      .def(py::self == py::self);
-  py::class_<cmd::append>(m, "Append",
-                          "Appends generated tokens to request `req`: `tokens`, or the `count` "
-                          "tokens at `at` of the session's token arena.")
-      .def(py::init([](request_handle req, std::vector<token_id> tokens,
-                       std::optional<std::uint64_t> at, std::optional<std::uint64_t> count) {
-             auto shared = token_range_of(tokens, at, count);
-             return cmd::append{req, std::move(tokens), shared};
-           }),
-           py::arg("req"), py::arg("tokens") = std::vector<token_id>{}, py::kw_only(),
-           py::arg("at") = py::none(), py::arg("count") = py::none())
-      .def_readwrite("req", &cmd::append::req)
-      .def_readwrite("tokens", &cmd::append::tokens)
-      .def_property_readonly("shared", &shared_of<cmd::append>)
-      .def(py::self == py::self);
+  bind_token_command<cmd::create>(
+      m, "Create",
+      "Registers request `req` with its prompt: `tokens`, or the `count` tokens at `at` of the "
+      "session's token arena (Session.token_arena).");
+  bind_token_command<cmd::append>(m, "Append",
+                                  "Appends generated tokens to request `req`: `tokens`, or the "
+                                  "`count` tokens at `at` of the session's token arena.");
   bind_request_command<cmd::match>(m, "Match", "Prefix match of the prompt, copy-on-write.");
   bind_request_command<cmd::lock>(m, "Lock", "Locks the request's last node.");
   bind_request_command<cmd::unlock>(m, "Unlock", "Unlocks the request's last node.");
