@@ -24,7 +24,8 @@
 // Invariants (checked by radix_tree::check_invariants):
 //   full_lock_ref >= mamba_lock_ref >= 0; parent.full_lock_ref >= child.full_lock_ref;
 //   key.size() == value.size(), a positive multiple of page_size; a full-locked leaf is
-//   mamba-locked; the evictable/protected totals equal the sums over nodes.
+//   mamba-locked; the evictable/protected totals equal the sums over nodes; key, value and
+//   host_value hold no unused capacity, and a pooled (released) node holds no buffer.
 
 #include <bit>
 #include <cassert>

@@ -9,6 +9,21 @@
 #include "actors/common/invariant.hpp"
 
 namespace hc {
+namespace {
+/// Drops v's first n elements into storage of exactly the rest: erase() would keep the
+/// whole block, the split-off head's share of it unused for the node's life (the index's
+/// memory per cached token, BENCHMARKS.md §10). Copies as much as erase() moves.
+template <class T>
+void drop_front(std::vector<T>& v, std::size_t n) {
+  std::vector<T>(v.begin() + static_cast<std::ptrdiff_t>(n), v.end()).swap(v);
+}
+
+/// Empties v and gives its storage back (clear() keeps it).
+template <class T>
+void release(std::vector<T>& v) noexcept {
+  std::vector<T>().swap(v);
+}
+}  // namespace
 
 radix_tree::radix_tree(tree_config cfg, kv_allocator& kv, slot_allocator& slots,
                        const page_hasher* hasher)
@@ -40,13 +55,15 @@ radix_node* radix_tree::new_node() {
 void radix_tree::release_node(radix_node* n) {
   n->parent = nullptr;
   n->children.clear();
-  n->key.clear();
-  n->value.clear();
-  n->hashes.clear();
+  // A pooled node keeps no buffers: the next user may need other sizes, and what a
+  // released node held is not index memory.
+  release(n->key);
+  release(n->value);
+  release(n->hashes);
   n->mamba = no_slot;
   n->ns = 0;
   n->full_lock_ref = n->mamba_lock_ref = 0;
-  n->host_value.clear();
+  release(n->host_value);
   n->mamba_host = no_slot;
   n->host_lock_ref = n->mamba_host_lock_ref = 0;
   n->hit_count = 0;
@@ -128,23 +145,19 @@ radix_node* radix_tree::split(radix_node* child, std::size_t at) {
   if (child->backed_up()) {  // the host SSM state stays on the child (§5.5)
     n->host_value.assign(child->host_value.begin(),
                          child->host_value.begin() + static_cast<std::ptrdiff_t>(at));
-    child->host_value.erase(child->host_value.begin(),
-                            child->host_value.begin() + static_cast<std::ptrdiff_t>(at));
+    drop_front(child->host_value, at);
   }
   if (!child->hashes.empty()) {
     const std::size_t pages = at / cfg_.page_size;
     n->hashes.assign(child->hashes.begin(),
                      child->hashes.begin() + static_cast<std::ptrdiff_t>(pages));
-    child->hashes.erase(child->hashes.begin(),
-                        child->hashes.begin() + static_cast<std::ptrdiff_t>(pages));
+    drop_front(child->hashes, pages);
   }
   child->last_access = tick();
   if (child->in_full_lru) full_lru_.remove(child);
   if (child->in_mamba_lru) mamba_lru_.remove(child);
-  child->key.erase(child->key.begin(), child->key.begin() + static_cast<std::ptrdiff_t>(at));
-  if (!evicted)
-    child->value.erase(child->value.begin(),
-                       child->value.begin() + static_cast<std::ptrdiff_t>(at));
+  drop_front(child->key, at);
+  if (!evicted) drop_front(child->value, at);
   // Replace child by n in the parent's table, then hang child below n.
   parent->children.replace(child, n);
   child->parent = n;

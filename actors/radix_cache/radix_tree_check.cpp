@@ -46,6 +46,11 @@ status radix_tree::check_invariants() const {
                        b->key.begin()))
           return violation("two children share a child key", a);
       }
+    // Index memory: a node's buffers are exactly its key and ids (a split, a demotion or
+    // a pooled node leaves no unused capacity behind: BENCHMARKS.md §10).
+    if (n->key.capacity() != n->key.size() || n->value.capacity() != n->value.size() ||
+        n->host_value.capacity() != n->host_value.size())
+      return violation("a key or id list holds unused capacity", n);
     if (n == root_) continue;
     ++nodes;
     if (n->key.empty() || n->key.size() % p != 0)
@@ -95,6 +100,10 @@ status radix_tree::check_invariants() const {
   (void)host_holding;
   if (mamba_lru_.size() != holding) return violation("mamba LRU size != holding nodes", root_);
   if (nodes + 1 != live_nodes_) return violation("live node count drifted", root_);
+  for (const radix_node* f : free_nodes_)
+    if (f->key.capacity() != 0 || f->value.capacity() != 0 || f->host_value.capacity() != 0 ||
+        f->hashes.capacity() != 0)
+      return violation("a released node keeps its buffers", f);
   return {};
 }
 

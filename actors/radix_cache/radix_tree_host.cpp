@@ -96,6 +96,7 @@ result<tier_copy> radix_tree::backup_node(radix_node* n, bool lock_until_done) {
   c.node = {n, n->id};
   c.device_kv = n->value;
   c.host_kv = host_ids;
+  host_ids.shrink_to_fit();  // the allocator's list may have grown past it
   n->host_value = std::move(host_ids);
   host_sizes_.tokens += len;
   if (hs != no_slot) {

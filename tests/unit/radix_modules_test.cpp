@@ -138,10 +138,12 @@ TEST(ChildList, AWideListFindsEveryChildThroughItsIndex) {
     EXPECT_EQ(l[i]->child_index, i);
   for (radix_node* x : left)
     EXPECT_TRUE(found(x)) << x->key[1];
-  for (std::size_t i = 0; i < n; ++i)
-    if (i % 8 != 0)
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i % 8 != 0) {
       EXPECT_EQ(l.find(nodes[i]->key[0], [&](const radix_node* c) { return c == nodes[i].get(); }),
                 nullptr);
+    }
+  }
 }
 
 // ---- lru_list ---------------------------------------------------------------------------
