@@ -29,7 +29,7 @@ std::vector<std::int32_t> contents(const id_ring& r) {
 }
 
 TEST(IdRing, FifoWithFrontPushesAcrossTheWrap) {
-  id_ring r(5);  // not a power of two: the limit, not the buffer, decides full()
+  id_ring r(5);  // not a power of two: the buffer holds exactly 5
   EXPECT_EQ(r.capacity(), 5u);
   for (std::int32_t i = 1; i <= 5; ++i)
     r.push_back(i);
@@ -53,7 +53,7 @@ TEST(IdRing, FifoWithFrontPushesAcrossTheWrap) {
 }
 
 TEST(IdRing, RangePushesAndPopsKeepTheOrderAcrossTheWrap) {
-  id_ring r(6);  // buffer of 8
+  id_ring r(6);
   for (std::int32_t i = 1; i <= 5; ++i)
     r.push_back(i);
   std::vector<std::int32_t> out;
