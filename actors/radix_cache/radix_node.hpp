@@ -246,6 +246,22 @@ radix_node* child_list::find(token_id first, Accept&& accept) const {
   return nullptr;
 }
 
+/// Empties v and gives its storage back (clear() keeps it): a demoted node's device ids,
+/// a released node's buffers.
+template <class T>
+void release(std::vector<T>& v) noexcept {
+  std::vector<T>().swap(v);
+}
+
+/// Drops v's first n elements into storage of exactly the rest: erase() would keep the
+/// whole block, the split-off head's share of it unused for the node's life (the index's
+/// memory per cached token, BENCHMARKS.md §10.1). Copies as much as erase() moves.
+/// REQUIRES: n <= v.size().
+template <class T>
+void drop_front(std::vector<T>& v, std::size_t n) {
+  std::vector<T>(v.begin() + static_cast<std::ptrdiff_t>(n), v.end()).swap(v);
+}
+
 /// A handle on a node that can be checked for staleness: valid while the node that had
 /// this id still exists. Cheap to copy; the tree owns the node.
 struct node_ref {

@@ -9,21 +9,6 @@
 #include "actors/common/invariant.hpp"
 
 namespace hc {
-namespace {
-/// Drops v's first n elements into storage of exactly the rest: erase() would keep the
-/// whole block, the split-off head's share of it unused for the node's life (the index's
-/// memory per cached token, BENCHMARKS.md §10). Copies as much as erase() moves.
-template <class T>
-void drop_front(std::vector<T>& v, std::size_t n) {
-  std::vector<T>(v.begin() + static_cast<std::ptrdiff_t>(n), v.end()).swap(v);
-}
-
-/// Empties v and gives its storage back (clear() keeps it).
-template <class T>
-void release(std::vector<T>& v) noexcept {
-  std::vector<T>().swap(v);
-}
-}  // namespace
 
 radix_tree::radix_tree(tree_config cfg, kv_allocator& kv, slot_allocator& slots,
                        const page_hasher* hasher)

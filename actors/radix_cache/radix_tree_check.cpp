@@ -47,7 +47,7 @@ status radix_tree::check_invariants() const {
           return violation("two children share a child key", a);
       }
     // Index memory: a node's buffers are exactly its key and ids (a split, a demotion or
-    // a pooled node leaves no unused capacity behind: BENCHMARKS.md §10).
+    // a pooled node leaves no unused capacity behind: BENCHMARKS.md §10.1).
     if (n->key.capacity() != n->key.size() || n->value.capacity() != n->value.size() ||
         n->host_value.capacity() != n->host_value.size())
       return violation("a key or id list holds unused capacity", n);

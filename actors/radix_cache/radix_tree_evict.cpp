@@ -68,7 +68,7 @@ void radix_tree::demote(radix_node* n) {
   free_kv(n->value);
   sizes_.full_evictable -= n->value.size();
   counters_.demoted_tokens += n->value.size();
-  std::vector<kv_index>().swap(n->value);  // gone from the device: its storage too
+  release(n->value);  // gone from the device: its storage too
   full_lru_.remove(n);
   if (!n->is_tombstone()) {
     free_slot(n->mamba);
