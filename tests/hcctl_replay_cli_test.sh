@@ -21,7 +21,17 @@ grep -q "line 500" "$tmp/err" && grep -q "kv_avail" "$tmp/err" || { echo "FAIL: 
 "$hcctl" replay --check "$tmp/missing.jsonl" 2>/dev/null; [ $? -eq 2 ] || { echo "FAIL: missing file"; exit 1; }
 echo '{"op":"config"' > "$tmp/garbage.jsonl"
 "$hcctl" replay --check "$tmp/garbage.jsonl" 2>/dev/null; [ $? -eq 2 ] || { echo "FAIL: garbage"; exit 1; }
-"$hcctl" replay --bench --json "$data/conf_p1_pressure.jsonl.gz" | grep -q '"ops_per_s"' || { echo "FAIL: bench"; exit 1; }
+"$hcctl" replay --bench --json "$data/conf_p1_pressure.jsonl.gz" > "$tmp/bench" || { echo "FAIL: bench"; exit 1; }
+grep -q '"ops_per_s"' "$tmp/bench" || { echo "FAIL: bench: $(cat "$tmp/bench")"; exit 1; }
+# Each match / cache_unfinished / finish row carries its memory floor and the ratio to it.
+for op in match cache_unfinished finish; do
+  /usr/bin/python3 - "$tmp/bench" "$op" <<'PY' || { echo "FAIL: bench: no floor for $op"; exit 1; }
+import json, sys
+row = json.load(open(sys.argv[1]))["per_op"][sys.argv[2]]
+for k in ("floor_median_us", "x_floor", "warm_floor_median_us", "x_warm_floor"):
+    assert row[k] > 0, (k, row)
+PY
+done
 # The index's memory per cached token: a measurement with its parts, and no node address.
 if "$hcctl" replay --memory --json "$data/p64_ctx4k_c100.jsonl.gz" > "$tmp/mem" 2> "$tmp/err"; then
   for f in cached_tokens bytes_at_start bytes_at_end growth_bytes_per_cached_token; do

@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   replay->add_flag("--check", ro.check,
                    "Compare every op with its expected fields; exit 1 at the first divergence");
   replay->add_flag("--bench", ro.bench,
-                   "Time every op; print median and p99 per op kind and whole-trace ops/s");
+                   "Time every op; print median and p99 per op kind and whole-trace ops/s "
+                   "(in process, with the memory floor of match, cache_unfinished and finish)");
   replay->add_option("--repeat", ro.repeat, "With --bench: number of runs, best one reported")
       ->default_val(1)
       ->check(CLI::Range(1, 1000));

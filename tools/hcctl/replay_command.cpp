@@ -20,6 +20,8 @@ using nlohmann::json;
 
 struct op_stats {
   std::vector<std::uint64_t> ns;
+  /// The op's memory floor timed right after it: as the trace left the bytes, and warm.
+  std::vector<std::uint64_t> floor_ns, warm_ns;
 };
 
 double percentile_us(std::vector<std::uint64_t>& v, double q) {
@@ -103,13 +105,21 @@ int run_replay(const replay_options& opts) {
       backend = std::move(*b);
     }
     replay::replayer rp(tr->config, std::move(backend));
+    if (opts.bench && opts.address.empty()) rp.enable_floors();  // a node's ops include the RPC
     bench_run b;
     std::string out_buf;
     for (const replay::trace_op& op : tr->ops) {
       replay::outcome o;
       const std::uint64_t ns = rp.execute(op, o);
       if (op.kind != replay::op_kind::check) {
-        if (opts.phase.empty() || op.phase == opts.phase) b.per_op[op.name].ns.push_back(ns);
+        if (opts.phase.empty() || op.phase == opts.phase) {
+          op_stats& st = b.per_op[op.name];
+          st.ns.push_back(ns);
+          if (o.floor) {
+            st.floor_ns.push_back(o.floor->first_ns);
+            st.warm_ns.push_back(o.floor->warm_ns);
+          }
+        }
         b.total_ns += ns;
         ++b.ops;
         if (op.phase == "measure") {
@@ -161,9 +171,18 @@ int run_replay(const replay_options& opts) {
                                                         static_cast<double>(best->measure_ns)
                                                   : 0.0;
   for (auto& [name, st] : best->per_op) {
-    summary["per_op"][name] = {{"count", st.ns.size()},
-                               {"median_us", percentile_us(st.ns, 0.5)},
-                               {"p99_us", percentile_us(st.ns, 0.99)}};
+    json& row = summary["per_op"][name];
+    row = {{"count", st.ns.size()},
+           {"median_us", percentile_us(st.ns, 0.5)},
+           {"p99_us", percentile_us(st.ns, 0.99)}};
+    if (!st.floor_ns.empty()) {
+      const double med = row["median_us"].get<double>();
+      const double floor = percentile_us(st.floor_ns, 0.5), warm = percentile_us(st.warm_ns, 0.5);
+      row["floor_median_us"] = floor;
+      row["x_floor"] = floor > 0 ? med / floor : 0.0;
+      row["warm_floor_median_us"] = warm;
+      row["x_warm_floor"] = warm > 0 ? med / warm : 0.0;
+    }
   }
   if (opts.json) {
     std::printf("%s\n", summary.dump().c_str());
@@ -173,10 +192,18 @@ int run_replay(const replay_options& opts) {
       "%s", fmt::format("trace {}  ({} cache ops, best of {} runs; per-op table: {} phase)\n",
                         opts.trace_path, best->ops, runs, opts.phase.empty() ? "every" : opts.phase)
                 .c_str());
-  std::printf("%-18s %8s %12s %12s\n", "op", "count", "median_us", "p99_us");
-  for (auto& [name, v] : summary["per_op"].items())
-    std::printf("%-18s %8zu %12.3f %12.3f\n", name.c_str(), v["count"].get<std::size_t>(),
+  std::printf("%-18s %8s %12s %12s %10s %8s %10s %8s\n", "op", "count", "median_us", "p99_us",
+              "floor_us", "x_floor", "warm_us", "x_warm");
+  for (auto& [name, v] : summary["per_op"].items()) {
+    std::printf("%-18s %8zu %12.3f %12.3f", name.c_str(), v["count"].get<std::size_t>(),
                 v["median_us"].get<double>(), v["p99_us"].get<double>());
+    if (v.contains("floor_median_us"))
+      std::printf(" %10.3f %8.2f %10.3f %8.2f\n", v["floor_median_us"].get<double>(),
+                  v["x_floor"].get<double>(), v["warm_floor_median_us"].get<double>(),
+                  v["x_warm_floor"].get<double>());
+    else
+      std::printf(" %10s %8s %10s %8s\n", "-", "-", "-", "-");
+  }
   std::printf("whole trace: %.0f ops/s   measure phase: %.0f ops/s\n",
               summary["ops_per_s"].get<double>(), summary["measure_ops_per_s"].get<double>());
   return 0;

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <variant>
 
@@ -154,6 +155,7 @@ void replayer::read_body(const trace_op& op, const command_result& r, outcome& o
     case op_kind::match: {
       const auto& m = r.as<res::match>();
       out.prefix_len = i64(m.prefix_len);
+      out.kv_matched = m.kv_matched;
       out.indices = m.indices;
       out.has_crc = true;
       out.node_mamba = m.node_slot;
@@ -213,10 +215,54 @@ void replayer::read_body(const trace_op& op, const command_result& r, outcome& o
 }
 
 std::uint64_t replayer::execute(const trace_op& op, outcome& out) {
+  std::optional<request_view> before;  // build() forgets a finished request
+  if (floor_)
+    if (auto it = reqs_.find(op.req); it != reqs_.end()) before = it->second;
   if (!build(op, out, cmds_)) return 0;
   const std::uint64_t ns = backend_->run(cmds_, results_);
   convert(op, results_, out);
+  if (floor_ && out.error.empty()) time_floor(op, before, out);
   return ns;
+}
+
+void replayer::enable_floors() {
+  if (!floor_) floor_ = std::make_unique<op_floor>(cfg_);
+}
+
+void replayer::time_floor(const trace_op& op, const std::optional<request_view>& before,
+                          outcome& out) {
+  switch (op.kind) {
+    case op_kind::match: {
+      auto it = reqs_.find(op.req);
+      if (it == reqs_.end() || op.input_len == 0) return;
+      it->second.cached = out.kv_matched;
+      const auto& toks = conv_tokens(op.conv);
+      const std::span<const token_id> key(toks.data(), op.input_len - 1);
+      out.floor = floor_->time(
+          op.conv, key,
+          {out.kv_matched, 0, static_cast<std::size_t>(out.prefix_len.value_or(0))});
+      return;
+    }
+    case op_kind::cache_unfinished: {
+      auto it = reqs_.find(op.req);
+      if (!before || it == reqs_.end()) return;
+      const std::size_t len = before->input_len;
+      out.floor = floor_->time(before->conv, conv_tokens(before->conv),
+                               {len, len - std::min(before->cached, len), out.indices.size()});
+      it->second.cached = len;
+      return;
+    }
+    case op_kind::finish: {
+      if (!before) return;
+      const std::size_t total = before->input_len + op.output_len;
+      out.floor = floor_->time(before->conv, conv_tokens(before->conv),
+                               {total, total - std::min(before->cached, total), 0});
+      floor_->touch(before->conv, total);  // after its floor: the tree re-read the key
+      return;
+    }
+    default:
+      return;
+  }
 }
 
 json replayer::to_json(const trace_op& op, const outcome& o) {
@@ -267,5 +313,6 @@ std::optional<divergence> replayer::compare(const trace_op& op, const json& resu
   }
   return std::nullopt;
 }
+
 
 }  // namespace hc::replay

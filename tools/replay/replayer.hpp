@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/replay/op_floor.hpp"
 #include "tools/replay/replay_backend.hpp"
 #include "tools/replay/trace.hpp"
 
@@ -21,6 +22,10 @@ struct outcome {
   std::string error;              ///< non-empty if the cache rejected the op
   std::vector<kv_index> indices;  ///< for kv_crc32
   bool has_crc = false;
+  std::size_t kv_matched = 0;     ///< match: tokens the KV walk matched (not in the JSON)
+  /// The op's memory floor, timed right after it (enable_floors; match, cache_unfinished
+  /// and finish without error only).
+  std::optional<floor_sample> floor;
   std::optional<std::int64_t> prefix_len, node_mamba, req_mamba, row, keep_slot, protected_len,
       tokens_evicted, mamba_evicted, tree_tokens, tree_mamba;
   bool has_branching = false;
@@ -53,6 +58,10 @@ class replayer {
 
   /// Runs one op; returns the nanoseconds the backend reports for it.
   std::uint64_t execute(const trace_op& op, outcome& out);
+  /// From now on, times each match / cache_unfinished / finish's memory floor right after
+  /// the op (outcome::floor; op_floor.hpp), on shadow buffers kept beside the cache. Call
+  /// before the first op.
+  void enable_floors();
 
   /// The result line of an op: {"i", "op", <expect fields>, ["error"]}.
   static nlohmann::json to_json(const trace_op& op, const outcome& out);
@@ -70,11 +79,15 @@ class replayer {
     std::size_t conv = 0;
     std::size_t input_len = 0;
     std::size_t tokens_sent = 0;
+    std::size_t cached = 0;  ///< tokens of its key the tree held after its last op (floors)
   };
   const std::vector<token_id>& conv_tokens(std::size_t c);
   /// Builds the op's commands; false (error set) if the op cannot be sent.
   bool build(const trace_op& op, outcome& out, std::vector<command>& cmds);
   void convert(const trace_op& op, const std::vector<command_result>& results, outcome& out);
+  /// Times the floor of an op that ran without error; `before` is its request as the op
+  /// found it (nullopt for a match, which creates it).
+  void time_floor(const trace_op& op, const std::optional<request_view>& before, outcome& out);
   /// The op's fields from the body of its last command; throws std::bad_variant_access
   /// when the body is of another kind.
   void read_body(const trace_op& op, const command_result& r, outcome& out) const;
@@ -86,6 +99,7 @@ class replayer {
   std::unordered_map<std::uint64_t, request_view> reqs_;
   std::vector<command> cmds_;
   std::vector<command_result> results_;
+  std::unique_ptr<op_floor> floor_;  ///< set by enable_floors()
 };
 
 }  // namespace hc::replay
