@@ -167,13 +167,9 @@ bool holds_state(const radix_node* n) noexcept {
 }  // namespace
 
 match_result radix_tree::match(namespace_id ns, std::span<const token_id> key) {
-  match_result r;
-  r.last_node = root();
-  r.best = root();
-  r.last_host_node = root();
   const std::size_t p = cfg_.page_size;
   key = key.first(key.size() / p * p);
-  if (key.empty()) return r;
+  if (key.empty()) return empty_match();
 
   // Walk (through evicted nodes too: they are all backed up), remembering the matched node
   // chunks; best = deepest node holding a state (device or host).
@@ -204,7 +200,45 @@ match_result radix_tree::match(namespace_id ns, std::span<const token_id> key) {
     best = node;
     best_chunks = chunks;
   }
+  match_result r;
+  finish_match(best, total, chunks > best_chunks, r, nullptr, 0);
+  return r;
+}
 
+inserted_match radix_tree::match_inserted(const insert_result& ins, std::span<kv_index> out,
+                                          std::size_t from) {
+  radix_node* end = ins.node.node;
+  assert(valid(ins.node));
+  inserted_match m;
+  if (end == root_) {
+    m.match = empty_match();
+    return m;
+  }
+  // The walk match() would take ends at `end` (insert splits where the key ends), so its
+  // best is the deepest node of root..end holding a state, and it went deeper than best
+  // if best is not `end`.
+  std::size_t total = 0;
+  radix_node* best = nullptr;
+  for (radix_node* x = end; x != root_; x = x->parent) {
+    total += x->key.size();
+    if (!best && holds_state(x)) best = x;
+  }
+  if (!best) best = root_;
+  m.prefix_len = finish_match(best, total, best != end, m.match, out.data(), from);
+  assert(m.prefix_len <= out.size());
+  return m;
+}
+
+match_result radix_tree::empty_match() const {
+  match_result r;
+  r.last_node = root();
+  r.best = root();
+  r.last_host_node = root();
+  return r;
+}
+
+std::size_t radix_tree::finish_match(radix_node* best, std::size_t total, bool deeper_than_best,
+                                     match_result& r, kv_index* out, std::size_t from) {
   // Refresh recency: best most recent, ancestors progressively less recent.
   full_lru_.reset_node_and_parents_mru(best, root_);
   mamba_lru_.reset_node_and_parents_mru(best, root_);
@@ -224,16 +258,29 @@ match_result radix_tree::match(namespace_id ns, std::span<const token_id> key) {
     host = host->parent;
 
   // Collect the device indices of root..device: one pass up for the path, one copy of
-  // each node's ids in key order into storage reserved once (no zero-fill of the result).
+  // each node's ids in key order into storage reserved once (no zero-fill of the result)
+  // — or, given `out`, only the ids from position `from` on, into out at their positions.
   path_.clear();
   std::size_t device_tokens = 0;
   for (radix_node* x = device; x != root_; x = x->parent) {
     path_.push_back(x);
     device_tokens += x->value.size();
   }
-  r.indices.reserve(device_tokens);
-  for (auto it = path_.rbegin(); it != path_.rend(); ++it)
-    r.indices.insert(r.indices.end(), (*it)->value.begin(), (*it)->value.end());
+  if (out == nullptr) {
+    r.indices.reserve(device_tokens);
+    for (auto it = path_.rbegin(); it != path_.rend(); ++it)
+      r.indices.insert(r.indices.end(), (*it)->value.begin(), (*it)->value.end());
+  } else {
+    std::size_t at = device_tokens;  // position of the node's first id, walking up
+    for (radix_node* x : path_) {
+      const std::size_t n = x->value.size();
+      at -= n;
+      if (at + n <= from) break;  // this node and its ancestors lie before `from`
+      const std::size_t skip = from > at ? from - at : 0;
+      std::copy(x->value.begin() + static_cast<std::ptrdiff_t>(skip), x->value.end(),
+                out + at + skip);
+    }
+  }
   r.last_node = {device, device->id};
   r.last_slot = device->mamba;
   r.best = {best, best->id};
@@ -241,12 +288,12 @@ match_result radix_tree::match(namespace_id ns, std::span<const token_id> key) {
   r.mamba_host_hit = best != root_ && best->mamba == no_slot && best->mamba_host != no_slot;
   r.kv_matched = total;
   // Branching lengths are disabled under HiCache (§5.3, Unified).
-  if (chunks > best_chunks && !host_tier_enabled()) {
+  if (deeper_than_best && !host_tier_enabled()) {
     const std::size_t c = cfg_.chunk_size == 0 ? 1 : cfg_.chunk_size;
     const std::size_t aligned = total / c * c;
     if (aligned > 0) r.branching = aligned;
   }
-  return r;
+  return device_tokens;
 }
 
 result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_id> key,

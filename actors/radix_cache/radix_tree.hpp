@@ -138,6 +138,14 @@ struct insert_result {
   node_ref node;
 };
 
+/// Result of match_inserted(): what match() of the key just inserted gives, its index list
+/// written into the caller's row instead of `match.indices` (left empty).
+struct inserted_match {
+  match_result match;
+  /// The device ids of the matched path: what match().indices.size() would be.
+  std::size_t prefix_len = 0;
+};
+
 /// Eviction report. `tokens_evicted` / `mamba_evicted` count only their own pass
 /// (MambaRadixCache semantics, §3.5; the traces check them); the totals also count what
 /// each pass freed of the other component (Unified semantics, §5.5).
@@ -187,6 +195,15 @@ class radix_tree {
   /// §3.1. The key is page-floored first. May split a node (mutates the tree) and
   /// refreshes the LRU position of last_node and its ancestors.
   match_result match(namespace_id ns, std::span<const token_id> key);
+
+  /// match(ns, key) right after `ins = insert(ns, key, ...)`, without comparing the key again
+  /// (SGLang's cache_unfinished_req re-matches the key it inserted): the same recency
+  /// refresh, the same result — insert splits where the key ends, so the walk would end at
+  /// ins.node. Instead of filling match.indices it writes the ids at positions [from,
+  /// prefix_len) into out at those positions (the caller's row already holds the rest).
+  /// REQUIRES: no other call on the tree since that insert; out.size() >= the key's length.
+  inserted_match match_inserted(const insert_result& ins, std::span<kv_index> out,
+                                std::size_t from);
 
   /// §3.3. REQUIRES: key.size() == value.size(), a multiple of page_size; slot valid.
   /// Frees the caller's duplicate KV indices at positions >= prev_prefix_len — or, when
@@ -389,6 +406,14 @@ class radix_tree {
   std::vector<radix_node*> free_nodes_;
   std::size_t live_nodes_ = 0;
   std::vector<kv_event> events_;
+  /// A match of the empty key (no walk, no recency refresh).
+  match_result empty_match() const;
+  /// match()'s end once its walk is known (`best`, `total` matched tokens, whether the walk
+  /// went deeper than best): the recency refresh, the device / host anchors, the branching
+  /// length and the device ids — appended to r.indices, or with `out`, those at positions
+  /// >= from written to out at their positions. Returns the number of device ids.
+  std::size_t finish_match(radix_node* best, std::size_t total, bool deeper_than_best,
+                           match_result& r, kv_index* out, std::size_t from);
   /// Scratch of match() (the matched path, deepest node first) and insert() (the walk not
   /// yet moved in the LRU lists, in walk order); kept to reuse its storage.
   std::vector<radix_node*> path_;

@@ -475,16 +475,17 @@ result<unfinished_info> request_manager::cache_unfinished(request_handle h, std:
   } else if (!extra()) {
     pending_snapshots_.push_back({r.working, donated});  // copy once the forward is done
   }
-  match_result m = tree.match(r.ns, key);
-  note_writers(m.last_node);  // the row now points at the tree's ids (dedup)
-  std::copy(m.indices.begin() + static_cast<std::ptrdiff_t>(r.cache_protected_len), m.indices.end(),
-            r.row_kv.begin() + static_cast<std::ptrdiff_t>(r.cache_protected_len));
-  publish_row(r, r.cache_protected_len, m.indices.size());
+  // SGLang re-matches the key; the tree answers from the insert's end node, writing the
+  // tree's ids past the protected prefix straight into the row (dedup).
+  const inserted_match im = tree.match_inserted(*ins, r.row_kv, r.cache_protected_len);
+  const match_result& m = im.match;
+  note_writers(m.last_node);  // the row now points at the tree's ids
+  publish_row(r, r.cache_protected_len, im.prefix_len);
   if (r.locked) (void)tree.dec_lock(r.last_node);
   (void)tree.inc_lock(m.last_node);
   r.locked = true;
   r.last_node = m.last_node;
-  r.cache_protected_len = m.indices.size();
+  r.cache_protected_len = im.prefix_len;
   r.tracked_len.reset();
   info.inserted = true;
   info.protected_len = r.cache_protected_len;

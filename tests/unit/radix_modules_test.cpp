@@ -315,6 +315,94 @@ TEST_F(tree, EvictionTakesTheLeastRecentUnlockedLeafFirst) {
   HC_ASSERT_OK(t.sanity_check());
 }
 
+// match_inserted answers what match() of the key just inserted would, without the walk: two
+// trees take the same random inserts (shared stems, splits, tombstones left by mamba
+// evictions, duplicates), one re-matches each key, the other calls match_inserted — results,
+// the ids past `from`, both LRU orders and the recency stamps must be the same.
+std::vector<std::uint64_t> ids_of(const std::vector<const radix_node*>& nodes) {
+  std::vector<std::uint64_t> v;
+  for (const radix_node* n : nodes)
+    v.push_back(n->id);
+  return v;
+}
+
+class MatchInserted : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(MatchInserted, AnswersAsAReMatchOfTheInsertedKeyDoes) {
+  const std::size_t page = GetParam();
+  const cache_config cfg{8192, page, 64, 4 * page};
+  radix_cache a(cfg), b(cfg);
+  std::uint64_t rng = 7;
+  auto next = [&rng](std::uint64_t n) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (rng >> 33) % n;
+  };
+  std::size_t deeper = 0;
+  for (int step = 0; step < 400; ++step) {
+    // Keys over a small alphabet with shared stems, page-aligned.
+    const std::size_t pages = 1 + next(6);
+    std::vector<token_id> key;
+    const int stem = static_cast<int>(next(3));
+    for (std::size_t i = 0; i < pages * page; ++i)
+      key.push_back(i < 2 * page ? stem : static_cast<token_id>(next(3)));
+    // A prefix the caller already holds (its protected length).
+    const std::size_t from = next(pages + 1) * page;
+    std::vector<kv_index> kv_a, kv_b;
+    ASSERT_TRUE(a.kv().alloc_extend(0, 0, key.size(), kv_a));
+    ASSERT_TRUE(b.kv().alloc_extend(0, 0, key.size(), kv_b));
+    ASSERT_EQ(kv_a, kv_b);
+    std::vector<slot_id> sa, sb;
+    ASSERT_TRUE(a.slots().alloc(1, sa));
+    ASSERT_TRUE(b.slots().alloc(1, sb));
+    auto ia = a.tree().insert(0, key, kv_a, sa[0]);
+    auto ib = b.tree().insert(0, key, kv_b, sb[0]);
+    HC_ASSERT_OK(ia);
+    HC_ASSERT_OK(ib);
+    if (ia->mamba_exist) HC_ASSERT_OK(a.slots().free_one(sa[0]));
+    if (ib->mamba_exist) HC_ASSERT_OK(b.slots().free_one(sb[0]));
+
+    const match_result want = a.tree().match(0, key);
+    std::vector<kv_index> row(key.size() + 3, -7);
+    const inserted_match got = b.tree().match_inserted(*ib, row, from);
+    ASSERT_EQ(got.prefix_len, want.indices.size()) << "step " << step;
+    EXPECT_TRUE(got.match.indices.empty());
+    for (std::size_t i = 0; i < row.size(); ++i)
+      ASSERT_EQ(row[i], i >= from && i < want.indices.size() ? want.indices[i] : -7)
+          << "step " << step << " position " << i;
+    EXPECT_EQ(got.match.last_node.id, want.last_node.id);
+    EXPECT_EQ(got.match.best.id, want.best.id);
+    EXPECT_EQ(got.match.last_host_node.id, want.last_host_node.id);
+    EXPECT_EQ(got.match.last_slot, want.last_slot);
+    EXPECT_EQ(got.match.kv_matched, want.kv_matched);
+    EXPECT_EQ(got.match.branching, want.branching);
+    deeper += want.branching ? 1 : 0;
+    for (lru_kind k : {lru_kind::full, lru_kind::mamba})
+      ASSERT_EQ(ids_of(b.tree().lru_order(k)), ids_of(a.tree().lru_order(k))) << "step " << step;
+    std::vector<std::uint64_t> stamps_a, stamps_b;
+    for (const radix_node* n : a.tree().lru_order(lru_kind::full))
+      stamps_a.push_back(n->last_access);
+    for (const radix_node* n : b.tree().lru_order(lru_kind::full))
+      stamps_b.push_back(n->last_access);
+    ASSERT_EQ(stamps_b, stamps_a) << "step " << step;
+    // Mamba evictions leave tombstones on later paths; KV evictions keep the pools open.
+    if (next(3) == 0) {
+      (void)a.tree().evict(0, 1);
+      (void)b.tree().evict(0, 1);
+    }
+    if (a.kv().available() < 512 || a.slots().available() < 4) {
+      (void)a.tree().evict(2048, 16);
+      (void)b.tree().evict(2048, 16);
+    }
+    HC_ASSERT_OK(b.tree().check_invariants());
+  }
+  // The trees ended the same.
+  EXPECT_EQ(ids_of(b.tree().lru_order(lru_kind::mamba)), ids_of(a.tree().lru_order(lru_kind::mamba)));
+  EXPECT_EQ(b.kv().available(), a.kv().available());
+}
+
+INSTANTIATE_TEST_SUITE_P(Pages, MatchInserted, ::testing::Values(1, 4),
+                         [](const auto& i) { return "page" + std::to_string(i.param); });
+
 // A wide node (more children than one block of find_child's scan): at page 2 children that
 // share a first token differ in the second, and a namespace's children are not another's.
 TEST(WideNode, EveryChildIsFoundByItsFirstPageAndNamespace) {
