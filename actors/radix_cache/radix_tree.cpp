@@ -296,10 +296,32 @@ std::size_t radix_tree::finish_match(radix_node* best, std::size_t total, bool d
   return device_tokens;
 }
 
+bool radix_tree::take_known_prefix(namespace_id ns, std::span<const token_id> key,
+                                   node_ref known, std::size_t len) {
+  if (len == 0 || len > key.size() || !valid(known) || known.node == root_) return false;
+  path_.clear();
+  std::size_t tokens = 0;
+  for (radix_node* x = known.node; x != root_; x = x->parent) {
+    if (x->ns != ns || x->evicted()) return false;
+    tokens += x->key.size();
+    path_.push_back(x);
+  }
+  if (tokens != len) return false;
+  std::reverse(path_.begin(), path_.end());  // walk order, as insert's walk records it
+#ifndef NDEBUG
+  std::size_t at = 0;
+  for (const radix_node* x : path_) {
+    assert(std::equal(x->key.begin(), x->key.end(), key.begin() + static_cast<std::ptrdiff_t>(at)));
+    at += x->key.size();
+  }
+#endif
+  return true;
+}
+
 result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_id> key,
                                          std::span<const kv_index> value, slot_id slot,
                                          std::size_t prev_prefix_len,
-                                         std::vector<kv_index>* duplicates) {
+                                         std::vector<kv_index>* duplicates, node_ref known_prefix) {
   const std::size_t p = cfg_.page_size;
   if (key.size() != value.size())
     return error{errc::invalid_argument, "insert: key has " + std::to_string(key.size()) +
@@ -326,6 +348,19 @@ result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_
   // (a split, the end of the walk): the same lists, without relinking the nodes that
   // are already in place.
   path_.clear();
+  if (take_known_prefix(ns, key, known_prefix, prev_prefix_len)) {
+    // The walk down to the caller's locked node, without comparing what it spells: the
+    // same stamps and hits in the same order; nothing on it splits or is a duplicate
+    // (every position is below prev_prefix_len).
+    for (radix_node* x : path_) {
+      x->last_access = tick();
+      count_insert_hit(x);
+    }
+    node = known_prefix.node;
+    total = prev_prefix_len;
+    key = key.subspan(total);
+    value = value.subspan(total);
+  }
   const auto refresh_walk = [this] {
     const std::span<radix_node* const> walk = path_;
     full_lru_.move_to_front_in_order(walk, [](const radix_node*) { return true; });

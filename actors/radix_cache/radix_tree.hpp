@@ -209,10 +209,17 @@ class radix_tree {
   /// Frees the caller's duplicate KV indices at positions >= prev_prefix_len — or, when
   /// `duplicates` is given, appends them there for the caller to free (a forward may still
   /// be writing them: overlap scheduling).
+  /// `known_prefix`: the node a request holds locked whose path spells key[0,
+  /// prev_prefix_len) (its match, or its last cache_unfinished): the walk takes that path
+  /// without comparing it — same stamps, hits and LRU moves as the compared walk. Ignored
+  /// (the whole key is compared) unless it is valid, in `ns`, not evicted and its path is
+  /// exactly prev_prefix_len tokens long. REQUIRES when given: the path spells that prefix
+  /// (debug builds check the tokens).
   result<insert_result> insert(namespace_id ns, std::span<const token_id> key,
                                std::span<const kv_index> value, slot_id slot,
                                std::size_t prev_prefix_len = 0,
-                               std::vector<kv_index>* duplicates = nullptr);
+                               std::vector<kv_index>* duplicates = nullptr,
+                               node_ref known_prefix = {});
 
   /// §3.4. Locking root is a no-op. An invalid ref is an error.
   status inc_lock(node_ref ref);
@@ -406,6 +413,10 @@ class radix_tree {
   std::vector<radix_node*> free_nodes_;
   std::size_t live_nodes_ = 0;
   std::vector<kv_event> events_;
+  /// insert()'s known_prefix: fills path_ with root..known (walk order) and returns true if
+  /// it can stand for the compared walk of key[0, len) (see insert).
+  bool take_known_prefix(namespace_id ns, std::span<const token_id> key, node_ref known,
+                         std::size_t len);
   /// A match of the empty key (no walk, no recency refresh).
   match_result empty_match() const;
   /// match()'s end once its walk is known (`best`, `total` matched tokens, whether the walk

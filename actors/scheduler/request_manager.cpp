@@ -156,6 +156,10 @@ std::size_t request_manager::quarantined_kv_tokens() const {
   return pages.size() * p;
 }
 
+node_ref request_manager::locked_prefix(const request_record& r) noexcept {
+  return r.locked ? r.last_node : node_ref{};
+}
+
 status request_manager::create(request_handle h, namespace_id ns, std::vector<token_id> prompt) {
   if (reqs_.count(h)) return {errc::invalid_argument, req_name(h) + " already exists"};
   if (prompt.empty()) return {errc::invalid_argument, req_name(h) + ": empty prompt"};
@@ -463,7 +467,7 @@ result<unfinished_info> request_manager::cache_unfinished(request_handle h, std:
   const std::span<const token_id> key(r.tokens.data(), len);
   std::vector<kv_index> dups;  // freed by the session: its forward may still write them
   auto ins = tree.insert(r.ns, key, std::span<const kv_index>(r.row_kv.data(), len), donated,
-                         r.cache_protected_len, &dups);
+                         r.cache_protected_len, &dups, locked_prefix(r));
   if (!ins) {
     free_slot(donated);
     return ins.err();
@@ -546,7 +550,8 @@ status request_manager::release(request_record& r, bool is_insert, finish_info* 
     } else {
       std::vector<kv_index> dups;
       auto ins = tree.insert(r.ns, std::span<const token_id>(r.tokens.data(), len),
-                             std::span<const kv_index>(r.row_kv.data(), len), slot, prot, &dups);
+                             std::span<const kv_index>(r.row_kv.data(), len), slot, prot, &dups,
+                             locked_prefix(r));
       must(ins.ok(), "a request's prefix inserts into the tree");
       free_kv(dups);
       exist = !ins.ok() || ins->mamba_exist;

@@ -257,6 +257,9 @@ class request_manager {
   request_config cfg_;
   radix_cache& cache_;
   row_allocator rows_;
+  /// The node whose path spells the request's protected prefix, for insert to walk
+  /// without comparing it: its last_node while it holds the lock there; none otherwise.
+  static node_ref locked_prefix(const request_record& r) noexcept;
   std::unordered_map<request_handle, request_record> reqs_;
   std::vector<slot_copy> pending_snapshots_;
   std::vector<kv_index> scratch_;
