@@ -403,6 +403,108 @@ TEST_P(MatchInserted, AnswersAsAReMatchOfTheInsertedKeyDoes) {
 INSTANTIATE_TEST_SUITE_P(Pages, MatchInserted, ::testing::Values(1, 4),
                          [](const auto& i) { return "page" + std::to_string(i.param); });
 
+// insert's known_prefix walks a locked match without comparing it: two trees take the same
+// random requests (match a prefix, lock it, insert the longer key with the matched ids in
+// front), one compares the whole key, the other passes the locked node — results, duplicate
+// ids, LRU orders, recency stamps and insert hits (host tier, selective write-through)
+// must be the same.
+struct known_prefix_case {
+  std::size_t page;
+  bool host_tier;
+};
+
+class KnownPrefix : public ::testing::TestWithParam<known_prefix_case> {};
+
+TEST_P(KnownPrefix, InsertsAsTheComparedWalkDoes) {
+  const auto [page, host] = GetParam();
+  cache_config cfg{8192, page, 64, 4 * page};
+  if (host) {
+    cfg.host_kv_tokens = 16384;
+    cfg.host_slots = 64;
+    cfg.host_tier.policy = write_policy::write_through_selective;
+  }
+  radix_cache a(cfg), b(cfg);
+  std::uint64_t rng = 11;
+  auto next = [&rng](std::uint64_t n) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (rng >> 33) % n;
+  };
+  std::size_t anchored = 0;
+  for (int step = 0; step < 400; ++step) {
+    if (a.kv().available() < 512 || a.slots().available() < 4) {
+      (void)a.tree().evict(2048, 16);
+      (void)b.tree().evict(2048, 16);
+    }
+    const std::size_t pages = 1 + next(6);
+    std::vector<token_id> key;
+    const int stem = static_cast<int>(next(3));
+    for (std::size_t i = 0; i < pages * page; ++i)
+      key.push_back(i < 2 * page ? stem : static_cast<token_id>(next(3)));
+    // The request's match (of a page-floored prefix, as SGLang matches input_len - 1) and lock.
+    const std::size_t asked = next(pages + 1) * page;
+    const std::span<const token_id> prompt(key.data(), asked);
+    const match_result ma = a.tree().match(0, prompt);
+    const match_result mb = b.tree().match(0, prompt);
+    ASSERT_EQ(ma.indices, mb.indices);
+    HC_ASSERT_OK(a.tree().inc_lock(ma.last_node));
+    HC_ASSERT_OK(b.tree().inc_lock(mb.last_node));
+    const std::size_t prev = ma.indices.size();
+    std::vector<kv_index> fresh_a, fresh_b;
+    ASSERT_TRUE(a.kv().alloc_extend(0, 0, key.size() - prev, fresh_a));
+    ASSERT_TRUE(b.kv().alloc_extend(0, 0, key.size() - prev, fresh_b));
+    std::vector<kv_index> row = ma.indices;
+    row.insert(row.end(), fresh_a.begin(), fresh_a.end());
+    std::vector<slot_id> sa, sb;
+    ASSERT_TRUE(a.slots().alloc(1, sa));
+    ASSERT_TRUE(b.slots().alloc(1, sb));
+    std::vector<kv_index> dups_a, dups_b;
+    auto ia = a.tree().insert(0, key, row, sa[0], prev, &dups_a);
+    auto ib = b.tree().insert(0, key, row, sb[0], prev, &dups_b, mb.last_node);
+    HC_ASSERT_OK(ia);
+    HC_ASSERT_OK(ib);
+    anchored += prev > 0 ? 1 : 0;
+    EXPECT_EQ(ib->prefix_len, ia->prefix_len) << "step " << step;
+    EXPECT_EQ(ib->mamba_exist, ia->mamba_exist);
+    EXPECT_EQ(ib->node.id, ia->node.id);
+    ASSERT_EQ(dups_b, dups_a) << "step " << step;
+    HC_ASSERT_OK(a.kv().free(dups_a));
+    HC_ASSERT_OK(b.kv().free(dups_b));
+    if (ia->mamba_exist) HC_ASSERT_OK(a.slots().free_one(sa[0]));
+    if (ib->mamba_exist) HC_ASSERT_OK(b.slots().free_one(sb[0]));
+    for (lru_kind k : {lru_kind::full, lru_kind::mamba})
+      ASSERT_EQ(ids_of(b.tree().lru_order(k)), ids_of(a.tree().lru_order(k))) << "step " << step;
+    std::vector<std::uint64_t> seen_a, seen_b;
+    for (const radix_node* n : a.tree().lru_order(lru_kind::full))
+      seen_a.insert(seen_a.end(), {n->last_access, n->hit_count});
+    for (const radix_node* n : b.tree().lru_order(lru_kind::full))
+      seen_b.insert(seen_b.end(), {n->last_access, n->hit_count});
+    ASSERT_EQ(seen_b, seen_a) << "step " << step;
+    std::vector<std::uint64_t> cand_a, cand_b;
+    for (node_ref r : a.tree().take_backup_candidates())
+      cand_a.push_back(r.id);
+    for (node_ref r : b.tree().take_backup_candidates())
+      cand_b.push_back(r.id);
+    ASSERT_EQ(cand_b, cand_a) << "step " << step;
+    HC_ASSERT_OK(a.tree().dec_lock(ma.last_node));
+    HC_ASSERT_OK(b.tree().dec_lock(mb.last_node));
+    if (next(3) == 0) {
+      (void)a.tree().evict(0, 1);
+      (void)b.tree().evict(0, 1);
+    }
+    HC_ASSERT_OK(b.tree().check_invariants());
+  }
+  EXPECT_GT(anchored, 100u) << "most requests had a locked prefix to walk";
+  EXPECT_EQ(b.kv().available(), a.kv().available());
+}
+
+INSTANTIATE_TEST_SUITE_P(Trees, KnownPrefix,
+                         ::testing::Values(known_prefix_case{1, false}, known_prefix_case{4, false},
+                                           known_prefix_case{1, true}, known_prefix_case{4, true}),
+                         [](const auto& i) {
+                           return "page" + std::to_string(i.param.page) +
+                                  (i.param.host_tier ? "_host" : "");
+                         });
+
 // A wide node (more children than one block of find_child's scan): at page 2 children that
 // share a first token differ in the second, and a namespace's children are not another's.
 TEST(WideNode, EveryChildIsFoundByItsFirstPageAndNamespace) {
