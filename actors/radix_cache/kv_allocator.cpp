@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cstdint>
 #include <string>
 
 namespace hc {
@@ -15,14 +16,50 @@ kv_allocator::kv_allocator(std::size_t tokens, std::size_t page_size)
   clear();
 }
 
+namespace {
+
+/// The length (>= 1) of the run of consecutive ids that starts `ids` (REQUIRES: not empty).
+/// Compared 16 at a time against first + offset (the compiler vectorises the block), as a
+/// leaf's ids usually are one long run; unsigned, so no id overflows.
+std::size_t run_length(std::span<const kv_index> ids) {
+  const auto first = static_cast<std::uint32_t>(ids[0]);
+  const auto at = [&](std::size_t j) { return static_cast<std::uint32_t>(ids[j]); };
+  constexpr std::size_t block = 16;
+  std::size_t j = 1;
+  while (j + block <= ids.size()) {
+    unsigned off = 0;
+    for (std::size_t t = 0; t < block; ++t)
+      off |= static_cast<unsigned>(at(j + t) != first + static_cast<std::uint32_t>(j + t));
+    if (off != 0) break;
+    j += block;
+  }
+  while (j < ids.size() && at(j) == first + static_cast<std::uint32_t>(j))
+    ++j;
+  return j;
+}
+
+/// f(first id, length) for each run of consecutive ids in `ids`, in order; stops when f
+/// returns false and returns how many ids the completed runs covered.
+template <class F>
+std::size_t for_each_run(std::span<const kv_index> ids, F&& f) {
+  std::size_t i = 0;
+  while (i < ids.size()) {
+    const std::size_t n = run_length(ids.subspan(i));
+    if (!f(ids[i], n)) break;
+    i += n;
+  }
+  return i;
+}
+
+}  // namespace
+
 void kv_allocator::clear() {
   const std::size_t units = capacity_ / page_size_;
   free_.reset_capacity(units);
-  is_free_.assign(units + 1, 0);
-  for (std::size_t i = 1; i <= units; ++i) {
+  is_free_.assign(units + 1);
+  for (std::size_t i = 1; i <= units; ++i)
     free_.push_back(static_cast<std::int32_t>(i));
-    is_free_[i] = 1;
-  }
+  is_free_.set(1, units);
 }
 
 bool kv_allocator::alloc(std::size_t n, std::vector<kv_index>& out) {
@@ -30,8 +67,10 @@ bool kv_allocator::alloc(std::size_t n, std::vector<kv_index>& out) {
   if (n > free_.size()) return false;
   const std::size_t start = out.size();
   free_.pop_front_into(n, out);
-  for (std::size_t i = start; i < out.size(); ++i)
-    is_free_[out[i]] = 0;
+  for_each_run(std::span<const kv_index>(out).subspan(start), [this](kv_index first, std::size_t k) {
+    is_free_.reset(static_cast<std::size_t>(first), k);
+    return true;
+  });
   return true;
 }
 
@@ -59,7 +98,7 @@ bool kv_allocator::alloc_extend(std::size_t seq_len, kv_index last_index, std::s
   // 2. Whole new pages from the front of the free list, filled in order.
   for (std::size_t k = 0; k < pages; ++k) {
     const std::int32_t page = free_.pop_front();
-    is_free_[page] = 0;
+    is_free_.reset(static_cast<std::size_t>(page));
     const std::size_t take = std::min(p, left);
     const kv_index base = static_cast<kv_index>(page * static_cast<std::int64_t>(p));
     for (std::size_t i = 0; i < take; ++i)
@@ -74,19 +113,39 @@ status kv_allocator::free(std::span<const kv_index> ids) {
   if (ids.empty()) return {};
   const std::size_t units = capacity_ / page_size_;
   if (page_size_ == 1) {
-    // One pass: check and mark each id; on the first bad one, unmark what this call marked
-    // (an id freed twice — already free, or twice in `ids` — or out of range changes nothing).
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      const kv_index id = ids[i];
-      const bool in_range = id > 0 && static_cast<std::size_t>(id) <= units;
-      if (!in_range || is_free_[id]) {
-        for (std::size_t j = 0; j < i; ++j)
-          is_free_[ids[j]] = 0;
-        if (!in_range)
-          return {errc::invalid_argument, "kv index " + std::to_string(id) + " out of range"};
-        return {errc::double_free, "kv index " + std::to_string(id) + " freed twice"};
+    // Run by run (a leaf's ids are mostly one run): check and mark a word of marks at a
+    // time; on the first bad id, unmark what this call marked (an id freed twice — already
+    // free, or twice in `ids` — or out of range changes nothing).
+    const auto in_range = [units](kv_index id) {
+      return id > 0 && static_cast<std::size_t>(id) <= units;
+    };
+    const std::size_t marked = for_each_run(ids, [&](kv_index first, std::size_t k) {
+      if (!in_range(first) || static_cast<std::size_t>(first) + k - 1 > units ||
+          is_free_.any(static_cast<std::size_t>(first), k))
+        return false;
+      is_free_.set(static_cast<std::size_t>(first), k);
+      return true;
+    });
+    if (marked < ids.size()) {
+      // The bad id is in the run that stopped (found while this call's marks still stand:
+      // an id twice in `ids` shows as free), then the marks are taken back.
+      status bad{errc::invariant_violated, "kv free: a run failed without a bad id"};
+      for (std::size_t i = marked; i < ids.size(); ++i) {
+        const kv_index id = ids[i];
+        if (!in_range(id)) {
+          bad = {errc::invalid_argument, "kv index " + std::to_string(id) + " out of range"};
+          break;
+        }
+        if (is_free_.test(static_cast<std::size_t>(id))) {
+          bad = {errc::double_free, "kv index " + std::to_string(id) + " freed twice"};
+          break;
+        }
       }
-      is_free_[id] = 1;
+      for_each_run(ids.first(marked), [this](kv_index first, std::size_t k) {
+        is_free_.reset(static_cast<std::size_t>(first), k);
+        return true;
+      });
+      return bad;
     }
     free_.push_back_range(ids);
     return {};
@@ -99,20 +158,36 @@ status kv_allocator::free(std::span<const kv_index> ids) {
     if (page_shift_ >= 0 && id >= 0) return id >> page_shift_;
     return id / static_cast<kv_index>(page_size_);
   };
-  for (kv_index id : ids) {
-    const std::int32_t page = page_of(id);
-    if (scratch_.empty() || scratch_.back() != page) scratch_.push_back(page);
-  }
+  // Run by run: the pages of a run of consecutive ids are every page from its first id's
+  // to its last id's (page_of is monotone and leaves no page out), so a leaf costs a step
+  // per page, not per id.
+  for_each_run(ids, [&](kv_index first, std::size_t k) {
+    const auto last = static_cast<kv_index>(static_cast<std::int64_t>(first) +
+                                            static_cast<std::int64_t>(k) - 1);
+    const auto add = [this](std::int32_t page) {
+      if (scratch_.empty() || scratch_.back() != page) scratch_.push_back(page);
+    };
+    if (last < first) {  // a run through the top of the id range: garbage, id by id
+      for (std::size_t i = 0; i < k; ++i)
+        add(page_of(static_cast<kv_index>(static_cast<std::uint32_t>(first) + i)));
+      return true;
+    }
+    for (std::int32_t page = page_of(first), to = page_of(last);; ++page) {
+      add(page);
+      if (page >= to) break;
+    }
+    return true;
+  });
   std::sort(scratch_.begin(), scratch_.end());
   scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
   for (std::int32_t page : scratch_) {
     if (page <= 0 || static_cast<std::size_t>(page) > units)
       return {errc::invalid_argument, "kv page " + std::to_string(page) + " out of range"};
-    if (is_free_[page])
+    if (is_free_.test(static_cast<std::size_t>(page)))
       return {errc::double_free, "kv page " + std::to_string(page) + " freed twice"};
   }
   for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) {
-    is_free_[*it] = 1;
+    is_free_.set(static_cast<std::size_t>(*it));
     free_.push_front(*it);
   }
   return {};
@@ -120,7 +195,7 @@ status kv_allocator::free(std::span<const kv_index> ids) {
 
 bool kv_allocator::is_free(kv_index id) const noexcept {
   const std::size_t unit = static_cast<std::size_t>(id) / page_size_;
-  return unit < is_free_.size() && is_free_[unit] != 0;
+  return unit < is_free_.size() && is_free_.test(unit);
 }
 
 }  // namespace hc

@@ -22,6 +22,7 @@
 #include "actors/common/ids.hpp"
 #include "actors/common/status.hpp"
 #include "actors/radix_cache/id_ring.hpp"
+#include "actors/radix_cache/unit_bitset.hpp"
 
 namespace hc {
 
@@ -66,7 +67,7 @@ class kv_allocator {
   int page_shift_;
   std::size_t capacity_;
   id_ring free_;                       // token ids (P=1) or page ids (P>1)
-  std::vector<std::uint8_t> is_free_;  // per token (P=1) or per page (P>1)
+  unit_bitset is_free_;                // per token (P=1) or per page (P>1), unit 0 unused
   std::vector<std::int32_t> scratch_;
 };
 

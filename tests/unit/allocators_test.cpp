@@ -2,6 +2,9 @@
 // Groups: A. kv token  B. kv paged  C. slots  D. rows
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "actors/radix_cache/kv_allocator.hpp"
 #include "actors/radix_cache/slot_allocator.hpp"
 
@@ -50,6 +53,58 @@ TEST(KvTokenAllocator, AnIdTwiceInOneFreeIsADoubleFreeThatChangesNothing) {
   EXPECT_EQ(take(a, 0, 0, 4), (std::vector<kv_index>{4, 1, 2, 3}));
 }
 
+// The marks are a bitset checked and set run by run (a run of consecutive ids a word at a
+// time): runs across word boundaries, a bad id in a later run or inside a run, and an id
+// twice in two runs must all be found, name the first bad id, and change nothing.
+TEST(KvTokenAllocator, RunsOfIdsAcrossMarkWordsAreCheckedAsWholes) {
+  kv_allocator a(300, 1);
+  std::vector<kv_index> all;
+  ASSERT_TRUE(a.alloc(300, all));  // 1..300
+  const auto ids = [](kv_index from, kv_index to) {
+    std::vector<kv_index> v;
+    for (kv_index i = from; i <= to; ++i)
+      v.push_back(i);
+    return v;
+  };
+  const auto none_free = [&](const std::vector<kv_index>& v) {
+    for (kv_index id : v)
+      if (a.is_free(id)) return false;
+    return true;
+  };
+  // Two runs, each across a 64-id word, then a run that repeats an id of the first.
+  std::vector<kv_index> bad = ids(60, 140);
+  const std::vector<kv_index> second = ids(190, 260);
+  bad.insert(bad.end(), second.begin(), second.end());
+  bad.push_back(100);
+  auto r = a.free(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.err().code, errc::double_free);
+  EXPECT_NE(r.err().message.find("kv index 100 "), std::string::npos) << r.err().message;
+  EXPECT_TRUE(none_free(all)) << "nothing stays marked";
+  EXPECT_EQ(a.available(), 0u);
+  // A run that runs out of the pool names its first id beyond it.
+  r = a.free(ids(290, 302));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.err().code, errc::invalid_argument);
+  EXPECT_NE(r.err().message.find("kv index 301 "), std::string::npos) << r.err().message;
+  EXPECT_TRUE(none_free(all));
+  // The same runs, good: every id free, in the order given.
+  ASSERT_TRUE(a.free(ids(60, 140)).ok());
+  ASSERT_TRUE(a.free(second).ok());
+  EXPECT_EQ(a.available(), 81u + 71u);
+  for (kv_index id : all)
+    EXPECT_EQ(a.is_free(id), (id >= 60 && id <= 140) || (id >= 190 && id <= 260)) << id;
+  // A run overlapping freed ids: a double free of its first free id, nothing marked.
+  r = a.free(ids(50, 70));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.err().message.find("kv index 60 "), std::string::npos) << r.err().message;
+  EXPECT_FALSE(a.is_free(50));
+  std::vector<kv_index> back;
+  ASSERT_TRUE(a.alloc(152, back));
+  const std::vector<kv_index> first = ids(60, 140);
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), back.begin())) << "FIFO order kept";
+}
+
 // ---- B ---------------------------------------------------------------------------------
 TEST(KvPagedAllocator, ExtendFillsThePartialPageThenTakesWholePages) {
   kv_allocator a(16, 4);  // pages 1..4
@@ -72,6 +127,35 @@ TEST(KvPagedAllocator, FreePrependsSortedUniquePages) {
   EXPECT_EQ(take(a, 0, 0, 8), (std::vector<kv_index>{4, 5, 6, 7, 12, 13, 14, 15}));
   std::vector<kv_index> none;
   EXPECT_FALSE(a.alloc_extend(0, 0, 1, none)) << "no page left";
+}
+
+// free() maps runs of consecutive ids to pages a page at a time: a run over several pages,
+// a run that starts and ends inside pages, and runs out of order give the same sorted unique
+// pages the id-by-id reading gives; a run reaching page 0 or beyond the pool is refused whole.
+TEST(KvPagedAllocator, RunsOverSeveralPagesFreeEachPageOnce) {
+  kv_allocator a(64, 4);  // pages 1..16
+  auto all = take(a, 0, 0, 64);
+  std::vector<kv_index> ids;
+  for (kv_index i = 41; i <= 50; ++i)  // pages 10 (41..43), 11, 12 (48..50)
+    ids.push_back(i);
+  for (kv_index i = 8; i <= 19; ++i)  // pages 2, 3, 4
+    ids.push_back(i);
+  ids.push_back(60);  // page 15
+  ids.push_back(9);   // page 2 again
+  ASSERT_TRUE(a.free(ids).ok());
+  EXPECT_EQ(a.available(), 7u * 4);
+  EXPECT_EQ(take(a, 0, 0, 28),
+            (std::vector<kv_index>{8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 40, 41,
+                                   42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 60, 61, 62, 63}));
+  std::vector<kv_index> low;
+  for (kv_index i = 2; i <= 9; ++i)  // reaches page 0
+    low.push_back(i);
+  EXPECT_EQ(a.free(low).err().code, errc::invalid_argument);
+  std::vector<kv_index> high;
+  for (kv_index i = 60; i <= 70; ++i)  // beyond page 16
+    high.push_back(i);
+  EXPECT_EQ(a.free(high).err().code, errc::invalid_argument);
+  EXPECT_EQ(a.available(), 0u) << "refused frees change nothing";
 }
 
 TEST(KvPagedAllocator, PageZeroIsNeverHandedOut) {
