@@ -8,6 +8,8 @@
 //                                tree's key (memcmp) and write the prefix's ids (memcpy
 //                                into a buffer allocated once); an insert compares the
 //                                cached prefix and copies the new tail's key and ids
+//   BM_InsertLocked              BM_Insert as a request makes it (cache_unfinished, finish):
+//                                its match locked, the locked node given as known_prefix
 //   BM_EvictMamba / BM_EvictPage evict(mamba_num=1) and evict(num_tokens=page)
 //   BM_TraceReplay               whole SGLang traces (tests/data, or $HC_TRACE_DIR)
 //
@@ -137,38 +139,55 @@ void BM_MatchFloor(benchmark::State& st) {
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()));
 }
 
-void BM_Insert(benchmark::State& st) {
-  // A finished turn: the conversation's cached prefix plus a new page-aligned tail of 256
-  // tokens (prev_prefix_len = cached prefix, so the walk and the new leaf are timed).
+/// A finished turn: the conversation's cached prefix plus a new page-aligned tail of 256
+/// tokens (prev_prefix_len = cached prefix, so the walk and the new leaf are timed).
+/// `locked`: as a request inserts it (cache_unfinished, finish — SGLang's inserts come from
+/// the same two calls): its match holds the lock on the prefix's node, which insert is given
+/// as known_prefix (the lock and unlock are not timed).
+void insert_turns(benchmark::State& st, bool locked) {
   bench_tree& t =
       tree_for(static_cast<std::size_t>(st.range(0)), static_cast<std::size_t>(st.range(1)),
                static_cast<std::size_t>(st.range(2)));
   const std::size_t tail = 256 / t.page * t.page == 0 ? t.page : 256 / t.page * t.page;
+  radix_tree& tree = t.cache->tree();
   std::size_t i = 0;
   for (auto _ : st) {
     const std::size_t c = (i++ * 7919) % t.keys.size();
     std::vector<token_id> key = t.keys[c];
     for (std::size_t j = 0; j < tail; ++j)
       key.push_back(t.next_token++);
-    match_result m = t.cache->tree().match(0, t.keys[c]);
+    match_result m = tree.match(0, t.keys[c]);
     std::vector<kv_index> value = std::move(m.indices);
+    const std::size_t cached = value.size();
     if (!t.cache->kv().alloc_extend(value.size(), value.empty() ? 0 : value.back(), tail, value)) {
       st.SkipWithError("KV pool exhausted: lower --benchmark_min_time");
       break;
     }
     const slot_id s = t.cache->slots().alloc_one();
+    if (locked && !tree.inc_lock(m.last_node).ok()) {
+      st.SkipWithError("lock failed");
+      break;
+    }
     const auto t0 = clk::now();
-    auto r = t.cache->tree().insert(0, key, value, s, t.keys[c].size());
+    auto r = locked ? tree.insert(0, key, value, s, cached, nullptr, m.last_node)
+                    : tree.insert(0, key, value, s, t.keys[c].size());
     st.SetIterationTime(seconds_since(t0));
+    if (locked) (void)tree.dec_lock(m.last_node);
     if (!r.ok() || r->mamba_exist) {
       st.SkipWithError("unexpected insert result");
       break;
     }
-    t.insert_log.emplace_back(c, t.keys[c].size());
+    if (!locked) t.insert_log.emplace_back(c, t.keys[c].size());
     t.keys[c] = std::move(key);
-    if (t.cache->slots().available() < 8) t.cache->tree().evict(0, 1024);  // stay in budget
+    if (t.cache->slots().available() < 8) tree.evict(0, 1024);  // stay in budget
   }
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()));
+}
+void BM_Insert(benchmark::State& st) {
+  insert_turns(st, false);
+}
+void BM_InsertLocked(benchmark::State& st) {
+  insert_turns(st, true);
 }
 
 void BM_InsertFloor(benchmark::State& st) {
@@ -270,7 +289,8 @@ void BM_TraceReplay(benchmark::State& st, std::string path) {
         for (auto [name, fn, iterations] : {std::tuple{"BM_MatchPrefix", &BM_MatchPrefix, 0},
                                             std::tuple{"BM_MatchFloor", &BM_MatchFloor, 0},
                                             std::tuple{"BM_Insert", &BM_Insert, 2000},
-                                            std::tuple{"BM_InsertFloor", &BM_InsertFloor, 2000}}) {
+                                            std::tuple{"BM_InsertFloor", &BM_InsertFloor, 2000},
+                                            std::tuple{"BM_InsertLocked", &BM_InsertLocked, 2000}}) {
           auto* b = benchmark::RegisterBenchmark(name, fn)
                         ->Args(args)
                         ->ArgNames(names)
