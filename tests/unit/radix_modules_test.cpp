@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <ostream>
 #include <vector>
 
 #include <set>
@@ -315,38 +316,69 @@ TEST_F(tree, EvictionTakesTheLeastRecentUnlockedLeafFirst) {
   HC_ASSERT_OK(t.sanity_check());
 }
 
-// match_inserted answers what match() of the key just inserted would, without the walk: two
-// trees take the same random inserts (shared stems, splits, tombstones left by mamba
-// evictions, duplicates), one re-matches each key, the other calls match_inserted — results,
-// the ids past `from`, both LRU orders and the recency stamps must be the same.
-std::vector<std::uint64_t> ids_of(const std::vector<const radix_node*>& nodes) {
-  std::vector<std::uint64_t> v;
-  for (const radix_node* n : nodes)
-    v.push_back(n->id);
-  return v;
+// ---- differential tests: two trees, the same random requests, old call vs new call ----
+
+/// A small LCG: the random requests are the same on every platform.
+struct lcg {
+  std::uint64_t state;
+  std::uint64_t operator()(std::uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  }
+};
+
+/// A key of 1-6 pages over a 3-token alphabet behind one of 3 two-page stems: shared stems,
+/// splits, duplicates.
+std::vector<token_id> random_key(lcg& next, std::size_t page) {
+  const std::size_t pages = 1 + next(6);
+  const auto stem = static_cast<token_id>(next(3));
+  std::vector<token_id> key;
+  for (std::size_t i = 0; i < pages * page; ++i)
+    key.push_back(i < 2 * page ? stem : static_cast<token_id>(next(3)));
+  return key;
 }
 
+/// The same eviction on both trees when either pool runs low.
+void keep_pools_open(radix_cache& a, radix_cache& b) {
+  if (a.kv().available() < 512 || a.slots().available() < 4) {
+    (void)a.tree().evict(2048, 16);
+    (void)b.tree().evict(2048, 16);
+  }
+}
+
+/// Both LRU orders, every node's recency stamp and insert hits, and the backup candidates.
+void expect_same_recency(radix_tree& a, radix_tree& b, int step) {
+  const auto ids_of = [](const std::vector<const radix_node*>& nodes) {
+    std::vector<std::uint64_t> v;
+    for (const radix_node* n : nodes)
+      v.insert(v.end(), {n->id, n->last_access, n->hit_count});
+    return v;
+  };
+  for (lru_kind k : {lru_kind::full, lru_kind::mamba})
+    ASSERT_EQ(ids_of(b.lru_order(k)), ids_of(a.lru_order(k))) << "step " << step;
+  std::vector<std::uint64_t> cand_a, cand_b;
+  for (node_ref r : a.take_backup_candidates())
+    cand_a.push_back(r.id);
+  for (node_ref r : b.take_backup_candidates())
+    cand_b.push_back(r.id);
+  ASSERT_EQ(cand_b, cand_a) << "step " << step;
+}
+
+// match_inserted answers what match() of the key just inserted would, without the walk: one
+// tree re-matches each inserted key, the other calls match_inserted — results, the ids past
+// `from`, both LRU orders and the recency stamps must be the same.
 class MatchInserted : public ::testing::TestWithParam<std::size_t> {};
 
 TEST_P(MatchInserted, AnswersAsAReMatchOfTheInsertedKeyDoes) {
   const std::size_t page = GetParam();
   const cache_config cfg{8192, page, 64, 4 * page};
   radix_cache a(cfg), b(cfg);
-  std::uint64_t rng = 7;
-  auto next = [&rng](std::uint64_t n) {
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (rng >> 33) % n;
-  };
-  std::size_t deeper = 0;
+  lcg next{7};
   for (int step = 0; step < 400; ++step) {
-    // Keys over a small alphabet with shared stems, page-aligned.
-    const std::size_t pages = 1 + next(6);
-    std::vector<token_id> key;
-    const int stem = static_cast<int>(next(3));
-    for (std::size_t i = 0; i < pages * page; ++i)
-      key.push_back(i < 2 * page ? stem : static_cast<token_id>(next(3)));
+    keep_pools_open(a, b);
+    const std::vector<token_id> key = random_key(next, page);
     // A prefix the caller already holds (its protected length).
-    const std::size_t from = next(pages + 1) * page;
+    const std::size_t from = next(key.size() / page + 1) * page;
     std::vector<kv_index> kv_a, kv_b;
     ASSERT_TRUE(a.kv().alloc_extend(0, 0, key.size(), kv_a));
     ASSERT_TRUE(b.kv().alloc_extend(0, 0, key.size(), kv_b));
@@ -375,35 +407,20 @@ TEST_P(MatchInserted, AnswersAsAReMatchOfTheInsertedKeyDoes) {
     EXPECT_EQ(got.match.last_slot, want.last_slot);
     EXPECT_EQ(got.match.kv_matched, want.kv_matched);
     EXPECT_EQ(got.match.branching, want.branching);
-    deeper += want.branching ? 1 : 0;
-    for (lru_kind k : {lru_kind::full, lru_kind::mamba})
-      ASSERT_EQ(ids_of(b.tree().lru_order(k)), ids_of(a.tree().lru_order(k))) << "step " << step;
-    std::vector<std::uint64_t> stamps_a, stamps_b;
-    for (const radix_node* n : a.tree().lru_order(lru_kind::full))
-      stamps_a.push_back(n->last_access);
-    for (const radix_node* n : b.tree().lru_order(lru_kind::full))
-      stamps_b.push_back(n->last_access);
-    ASSERT_EQ(stamps_b, stamps_a) << "step " << step;
-    // Mamba evictions leave tombstones on later paths; KV evictions keep the pools open.
-    if (next(3) == 0) {
+    expect_same_recency(a.tree(), b.tree(), step);
+    if (next(3) == 0) {  // mamba evictions leave tombstones on later paths
       (void)a.tree().evict(0, 1);
       (void)b.tree().evict(0, 1);
     }
-    if (a.kv().available() < 512 || a.slots().available() < 4) {
-      (void)a.tree().evict(2048, 16);
-      (void)b.tree().evict(2048, 16);
-    }
     HC_ASSERT_OK(b.tree().check_invariants());
   }
-  // The trees ended the same.
-  EXPECT_EQ(ids_of(b.tree().lru_order(lru_kind::mamba)), ids_of(a.tree().lru_order(lru_kind::mamba)));
   EXPECT_EQ(b.kv().available(), a.kv().available());
 }
 
 INSTANTIATE_TEST_SUITE_P(Pages, MatchInserted, ::testing::Values(1, 4),
                          [](const auto& i) { return "page" + std::to_string(i.param); });
 
-// insert's known_prefix walks a locked match without comparing it: two trees take the same
+// insert's known_prefix walks a locked match without comparing it: both trees take the same
 // random requests (match a prefix, lock it, insert the longer key with the matched ids in
 // front), one compares the whole key, the other passes the locked node — results, duplicate
 // ids, LRU orders, recency stamps and insert hits (host tier, selective write-through)
@@ -412,6 +429,9 @@ struct known_prefix_case {
   std::size_t page;
   bool host_tier;
 };
+void PrintTo(const known_prefix_case& c, std::ostream* os) {
+  *os << "page " << c.page << (c.host_tier ? ", host tier" : "");
+}
 
 class KnownPrefix : public ::testing::TestWithParam<known_prefix_case> {};
 
@@ -424,25 +444,13 @@ TEST_P(KnownPrefix, InsertsAsTheComparedWalkDoes) {
     cfg.host_tier.policy = write_policy::write_through_selective;
   }
   radix_cache a(cfg), b(cfg);
-  std::uint64_t rng = 11;
-  auto next = [&rng](std::uint64_t n) {
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (rng >> 33) % n;
-  };
+  lcg next{11};
   std::size_t anchored = 0;
   for (int step = 0; step < 400; ++step) {
-    if (a.kv().available() < 512 || a.slots().available() < 4) {
-      (void)a.tree().evict(2048, 16);
-      (void)b.tree().evict(2048, 16);
-    }
-    const std::size_t pages = 1 + next(6);
-    std::vector<token_id> key;
-    const int stem = static_cast<int>(next(3));
-    for (std::size_t i = 0; i < pages * page; ++i)
-      key.push_back(i < 2 * page ? stem : static_cast<token_id>(next(3)));
-    // The request's match (of a page-floored prefix, as SGLang matches input_len - 1) and lock.
-    const std::size_t asked = next(pages + 1) * page;
-    const std::span<const token_id> prompt(key.data(), asked);
+    keep_pools_open(a, b);
+    const std::vector<token_id> key = random_key(next, page);
+    // The request's match (of a page-aligned prefix, as SGLang matches input_len - 1) and lock.
+    const std::span<const token_id> prompt(key.data(), next(key.size() / page + 1) * page);
     const match_result ma = a.tree().match(0, prompt);
     const match_result mb = b.tree().match(0, prompt);
     ASSERT_EQ(ma.indices, mb.indices);
@@ -471,20 +479,7 @@ TEST_P(KnownPrefix, InsertsAsTheComparedWalkDoes) {
     HC_ASSERT_OK(b.kv().free(dups_b));
     if (ia->mamba_exist) HC_ASSERT_OK(a.slots().free_one(sa[0]));
     if (ib->mamba_exist) HC_ASSERT_OK(b.slots().free_one(sb[0]));
-    for (lru_kind k : {lru_kind::full, lru_kind::mamba})
-      ASSERT_EQ(ids_of(b.tree().lru_order(k)), ids_of(a.tree().lru_order(k))) << "step " << step;
-    std::vector<std::uint64_t> seen_a, seen_b;
-    for (const radix_node* n : a.tree().lru_order(lru_kind::full))
-      seen_a.insert(seen_a.end(), {n->last_access, n->hit_count});
-    for (const radix_node* n : b.tree().lru_order(lru_kind::full))
-      seen_b.insert(seen_b.end(), {n->last_access, n->hit_count});
-    ASSERT_EQ(seen_b, seen_a) << "step " << step;
-    std::vector<std::uint64_t> cand_a, cand_b;
-    for (node_ref r : a.tree().take_backup_candidates())
-      cand_a.push_back(r.id);
-    for (node_ref r : b.tree().take_backup_candidates())
-      cand_b.push_back(r.id);
-    ASSERT_EQ(cand_b, cand_a) << "step " << step;
+    expect_same_recency(a.tree(), b.tree(), step);
     HC_ASSERT_OK(a.tree().dec_lock(ma.last_node));
     HC_ASSERT_OK(b.tree().dec_lock(mb.last_node));
     if (next(3) == 0) {
