@@ -425,6 +425,12 @@ result<unfinished_info> request_manager::cache_unfinished(request_handle h, std:
   if (!rr) return rr.err();
   request_record& r = **rr;
   radix_tree& tree = cache_.tree();
+  // Only an admitted request has KV of its own to offer. Before admission its row holds
+  // just the matched prefix's tree ids, which nothing protects until it is locked: an
+  // eviction in between frees them, and inserting them would put free ids in the tree
+  // (fuzz_executor, tests/fuzz/regressions/executor/). SGLang calls cache_unfinished_req
+  // only for running requests.
+  if (r.row == no_row) return error{errc::invalid_argument, req_name(h) + " has no row yet"};
   if (fill_len > r.tokens.size() || fill_len > r.kv_allocated())
     return error{errc::invalid_argument,
                  req_name(h) + ": fill length " + std::to_string(fill_len) + " beyond its KV"};

@@ -155,7 +155,8 @@ class request_manager {
   /// Speculative decode result: `accepted` drafts accepted in this step.
   status process_spec_decode(request_handle h, std::size_t accepted, bool finished);
 
-  /// cache_unfinished_req with fill_ids = tokens[:fill_len].
+  /// cache_unfinished_req with fill_ids = tokens[:fill_len]. REQUIRES an admitted request
+  /// (an error otherwise: its matched ids are not its own until admission).
   result<unfinished_info> cache_unfinished(request_handle h, std::size_t fill_len);
   /// release_kv_cache(is_insert=true) (lazy: unless a failed boundary forbids it); the
   /// handle is dead afterwards.

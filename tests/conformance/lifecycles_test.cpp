@@ -244,5 +244,38 @@ TEST_F(lifecycle, NoBufferWithoutOverlap) {
   EXPECT_EQ(drain_free_slots(cache), (std::vector<slot_id>{3, 4, 5, 6, 7, 8, 9, 10}));
 }
 
+// fuzz_executor's finding (tests/fuzz/regressions/executor/): a request matched but never
+// locked nor admitted holds its prefix's tree ids in its row; an eviction frees them; a
+// cache_unfinished then inserted those free ids into the tree. It is refused before
+// admission (SGLang calls it for running requests only), and the tree keeps no free id.
+TEST(LifecycleGuards, CacheUnfinishedBeforeAdmissionIsRefused) {
+  radix_cache cache{{4096, 1, 10, 64}};
+  request_config rc;
+  rc.strat = strategy::no_buffer;
+  rc.pp_size = 1;
+  rc.rows = 4;
+  request_manager m(rc, cache);
+  // One request caches a 40-token prompt, then goes.
+  ASSERT_TRUE(m.create(1, 0, iota_tokens(1000, 40)).ok());
+  ASSERT_TRUE(m.match(1).ok());
+  ASSERT_TRUE(m.lock(1).ok());
+  ASSERT_TRUE(m.alloc_req(1).ok());
+  ASSERT_TRUE(m.alloc_kv(1, 0, 40).ok());
+  ASSERT_TRUE(m.cache_unfinished(1, 40).ok());
+  ASSERT_TRUE(m.abort(1).ok());
+  // A second one matches it (no lock, no row), and the tree evicts everything.
+  ASSERT_TRUE(m.create(2, 0, cat(iota_tokens(1000, 40), iota_tokens(7, 4))).ok());
+  auto mi = m.match(2);
+  ASSERT_TRUE(mi.ok());
+  EXPECT_GT(mi->prefix_len, 0u) << "the prefix is cached";
+  (void)cache.tree().evict(SIZE_MAX, 0);
+  auto u = m.cache_unfinished(2, mi->prefix_len);
+  ASSERT_FALSE(u.ok()) << "a request without a row has no KV of its own to cache";
+  EXPECT_EQ(u.err().code, errc::invalid_argument);
+  HC_ASSERT_OK(cache.tree().check_invariants());
+  ASSERT_TRUE(m.abort(2).ok());
+  HC_ASSERT_OK(cache.tree().sanity_check());
+}
+
 }  // namespace
 }  // namespace hc::test
