@@ -74,10 +74,11 @@ bool kv_allocator::alloc(std::size_t n, std::vector<kv_index>& out) {
   if (n > free_.size()) return false;
   const std::size_t start = out.size();
   free_.pop_front_into(n, out);
-  for_each_run(std::span<const kv_index>(out).subspan(start), [this](kv_index first, std::size_t k) {
-    is_free_.reset(static_cast<std::size_t>(first), k);
-    return true;
-  });
+  for_each_run(std::span<const kv_index>(out).subspan(start),
+               [this](kv_index first, std::size_t k) {
+                 is_free_.reset(static_cast<std::size_t>(first), k);
+                 return true;
+               });
   return true;
 }
 
@@ -169,8 +170,8 @@ status kv_allocator::free(std::span<const kv_index> ids) {
   // to its last id's (page_of is monotone and leaves no page out), so a leaf costs a step
   // per page, not per id.
   for_each_run(ids, [&](kv_index first, std::size_t k) {
-    const auto last = static_cast<kv_index>(static_cast<std::int64_t>(first) +
-                                            static_cast<std::int64_t>(k) - 1);
+    const auto last =
+        static_cast<kv_index>(static_cast<std::int64_t>(first) + static_cast<std::int64_t>(k) - 1);
     const auto add = [this](std::int32_t page) {
       if (scratch_.empty() || scratch_.back() != page) scratch_.push_back(page);
     };

@@ -66,8 +66,8 @@ class kv_allocator {
   /// of a token id is then a shift, not a division (free() maps every id it returns).
   int page_shift_;
   std::size_t capacity_;
-  id_ring free_;                       // token ids (P=1) or page ids (P>1)
-  unit_bitset is_free_;                // per token (P=1) or per page (P>1), unit 0 unused
+  id_ring free_;         // token ids (P=1) or page ids (P>1)
+  unit_bitset is_free_;  // per token (P=1) or per page (P>1), unit 0 unused
   std::vector<std::int32_t> scratch_;
 };
 

@@ -296,8 +296,8 @@ std::size_t radix_tree::finish_match(radix_node* best, std::size_t total, bool d
   return device_tokens;
 }
 
-bool radix_tree::take_known_prefix(namespace_id ns, std::span<const token_id> key,
-                                   node_ref known, std::size_t len) {
+bool radix_tree::take_known_prefix(namespace_id ns, std::span<const token_id> key, node_ref known,
+                                   std::size_t len) {
   if (len == 0 || len > key.size() || !valid(known) || known.node == root_) return false;
   path_.clear();
   std::size_t tokens = 0;

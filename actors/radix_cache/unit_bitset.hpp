@@ -6,7 +6,6 @@
 //
 // Not thread-safe. Indices are REQUIRED to be below size() (callers range-check first).
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -47,8 +46,8 @@ class unit_bitset {
     while (n > 0) {
       const std::size_t off = a % 64;
       const std::size_t take = n < 64 - off ? n : 64 - off;
-      const std::uint64_t mask =
-          (take == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << take) - 1)) << off;
+      const std::uint64_t mask = (take == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << take) - 1))
+                                 << off;
       f(words[a / 64], mask);
       a += take;
       n -= take;

@@ -286,11 +286,12 @@ void BM_TraceReplay(benchmark::State& st, std::string path) {
       for (int ctx : {1024, 4096, 16384, 65536}) {
         const std::vector<std::int64_t> args{ctx, convs, page};
         const std::vector<std::string> names{"ctx", "convs", "page"};
-        for (auto [name, fn, iterations] : {std::tuple{"BM_MatchPrefix", &BM_MatchPrefix, 0},
-                                            std::tuple{"BM_MatchFloor", &BM_MatchFloor, 0},
-                                            std::tuple{"BM_Insert", &BM_Insert, 2000},
-                                            std::tuple{"BM_InsertFloor", &BM_InsertFloor, 2000},
-                                            std::tuple{"BM_InsertLocked", &BM_InsertLocked, 2000}}) {
+        for (auto [name, fn, iterations] :
+             {std::tuple{"BM_MatchPrefix", &BM_MatchPrefix, 0},
+              std::tuple{"BM_MatchFloor", &BM_MatchFloor, 0},
+              std::tuple{"BM_Insert", &BM_Insert, 2000},
+              std::tuple{"BM_InsertFloor", &BM_InsertFloor, 2000},
+              std::tuple{"BM_InsertLocked", &BM_InsertLocked, 2000}}) {
           auto* b = benchmark::RegisterBenchmark(name, fn)
                         ->Args(args)
                         ->ArgNames(names)

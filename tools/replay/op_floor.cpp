@@ -30,9 +30,9 @@ void split(std::size_t from, std::size_t to, std::size_t sys, F&& f) {
 }
 
 std::uint64_t since(std::chrono::steady_clock::time_point t0) {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now() - t0)
-                                        .count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
 }
 
 }  // namespace

@@ -64,13 +64,12 @@ class op_floor {
   /// The conversation's shadow past the system prompt (built on first use).
   shadow& conv_shadow(std::size_t conv);
   /// One pass of w's compares and copies (the caller reads the clock around it).
-  void pass(const shadow& sys, shadow& own, std::span<const token_id> query,
-            const floor_work& w);
+  void pass(const shadow& sys, shadow& own, std::span<const token_id> query, const floor_work& w);
 
   trace_config cfg_;
   token_generator gen_;
-  std::vector<shadow> sys_;   ///< per system-prompt group: tokens [0, sys_len)
-  std::vector<shadow> conv_;  ///< per conversation: tokens [sys_len, length)
+  std::vector<shadow> sys_;    ///< per system-prompt group: tokens [0, sys_len)
+  std::vector<shadow> conv_;   ///< per conversation: tokens [sys_len, length)
   std::vector<kv_index> out_;  ///< destination of the ids handed back, allocated once
   std::vector<kv_index> row_;  ///< source of the new ids (the request's row), allocated once
   /// Folds in every compare's result and every touched token (a stored member, so the

@@ -239,8 +239,7 @@ void replayer::time_floor(const trace_op& op, const std::optional<request_view>&
       const auto& toks = conv_tokens(op.conv);
       const std::span<const token_id> key(toks.data(), op.input_len - 1);
       out.floor = floor_->time(
-          op.conv, key,
-          {out.kv_matched, 0, static_cast<std::size_t>(out.prefix_len.value_or(0))});
+          op.conv, key, {out.kv_matched, 0, static_cast<std::size_t>(out.prefix_len.value_or(0))});
       return;
     }
     case op_kind::cache_unfinished: {
@@ -313,6 +312,5 @@ std::optional<divergence> replayer::compare(const trace_op& op, const json& resu
   }
   return std::nullopt;
 }
-
 
 }  // namespace hc::replay

@@ -22,7 +22,7 @@ struct outcome {
   std::string error;              ///< non-empty if the cache rejected the op
   std::vector<kv_index> indices;  ///< for kv_crc32
   bool has_crc = false;
-  std::size_t kv_matched = 0;     ///< match: tokens the KV walk matched (not in the JSON)
+  std::size_t kv_matched = 0;  ///< match: tokens the KV walk matched (not in the JSON)
   /// The op's memory floor, timed right after it (enable_floors; match, cache_unfinished
   /// and finish without error only).
   std::optional<floor_sample> floor;
