@@ -1,5 +1,6 @@
 #pragma once
-// A bounded double-ended queue of 32-bit ids: the free list behind every FIFO allocator.
+// A bounded double-ended queue of 32-bit ids: the free list behind the slot and row
+// allocators (the KV allocator keeps its ids as runs: run_ring.hpp).
 // Fixed capacity chosen at construction (the pool size), so it never reallocates; the
 // buffer holds exactly that many ids (a power-of-two buffer would cost up to twice the
 // pool's free list: 2 MiB instead of 1.5 MiB for a 384 k-token pool, BENCHMARKS.md §10.1).
@@ -10,7 +11,6 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <vector>
 
 namespace hc {
@@ -56,16 +56,6 @@ class id_ring {
     head_ = wrap(head_ + 1);
     --size_;
     return v;
-  }
-  /// Appends the ids in order (at most two block copies). REQUIRES: size() + ids.size()
-  /// <= capacity().
-  void push_back_range(std::span<const std::int32_t> ids) noexcept {
-    assert(size_ + ids.size() <= buf_.size());
-    const std::size_t tail = wrap(head_ + size_);
-    const std::size_t first = std::min(ids.size(), buf_.size() - tail);
-    std::copy_n(ids.data(), first, buf_.data() + tail);
-    std::copy_n(ids.data() + first, ids.size() - first, buf_.data());
-    size_ += ids.size();
   }
   /// Moves the first n ids into out (appended, front first; at most two block copies).
   /// REQUIRES: n <= size().

@@ -5,7 +5,10 @@
 #include <cassert>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
+
+#include "actors/radix_cache/id_runs.hpp"
 
 namespace hc {
 
@@ -63,22 +66,17 @@ std::size_t for_each_run(std::span<const kv_index> ids, F&& f) {
 void kv_allocator::clear() {
   const std::size_t units = capacity_ / page_size_;
   free_.reset_capacity(units);
+  free_.push_back_run(1, units);
   is_free_.assign(units + 1);
-  for (std::size_t i = 1; i <= units; ++i)
-    free_.push_back(static_cast<std::int32_t>(i));
   is_free_.set(1, units);
 }
 
 bool kv_allocator::alloc(std::size_t n, std::vector<kv_index>& out) {
   assert(page_size_ == 1);
   if (n > free_.size()) return false;
-  const std::size_t start = out.size();
-  free_.pop_front_into(n, out);
-  for_each_run(std::span<const kv_index>(out).subspan(start),
-               [this](kv_index first, std::size_t k) {
-                 is_free_.reset(static_cast<std::size_t>(first), k);
-                 return true;
-               });
+  free_.pop_front_into(n, out, [this](kv_index first, std::size_t k) {
+    is_free_.reset(static_cast<std::size_t>(first), k);
+  });
   return true;
 }
 
@@ -119,84 +117,148 @@ bool kv_allocator::alloc_extend(std::size_t seq_len, kv_index last_index, std::s
 
 status kv_allocator::free(std::span<const kv_index> ids) {
   if (ids.empty()) return {};
-  const std::size_t units = capacity_ / page_size_;
-  if (page_size_ == 1) {
-    // Run by run (a leaf's ids are mostly one run): check and mark a word of marks at a
-    // time; on the first bad id, unmark what this call marked (an id freed twice — already
-    // free, or twice in `ids` — or out of range changes nothing).
-    const auto in_range = [units](kv_index id) {
-      return id > 0 && static_cast<std::size_t>(id) <= units;
-    };
-    const std::size_t marked = for_each_run(ids, [&](kv_index first, std::size_t k) {
-      if (!in_range(first) || static_cast<std::size_t>(first) + k - 1 > units ||
-          is_free_.any(static_cast<std::size_t>(first), k))
-        return false;
-      is_free_.set(static_cast<std::size_t>(first), k);
-      return true;
-    });
-    if (marked < ids.size()) {
-      // The bad id is in the run that stopped (found while this call's marks still stand:
-      // an id twice in `ids` shows as free), then the marks are taken back.
-      status bad{errc::invariant_violated, "kv free: a run failed without a bad id"};
-      for (std::size_t i = marked; i < ids.size(); ++i) {
-        const kv_index id = ids[i];
-        if (!in_range(id)) {
-          bad = {errc::invalid_argument, "kv index " + std::to_string(id) + " out of range"};
-          break;
-        }
-        if (is_free_.test(static_cast<std::size_t>(id))) {
-          bad = {errc::double_free, "kv index " + std::to_string(id) + " freed twice"};
-          break;
-        }
-      }
-      for_each_run(ids.first(marked), [this](kv_index first, std::size_t k) {
-        is_free_.reset(static_cast<std::size_t>(first), k);
-        return true;
-      });
-      return bad;
-    }
-    free_.push_back_range(ids);
+  if (page_size_ == 1) return free_tokens(ids);
+  // Paged: sorted unique page ids, prepended (torch.unique(x // P) then cat((pages, free))).
+  // Run by run: a leaf costs a step per page, not per id.
+  scratch_.clear();
+  for_each_run(ids, [this](kv_index first, std::size_t k) {
+    add_pages_of_run(first, k);
+    return true;
+  });
+  return free_pages();
+}
+
+bool kv_allocator::is_whole_units(std::span<const kv_index> ids) const noexcept {
+  const std::size_t p = page_size_;
+  if (p == 1) return is_one_run(ids);
+  if (ids.size() % p != 0) return false;
+  if (page_shift_ >= 0) return is_whole_pages(ids, p);
+  for (std::size_t at = 0; at < ids.size(); at += p) {
+    const kv_index first = ids[at];
+    if (first < 0 || static_cast<std::size_t>(first) % p != 0 || !is_one_run(ids.subspan(at, p)))
+      return false;
+  }
+  return true;
+}
+
+status kv_allocator::free_units(std::span<const kv_index> ids) {
+  assert(is_whole_units(ids));
+  if (ids.empty()) return {};
+  if (page_size_ == 1) return free_run(ids[0], ids.size());
+  scratch_.clear();
+  for (std::size_t at = 0; at < ids.size(); at += page_size_)
+    scratch_.push_back(static_cast<std::int32_t>(static_cast<std::size_t>(ids[at]) / page_size_));
+  return free_pages();
+}
+
+status kv_allocator::free_run(kv_index first, std::size_t n) {
+  assert(page_size_ == 1);
+  if (n == 0) return {};
+  const std::size_t units = capacity_;
+  const auto last = static_cast<std::int64_t>(first) + static_cast<std::int64_t>(n) - 1;
+  if (first > 0 && static_cast<std::uint64_t>(last) <= units &&
+      !is_free_.any(static_cast<std::size_t>(first), n)) {
+    is_free_.set(static_cast<std::size_t>(first), n);
+    free_.push_back_run(first, n);
     return {};
   }
-  // Paged: sorted unique page ids, prepended (torch.unique(x // P) then cat((pages, free))).
-  scratch_.clear();
-  // ids of one page are adjacent: drop repeats on the fly. The page of an id is id / P
-  // (rounded toward zero, like the division for a negative id: both are out of range).
+  // A bad run: the ids one by one give the exact error (and change nothing).
+  std::vector<kv_index> ids(n);
+  for (std::size_t i = 0; i < n; ++i)
+    ids[i] = static_cast<kv_index>(static_cast<std::uint32_t>(first) + i);
+  return free_tokens(ids);
+}
+
+status kv_allocator::free_tokens(std::span<const kv_index> ids) {
+  const std::size_t units = capacity_ / page_size_;
+  // Run by run (a leaf's ids are mostly one run): check and mark a word of marks at a
+  // time; on the first bad id, unmark what this call marked (an id freed twice — already
+  // free, or twice in `ids` — or out of range changes nothing).
+  const auto in_range = [units](kv_index id) {
+    return id > 0 && static_cast<std::size_t>(id) <= units;
+  };
+  runs_.clear();
+  const std::size_t marked = for_each_run(ids, [&](kv_index first, std::size_t k) {
+    if (!in_range(first) || static_cast<std::size_t>(first) + k - 1 > units ||
+        is_free_.any(static_cast<std::size_t>(first), k))
+      return false;
+    is_free_.set(static_cast<std::size_t>(first), k);
+    runs_.push_back({first, static_cast<std::uint32_t>(k)});
+    return true;
+  });
+  if (marked == ids.size()) {
+    for (const id_run& r : runs_)
+      free_.push_back_run(r.first, r.length);
+    return {};
+  }
+  // The bad id is in the run that stopped (found while this call's marks still stand: an
+  // id twice in `ids` shows as free), then the marks are taken back.
+  status bad{errc::invariant_violated, "kv free: a run failed without a bad id"};
+  for (std::size_t i = marked; i < ids.size(); ++i) {
+    const kv_index id = ids[i];
+    if (!in_range(id)) {
+      bad = {errc::invalid_argument, "kv index " + std::to_string(id) + " out of range"};
+      break;
+    }
+    if (is_free_.test(static_cast<std::size_t>(id))) {
+      bad = {errc::double_free, "kv index " + std::to_string(id) + " freed twice"};
+      break;
+    }
+  }
+  for (const id_run& r : runs_)
+    is_free_.reset(static_cast<std::size_t>(r.first), r.length);
+  return bad;
+}
+
+void kv_allocator::add_pages_of_run(kv_index first, std::size_t k) {
+  // The page of an id is id / P (rounded toward zero, like the division for a negative id:
+  // both are out of range). The pages of a run of consecutive ids are every page from its
+  // first id's to its last id's (page_of is monotone and leaves no page out).
   const auto page_of = [this](kv_index id) -> std::int32_t {
     if (page_shift_ >= 0 && id >= 0) return id >> page_shift_;
     return id / static_cast<kv_index>(page_size_);
   };
-  // Run by run: the pages of a run of consecutive ids are every page from its first id's
-  // to its last id's (page_of is monotone and leaves no page out), so a leaf costs a step
-  // per page, not per id.
-  for_each_run(ids, [&](kv_index first, std::size_t k) {
-    const auto last =
-        static_cast<kv_index>(static_cast<std::int64_t>(first) + static_cast<std::int64_t>(k) - 1);
-    const auto add = [this](std::int32_t page) {
-      if (scratch_.empty() || scratch_.back() != page) scratch_.push_back(page);
-    };
-    if (last < first) {  // a run through the top of the id range: garbage, id by id
-      for (std::size_t i = 0; i < k; ++i)
-        add(page_of(static_cast<kv_index>(static_cast<std::uint32_t>(first) + i)));
-      return true;
-    }
-    for (std::int32_t page = page_of(first), to = page_of(last);; ++page) {
-      add(page);
-      if (page >= to) break;
-    }
-    return true;
-  });
-  std::sort(scratch_.begin(), scratch_.end());
-  scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  const auto add = [this](std::int32_t page) {
+    if (scratch_.empty() || scratch_.back() != page) scratch_.push_back(page);
+  };
+  const auto last =
+      static_cast<kv_index>(static_cast<std::int64_t>(first) + static_cast<std::int64_t>(k) - 1);
+  if (last < first) {  // a run through the top of the id range: garbage, id by id
+    for (std::size_t i = 0; i < k; ++i)
+      add(page_of(static_cast<kv_index>(static_cast<std::uint32_t>(first) + i)));
+    return;
+  }
+  for (std::int32_t page = page_of(first), to = page_of(last);; ++page) {
+    add(page);
+    if (page >= to) break;
+  }
+}
+
+status kv_allocator::free_pages() {
+  const std::size_t units = capacity_ / page_size_;
+  // One run's pages come ascending and unique: sorted already (a leaf's ids are mostly
+  // one run, or runs in increasing pages).
+  if (std::adjacent_find(scratch_.begin(), scratch_.end(), std::greater_equal<>()) !=
+      scratch_.end()) {
+    std::sort(scratch_.begin(), scratch_.end());
+    scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  }
   for (std::int32_t page : scratch_) {
     if (page <= 0 || static_cast<std::size_t>(page) > units)
       return {errc::invalid_argument, "kv page " + std::to_string(page) + " out of range"};
     if (is_free_.test(static_cast<std::size_t>(page)))
       return {errc::double_free, "kv page " + std::to_string(page) + " freed twice"};
   }
-  for (auto it = scratch_.rbegin(); it != scratch_.rend(); ++it) {
-    is_free_.set(static_cast<std::size_t>(*it));
-    free_.push_front(*it);
+  // Prepended a run of consecutive pages at a time, the last run first.
+  std::size_t end = scratch_.size();
+  while (end > 0) {
+    std::size_t begin = end - 1;
+    while (begin > 0 && scratch_[begin - 1] + 1 == scratch_[begin])
+      --begin;
+    const std::size_t n = end - begin;
+    is_free_.set(static_cast<std::size_t>(scratch_[begin]), n);
+    free_.push_front_run(scratch_[begin], n);
+    end = begin;
   }
   return {};
 }

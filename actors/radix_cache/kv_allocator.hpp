@@ -21,7 +21,7 @@
 
 #include "actors/common/ids.hpp"
 #include "actors/common/status.hpp"
-#include "actors/radix_cache/id_ring.hpp"
+#include "actors/radix_cache/run_ring.hpp"
 #include "actors/radix_cache/unit_bitset.hpp"
 
 namespace hc {
@@ -54,6 +54,15 @@ class kv_allocator {
   /// Returns ids to the pool (see the header comment for the order).
   status free(std::span<const kv_index> ids);
 
+  /// True if `ids` are whole units of this pool: page size 1, one run of consecutive ids;
+  /// page size P, whole pages in order (each aligned group of P ids is some page q's ids
+  /// qP, qP + 1, ..., qP + P - 1). A tree node checks its ids once, while they are hot, so
+  /// that their eviction can free them with free_units. Reads every id.
+  bool is_whole_units(std::span<const kv_index> ids) const noexcept;
+  /// free(ids) for ids that are whole units (REQUIRES: is_whole_units(ids)), reading one id
+  /// per unit (page size 1: the first id only). Same result, errors and order as free(ids).
+  status free_units(std::span<const kv_index> ids);
+
   /// Resets to the initial free list.
   void clear();
 
@@ -66,9 +75,20 @@ class kv_allocator {
   /// of a token id is then a shift, not a division (free() maps every id it returns).
   int page_shift_;
   std::size_t capacity_;
-  id_ring free_;         // token ids (P=1) or page ids (P>1)
+  /// free() of the run first, first + 1, ..., first + n - 1 without reading it.
+  status free_run(kv_index first, std::size_t n);
+  /// free() at page 1: the ids' runs checked and marked, then appended.
+  status free_tokens(std::span<const kv_index> ids);
+  /// Adds the pages of the run first..first + n - 1 to scratch_ (ascending, no repeat of
+  /// the last one).
+  void add_pages_of_run(kv_index first, std::size_t n);
+  /// Paged free of the pages in scratch_: sorted, deduplicated, checked, prepended.
+  status free_pages();
+
+  run_ring free_;        // token ids (P=1) or page ids (P>1), as runs
   unit_bitset is_free_;  // per token (P=1) or per page (P>1), unit 0 unused
   std::vector<std::int32_t> scratch_;
+  std::vector<id_run> runs_;  // free_tokens(): the runs it marked
 };
 
 }  // namespace hc

@@ -25,7 +25,8 @@
 //   full_lock_ref >= mamba_lock_ref >= 0; parent.full_lock_ref >= child.full_lock_ref;
 //   key.size() == value.size(), a positive multiple of page_size; a full-locked leaf is
 //   mamba-locked; the evictable/protected totals equal the sums over nodes; key, value and
-//   host_value hold no unused capacity, and a pooled (released) node holds no buffer.
+//   host_value hold no unused capacity, and a pooled (released) node holds no buffer;
+//   value_whole_units implies value is whole units of the KV pool.
 
 #include <bit>
 #include <cassert>
@@ -154,6 +155,12 @@ struct radix_node {
   bool in_full_lru = false;
   bool in_mamba_lru = false;
   bool in_host_mamba_lru = false;
+  /// value is whole units of the KV pool (kv_allocator::is_whole_units: page size 1, one
+  /// run of consecutive ids; page size P, whole pages): its eviction frees them reading
+  /// one id per unit. False when not known (always a safe answer); set with the value by
+  /// radix_tree::set_value, kept by a split (made at a page boundary, it leaves whole
+  /// units on both sides).
+  bool value_whole_units = false;
 
   bool is_tombstone() const noexcept { return mamba == no_slot; }
   bool is_leaf() const noexcept { return children.empty(); }

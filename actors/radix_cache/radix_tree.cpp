@@ -44,6 +44,7 @@ void radix_tree::release_node(radix_node* n) {
   // released node held is not index memory.
   release(n->key);
   release(n->value);
+  n->value_whole_units = false;
   release(n->hashes);
   n->mamba = no_slot;
   n->ns = 0;
@@ -125,8 +126,10 @@ radix_node* radix_tree::split(radix_node* child, std::size_t at) {
   n->writers = child->writers;  // both halves were written by the same forwards
   n->key.assign(child->key.begin(), child->key.begin() + static_cast<std::ptrdiff_t>(at));
   const bool evicted = child->evicted();
-  if (!evicted)
+  if (!evicted) {  // both halves of whole units (a run, pages) are whole units
     n->value.assign(child->value.begin(), child->value.begin() + static_cast<std::ptrdiff_t>(at));
+    n->value_whole_units = child->value_whole_units;
+  }
   if (child->backed_up()) {  // the host SSM state stays on the child (§5.5)
     n->host_value.assign(child->host_value.begin(),
                          child->host_value.begin() + static_cast<std::ptrdiff_t>(at));
@@ -380,7 +383,7 @@ result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_
         refresh_walk();
         node = split(node, pl);
       }
-      node->value.assign(value.begin(), value.begin() + static_cast<std::ptrdiff_t>(pl));
+      set_value(node, value.first(pl));
       record_restored(node);
       path_.push_back(node);
       sizes_.full_evictable += pl;
@@ -413,7 +416,7 @@ result<insert_result> radix_tree::insert(namespace_id ns, std::span<const token_
     leaf->parent = node;
     leaf->ns = ns;
     leaf->key.assign(key.begin(), key.end());
-    leaf->value.assign(value.begin(), value.end());
+    set_value(leaf, value);
     leaf->mamba = slot;
     node->children.push_back(leaf);
     full_lru_.insert_mru(leaf);
@@ -503,6 +506,16 @@ status radix_tree::dec_lock(node_ref ref) {
 
 void radix_tree::free_kv(std::span<const kv_index> ids) {
   must(kv_.free(ids), "tree freed a KV index it does not own");
+}
+
+void radix_tree::free_node_kv(const radix_node* n) {
+  if (!n->value_whole_units) return free_kv(n->value);
+  must(kv_.free_units(n->value), "tree freed a KV index it does not own");
+}
+
+void radix_tree::set_value(radix_node* n, std::span<const kv_index> ids) {
+  n->value.assign(ids.begin(), ids.end());
+  n->value_whole_units = kv_.is_whole_units(ids);
 }
 
 void radix_tree::free_slot(slot_id s) {
@@ -633,7 +646,7 @@ void radix_tree::reset() {
   }
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     radix_node* n = *it;
-    free_kv(n->value);
+    free_node_kv(n);
     if (!n->is_tombstone()) free_slot(n->mamba);
     free_host_kv(n->host_value);
     free_host_slot(n);

@@ -350,6 +350,10 @@ class radix_tree {
   /// state_events: n's KV came back to the device (BlockStored, group full).
   void record_restored(radix_node* n);
   void free_kv(std::span<const kv_index> ids);
+  /// Frees n's device ids (one id per pool unit read when n->value_whole_units).
+  void free_node_kv(const radix_node* n);
+  /// n->value = ids, with value_whole_units set to whether they are whole pool units.
+  void set_value(radix_node* n, std::span<const kv_index> ids);
   void free_slot(slot_id s);
   /// Full (KV) lock on n and its ancestors, without the SSM lock (inc_lock takes both).
   void lock_path(radix_node* n);

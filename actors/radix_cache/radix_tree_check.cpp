@@ -59,6 +59,8 @@ status radix_tree::check_invariants() const {
     if (n->evicted()) continue;  // host-only: checked above
     ++device_nodes;
     if (n->key.size() != n->value.size()) return violation("key and value lengths differ", n);
+    if (n->value_whole_units && !kv_.is_whole_units(n->value))
+      return violation("value marked as whole pool units is not", n);
     if (n->mamba_lock_ref < 0 || n->full_lock_ref < n->mamba_lock_ref)
       return violation("full_lock_ref < mamba_lock_ref", n);
     if (n->parent != root_ && n->parent->full_lock_ref < n->full_lock_ref)

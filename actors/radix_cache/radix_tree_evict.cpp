@@ -17,7 +17,7 @@ std::size_t radix_tree::delete_node(radix_node* n) {
   const std::size_t tokens = n->value.size();
   if (!n->is_tombstone()) record_state(n, false);  // the checkpoint goes before its page
   if (!n->evicted()) record_remove(n);
-  free_kv(n->value);
+  free_node_kv(n);
   if (n->in_full_lru) {
     (n->full_lock_ref > 0 ? sizes_.full_protected : sizes_.full_evictable) -= tokens;
     full_lru_.remove(n);
@@ -65,10 +65,11 @@ void radix_tree::demote(radix_node* n) {
   assert(n->backed_up() && !n->evicted() && n->full_lock_ref == 0);
   if (!n->is_tombstone()) record_state(n, false);
   record_remove(n);
-  free_kv(n->value);
+  free_node_kv(n);
   sizes_.full_evictable -= n->value.size();
   counters_.demoted_tokens += n->value.size();
   release(n->value);  // gone from the device: its storage too
+  n->value_whole_units = false;
   full_lru_.remove(n);
   if (!n->is_tombstone()) {
     free_slot(n->mamba);

@@ -293,8 +293,7 @@ result<load_back_result> radix_tree::load_back(node_ref best, std::int64_t mem_q
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
     radix_node* n = *it;
     const auto len = static_cast<std::ptrdiff_t>(n->key.size());
-    n->value.assign(ids.begin() + static_cast<std::ptrdiff_t>(off),
-                    ids.begin() + static_cast<std::ptrdiff_t>(off) + len);
+    set_value(n, std::span<const kv_index>(ids).subspan(off, static_cast<std::size_t>(len)));
     off += n->key.size();
     c.device_kv.insert(c.device_kv.end(), n->value.begin(), n->value.end());
     c.host_kv.insert(c.host_kv.end(), n->host_value.begin(), n->host_value.end());

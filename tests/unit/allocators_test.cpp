@@ -106,6 +106,46 @@ TEST(KvTokenAllocator, RunsOfIdsAcrossMarkWordsAreCheckedAsWholes) {
 }
 
 // ---- B ---------------------------------------------------------------------------------
+// A tree node's ids, checked once as whole units (page 1: one run), are freed by
+// free_units without being read: the same order, errors and refusals as free().
+TEST(KvTokenAllocator, WholeUnitsAreOneRunAndFreeAsFreeDoes) {
+  kv_allocator a(16, 1), b(16, 1);
+  const std::vector<kv_index> got = take(a, 0, 0, 10);  // 1..10
+  ASSERT_EQ(take(b, 0, 0, 10), got);
+  EXPECT_TRUE(a.is_whole_units(got));
+  EXPECT_TRUE(a.is_whole_units({}));
+  EXPECT_TRUE(a.is_whole_units(std::vector<kv_index>{5}));
+  EXPECT_FALSE(a.is_whole_units(std::vector<kv_index>{1, 2, 4}));
+  EXPECT_FALSE(a.is_whole_units(std::vector<kv_index>{2, 1}));
+  std::vector<kv_index> long_run(100);
+  for (std::size_t i = 0; i < long_run.size(); ++i)
+    long_run[i] = static_cast<kv_index>(1000 + i);
+  EXPECT_TRUE(a.is_whole_units(long_run));
+  long_run[77] += 1;  // one id off, inside the vector part
+  EXPECT_FALSE(a.is_whole_units(long_run));
+
+  const std::vector<kv_index> mid{3, 4, 5, 6};
+  ASSERT_TRUE(a.free_units(mid).ok());
+  ASSERT_TRUE(b.free(mid).ok());
+  const std::vector<kv_index> overlap{6, 7};  // 6 is free already: nothing changes
+  const status ea = a.free_units(overlap), eb = b.free(overlap);
+  ASSERT_FALSE(ea.ok());
+  EXPECT_EQ(ea.err().code, errc::double_free);
+  EXPECT_EQ(ea.err().message, eb.err().message);
+  EXPECT_FALSE(a.is_free(7));
+  ASSERT_EQ(a.free_units(std::vector<kv_index>{16}).err().code, errc::double_free)
+      << "16 was never handed out";
+  const std::vector<kv_index> past{0, 1};  // 0 is out of range: 1 stays held
+  const status ra = a.free_units(past), rb = b.free(past);
+  ASSERT_FALSE(ra.ok());
+  EXPECT_EQ(ra.err().code, errc::invalid_argument);
+  EXPECT_EQ(ra.err().message, rb.err().message);
+  EXPECT_FALSE(a.is_free(1));
+  ASSERT_TRUE(a.free_units(std::vector<kv_index>{7, 8, 9, 10}).ok());
+  ASSERT_TRUE(b.free(std::vector<kv_index>{7, 8, 9, 10}).ok());
+  EXPECT_EQ(take(a, 0, 0, a.available()), take(b, 0, 0, b.available())) << "the same reuse order";
+}
+
 TEST(KvPagedAllocator, ExtendFillsThePartialPageThenTakesWholePages) {
   kv_allocator a(16, 4);  // pages 1..4
   EXPECT_EQ(a.available(), 16u);
@@ -156,6 +196,30 @@ TEST(KvPagedAllocator, RunsOverSeveralPagesFreeEachPageOnce) {
     high.push_back(i);
   EXPECT_EQ(a.free(high).err().code, errc::invalid_argument);
   EXPECT_EQ(a.available(), 0u) << "refused frees change nothing";
+}
+
+// Paged: whole units are whole pages (each aligned group of P ids one page's ids, in
+// order); free_units reads one id per page and frees as free() does.
+TEST(KvPagedAllocator, WholePagesFreeAsFreeDoes) {
+  kv_allocator a(64, 4), b(64, 4);                      // pages 1..16
+  const std::vector<kv_index> got = take(a, 0, 0, 12);  // pages 1, 2, 3: ids 4..15
+  ASSERT_EQ(take(b, 0, 0, 12), got);
+  EXPECT_TRUE(a.is_whole_units(got));
+  EXPECT_FALSE(a.is_whole_units(std::vector<kv_index>(got.begin(), got.begin() + 6)))
+      << "half a page";
+  EXPECT_FALSE(a.is_whole_units(std::vector<kv_index>{5, 6, 7, 8})) << "not page-aligned";
+  EXPECT_FALSE(a.is_whole_units(std::vector<kv_index>{4, 5, 7, 6})) << "a page out of order";
+  EXPECT_FALSE(a.is_whole_units(std::vector<kv_index>{-4, -3, -2, -1}));
+  const std::vector<kv_index> swapped{12, 13, 14, 15, 4, 5, 6, 7};  // pages 3, 1
+  EXPECT_TRUE(a.is_whole_units(swapped)) << "whole pages in any order";
+  ASSERT_TRUE(a.free_units(swapped).ok());
+  ASSERT_TRUE(b.free(swapped).ok());
+  const status ea = a.free_units(std::vector<kv_index>{8, 9, 10, 11, 12, 13, 14, 15});
+  const status eb = b.free(std::vector<kv_index>{8, 9, 10, 11, 12, 13, 14, 15});
+  ASSERT_FALSE(ea.ok());
+  EXPECT_EQ(ea.err().message, eb.err().message) << "page 3 twice";
+  EXPECT_FALSE(a.is_free(8)) << "page 2 stays held";
+  EXPECT_EQ(take(a, 0, 0, a.available()), take(b, 0, 0, b.available())) << "the same reuse order";
 }
 
 TEST(KvPagedAllocator, PageZeroIsNeverHandedOut) {

@@ -1,11 +1,13 @@
-// Module tests of the tree's building blocks, one suite per module: id_ring (the free
-// lists), lru_list (the three LRU orders), kv events (block hashes, paged events) and the
+// Module tests of the tree's building blocks, one suite per module: id_ring and run_ring
+// (the free lists), lru_list (the three LRU orders), kv events (block hashes, paged events) and the
 // radix_tree itself (split, match, insert dedup, eviction order) — each with the tree's
 // invariants checked after every change.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <ostream>
+#include <utility>
 #include <vector>
 
 #include <set>
@@ -14,6 +16,7 @@
 #include "actors/radix_cache/id_ring.hpp"
 #include "actors/radix_cache/instance_stats.hpp"
 #include "actors/radix_cache/lru_list.hpp"
+#include "actors/radix_cache/run_ring.hpp"
 #include "storage/sha256_page_hasher.hpp"
 #include "tests/support/tree_fixture.hpp"
 
@@ -53,22 +56,125 @@ TEST(IdRing, FifoWithFrontPushesAcrossTheWrap) {
   EXPECT_EQ(contents(r), (std::vector<std::int32_t>{8, 7}));
 }
 
-TEST(IdRing, RangePushesAndPopsKeepTheOrderAcrossTheWrap) {
+TEST(IdRing, PopsIntoOutKeepTheOrderAcrossTheWrap) {
   id_ring r(6);
   for (std::int32_t i = 1; i <= 5; ++i)
     r.push_back(i);
   std::vector<std::int32_t> out;
   r.pop_front_into(4, out);  // head at 4: the next range wraps
-  const std::vector<std::int32_t> ids{10, 11, 12, 13, 14};
-  r.push_back_range(ids);
+  for (std::int32_t id : {10, 11, 12, 13, 14})
+    r.push_back(id);
   EXPECT_EQ(contents(r), (std::vector<std::int32_t>{5, 10, 11, 12, 13, 14}));
   EXPECT_TRUE(r.full());
   out.clear();
   r.pop_front_into(6, out);  // a pop across the wrap
   EXPECT_EQ(out, (std::vector<std::int32_t>{5, 10, 11, 12, 13, 14}));
   EXPECT_TRUE(r.empty());
-  r.push_back_range({});
-  EXPECT_TRUE(r.empty());
+}
+
+// ---- run_ring ---------------------------------------------------------------------------
+
+std::vector<std::int32_t> contents(const run_ring& r) {
+  std::vector<std::int32_t> v;
+  r.for_each_run([&v](id_run run) {
+    for (std::uint32_t i = 0; i < run.length; ++i)
+      v.push_back(run.first + static_cast<std::int32_t>(i));
+  });
+  return v;
+}
+
+std::vector<std::int32_t> ids_from(std::int32_t first, std::int32_t last) {
+  std::vector<std::int32_t> v;
+  for (std::int32_t i = first; i <= last; ++i)
+    v.push_back(i);
+  return v;
+}
+
+TEST(RunRing, ARunThatContinuesItsNeighbourMergesWithIt) {
+  run_ring r(16);
+  r.push_back_run(3, 4);  // 3..6
+  EXPECT_EQ(r.entries(), 2u);
+  r.push_back_run(7, 2);  // continues: 3..8
+  EXPECT_EQ(r.entries(), 2u);
+  r.push_back_run(12, 1);  // a single id
+  EXPECT_EQ(r.entries(), 3u);
+  r.push_back_run(13, 1);  // the single id starts the run 12..13
+  EXPECT_EQ(r.entries(), 4u);
+  r.push_front(2);         // extends the front run downwards
+  r.push_front_run(1, 1);  // and again: 1..8
+  EXPECT_EQ(r.entries(), 4u);
+  std::vector<std::int32_t> want = ids_from(1, 8);
+  want.insert(want.end(), {12, 13});
+  EXPECT_EQ(contents(r), want);
+  EXPECT_EQ(r.size(), 10u);
+
+  std::vector<std::int32_t> out;
+  std::vector<std::pair<std::int32_t, std::size_t>> runs;
+  r.pop_front_into(7, out, [&runs](std::int32_t f, std::size_t k) { runs.emplace_back(f, k); });
+  EXPECT_EQ(out, ids_from(1, 7));
+  EXPECT_EQ(runs, (std::vector<std::pair<std::int32_t, std::size_t>>{{1, 7}}));
+  EXPECT_EQ(r.entries(), 3u) << "8 left alone is a single entry";
+  EXPECT_EQ(r.pop_front(), 8);
+  EXPECT_EQ(r.pop_front(), 12);
+  EXPECT_EQ(r.entries(), 1u) << "13 left alone";
+  r.push_back_run(14, 3);  // 13..16
+  EXPECT_EQ(r.entries(), 2u);
+  r.push_front_run(10, 3);  // 10..12 ends where the front run starts: 10..16
+  EXPECT_EQ(r.entries(), 2u);
+  EXPECT_EQ(contents(r), ids_from(10, 16));
+}
+
+// The ids an id-by-id queue holds, whatever the pushes and pops, across the wrap; entries
+// never outnumber ids, so a ring of the pool's size never overflows.
+TEST(RunRing, HoldsWhatAnIdQueueHoldsThroughRandomPushesAndPops) {
+  constexpr std::size_t cap = 48;
+  run_ring r(cap);
+  id_ring q(cap);
+  std::uint64_t state = 7;
+  const auto rnd = [&state](std::uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::int32_t>((state >> 33) % n);
+  };
+  for (int step = 0; step < 20000; ++step) {
+    const std::size_t room = cap - q.size();
+    const int op = rnd(6);
+    // Ids near the ends of what is held, so that merges happen often.
+    const std::int32_t near_back = q.empty() ? 1 : q[q.size() - 1] + 1;
+    const std::int32_t near_front = q.empty() ? 40 : q[0] - 1;
+    if (op == 0 && room > 0) {
+      const std::size_t n = 1 + static_cast<std::size_t>(rnd(std::min<std::size_t>(room, 6)));
+      const std::int32_t first = rnd(3) == 0 ? 1 + rnd(60) : std::max(1, near_back);
+      r.push_back_run(first, n);
+      for (std::size_t i = 0; i < n; ++i)
+        q.push_back(first + static_cast<std::int32_t>(i));
+    } else if (op == 1 && room > 0) {
+      const std::int32_t v = rnd(3) == 0 ? 1 + rnd(60) : std::max(1, near_front);
+      r.push_front(v);
+      q.push_front(v);
+    } else if (op == 2 && room > 0) {
+      const std::size_t n = 1 + static_cast<std::size_t>(rnd(std::min<std::size_t>(room, 6)));
+      const std::int32_t first =
+          rnd(3) == 0 ? 1 + rnd(60) : std::max(1, near_front - static_cast<std::int32_t>(n) + 1);
+      r.push_front_run(first, n);
+      for (std::size_t i = n; i-- > 0;)
+        q.push_front(first + static_cast<std::int32_t>(i));
+    } else if (op == 3 && !q.empty()) {
+      EXPECT_EQ(r.pop_front(), q.pop_front());
+    } else if (op >= 4 && !q.empty()) {
+      const std::size_t n = 1 + static_cast<std::size_t>(rnd(static_cast<std::int32_t>(q.size())));
+      std::vector<std::int32_t> got{-1}, want{-1}, from_runs{-1};
+      r.pop_front_into(n, got, [&from_runs](std::int32_t f, std::size_t k) {
+        for (std::size_t i = 0; i < k; ++i)
+          from_runs.push_back(f + static_cast<std::int32_t>(i));
+      });
+      q.pop_front_into(n, want);
+      EXPECT_EQ(got, want);
+      EXPECT_EQ(from_runs, want) << "the runs reported are the ids handed out";
+    }
+    ASSERT_EQ(r.size(), q.size()) << "step " << step;
+    ASSERT_LE(r.entries(), r.size()) << "step " << step;
+    ASSERT_EQ(contents(r), contents(q)) << "step " << step;
+  }
 }
 
 // ---- child_list ---------------------------------------------------------------------------
@@ -313,6 +419,31 @@ TEST_F(tree, EvictionTakesTheLeastRecentUnlockedLeafFirst) {
   EXPECT_EQ(t.match(0, toks({1, 2})).kv_matched, 2u);
   EXPECT_EQ(t.match(0, toks({3, 4})).kv_matched, 2u) << "locked: never evicted";
   HC_ASSERT_OK(t.dec_lock(locked.last_node));
+  HC_ASSERT_OK(t.sanity_check());
+}
+
+// A node whose ids are one run is marked so (its eviction frees the run unread); the
+// invariant check catches a mark that is wrong.
+TEST_F(tree, ANodeMarkedAsWholeUnitsHoldsThem) {
+  insert(toks({1, 2, 3, 4}));
+  radix_node* run_leaf = t.match(0, toks({1, 2, 3, 4})).last_node.node;
+  ASSERT_NE(run_leaf, nullptr);
+  EXPECT_TRUE(run_leaf->value_whole_units);
+  std::vector<kv_index> ids = alloc_kv(cache, 3);
+  std::swap(ids[0], ids[1]);
+  HC_ASSERT_OK(t.insert(0, toks({7, 8, 9}), ids, slot()));
+  EXPECT_FALSE(t.match(0, toks({7, 8, 9})).last_node.node->value_whole_units);
+  HC_ASSERT_OK(t.check_invariants());
+  std::swap(run_leaf->value[0], run_leaf->value[1]);
+  const status bad = t.check_invariants();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.err().message.find("whole pool units"), std::string::npos) << bad.err().message;
+  std::swap(run_leaf->value[0], run_leaf->value[1]);
+  insert(toks({1, 2, 5, 6}));  // splits the run: both halves stay marked
+  const radix_node* tail = t.match(0, toks({1, 2, 3, 4})).last_node.node;
+  ASSERT_EQ(tail->key, toks({3, 4}));
+  EXPECT_TRUE(tail->value_whole_units);
+  EXPECT_TRUE(tail->parent->value_whole_units) << "the split-off stem [1 2]";
   HC_ASSERT_OK(t.sanity_check());
 }
 
