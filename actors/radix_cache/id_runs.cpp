@@ -64,6 +64,32 @@ template <class V, std::size_t L>
   return bad;
 }
 
+/// The ids of runs of run_len consecutive ids from firsts[r], less the first `skip`, into
+/// out, a vector of L lanes at a time.
+template <class V, std::size_t L>
+[[gnu::always_inline]] inline void fill(std::uint32_t* out, const std::uint32_t* firsts,
+                                        std::size_t runs, std::size_t run_len,
+                                        std::size_t skip) noexcept {
+  V lanes = {};
+  for (std::size_t i = 0; i < L; ++i)
+    lanes[i] = static_cast<std::uint32_t>(i);
+  std::size_t r = skip / run_len;
+  std::size_t from = skip % run_len;
+  for (; r < runs; ++r, from = 0) {
+    const std::uint32_t first = firsts[r] + static_cast<std::uint32_t>(from);
+    const std::size_t n = run_len - from;
+    V v = lanes + first;
+    std::size_t j = 0;
+    for (; j + L <= n; j += L) {
+      std::memcpy(out + j, &v, sizeof v);
+      v += static_cast<std::uint32_t>(L);
+    }
+    for (; j < n; ++j)
+      out[j] = first + static_cast<std::uint32_t>(j);
+    out += n;
+  }
+}
+
 using deviation_fn = std::uint32_t (*)(const std::uint32_t*, std::size_t, std::size_t,
                                        std::uint32_t) noexcept;
 
@@ -78,24 +104,48 @@ using deviation_fn = std::uint32_t (*)(const std::uint32_t*, std::size_t, std::s
                                                      std::uint32_t first_bits) noexcept {
   return deviation<u32x8, 8>(id, n, group, first_bits);
 }
+[[gnu::target("avx512f")]] void fill_avx512(std::uint32_t* out, const std::uint32_t* firsts,
+                                            std::size_t runs, std::size_t run_len,
+                                            std::size_t skip) noexcept {
+  fill<u32x16, 16>(out, firsts, runs, run_len, skip);
+}
+[[gnu::target("avx2")]] void fill_avx2(std::uint32_t* out, const std::uint32_t* firsts,
+                                       std::size_t runs, std::size_t run_len,
+                                       std::size_t skip) noexcept {
+  fill<u32x8, 8>(out, firsts, runs, run_len, skip);
+}
 #endif
+void fill_base(std::uint32_t* out, const std::uint32_t* firsts, std::size_t runs,
+               std::size_t run_len, std::size_t skip) noexcept {
+  fill<u32x4, 4>(out, firsts, runs, run_len, skip);
+}
+using fill_fn = void (*)(std::uint32_t*, const std::uint32_t*, std::size_t, std::size_t,
+                         std::size_t) noexcept;
+
 std::uint32_t deviation_base(const std::uint32_t* id, std::size_t n, std::size_t group,
                              std::uint32_t first_bits) noexcept {
   return deviation<u32x4, 4>(id, n, group, first_bits);
 }
 
-deviation_fn pick() noexcept {
+/// The widest of `wide` (AVX-512), `mid` (AVX2) and `base` (SSE2) that the CPU runs.
+template <class Fn>
+Fn pick([[maybe_unused]] Fn wide, [[maybe_unused]] Fn mid, Fn base) noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return deviation_avx512;
-  if (__builtin_cpu_supports("avx2")) return deviation_avx2;
+  if (__builtin_cpu_supports("avx512f")) return wide;
+  if (__builtin_cpu_supports("avx2")) return mid;
 #endif
-  return deviation_base;
+  return base;
 }
 
 std::uint32_t deviation_of(std::span<const kv_index> ids, std::size_t group,
                            std::uint32_t first_bits) noexcept {
-  static const deviation_fn fn = pick();
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const deviation_fn fn =
+      pick<deviation_fn>(deviation_avx512, deviation_avx2, deviation_base);
+#else
+  static const deviation_fn fn = deviation_base;
+#endif
   // The same 32 bits read unsigned (int32_t and uint32_t may alias); unsigned, so no id
   // overflows.
   return fn(reinterpret_cast<const std::uint32_t*>(ids.data()), ids.size(), group, first_bits);
@@ -114,6 +164,19 @@ bool is_whole_pages(std::span<const kv_index> ids, std::size_t page_size) noexce
   // A page's first id: a multiple of page_size, not negative.
   const auto first_bits = static_cast<std::uint32_t>(page_size - 1) | 0x80000000u;
   return deviation_of(ids, page_size, first_bits) == 0;
+}
+
+void fill_runs(kv_index* out, std::span<const kv_index> firsts, std::size_t run_len,
+               std::size_t skip) noexcept {
+  assert(run_len > 0 && skip <= firsts.size() * run_len);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const fill_fn fn = pick<fill_fn>(fill_avx512, fill_avx2, fill_base);
+#else
+  static const fill_fn fn = fill_base;
+#endif
+  // Unsigned, as in deviation_of: the same bits.
+  fn(reinterpret_cast<std::uint32_t*>(out), reinterpret_cast<const std::uint32_t*>(firsts.data()),
+     firsts.size(), run_len, skip);
 }
 
 }  // namespace hc

@@ -4,7 +4,6 @@
 #include <bit>
 #include <cassert>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <string>
 
@@ -22,39 +21,13 @@ kv_allocator::kv_allocator(std::size_t tokens, std::size_t page_size)
 
 namespace {
 
-/// The length (>= 1) of the run of consecutive ids that starts `ids` (REQUIRES: not empty).
-/// Checked 16 ids at a time as four 4-lane vectors XORed with first + offset (a leaf's ids
-/// usually are one long run); unsigned, so no id overflows.
-std::size_t run_length(std::span<const kv_index> ids) {
-  using u32x4 = std::uint32_t __attribute__((vector_size(16)));  // GCC and Clang
-  // The same 32 bits read unsigned (int32_t and uint32_t may alias).
-  const auto* id = reinterpret_cast<const std::uint32_t*>(ids.data());
-  const std::uint32_t first = id[0];
-  std::size_t j = 1;
-  while (j + 16 <= ids.size()) {
-    u32x4 want = u32x4{0, 1, 2, 3} + (first + static_cast<std::uint32_t>(j));
-    u32x4 off = {};
-    for (std::size_t q = 0; q < 4; ++q) {
-      u32x4 got;
-      std::memcpy(&got, id + j + 4 * q, sizeof got);
-      off |= got ^ want;
-      want += 4;
-    }
-    if ((off[0] | off[1] | off[2] | off[3]) != 0) break;
-    j += 16;
-  }
-  while (j < ids.size() && id[j] == first + static_cast<std::uint32_t>(j))
-    ++j;
-  return j;
-}
-
 /// f(first id, length) for each run of consecutive ids in `ids`, in order; stops when f
 /// returns false and returns how many ids the completed runs covered.
 template <class F>
 std::size_t for_each_run(std::span<const kv_index> ids, F&& f) {
   std::size_t i = 0;
   while (i < ids.size()) {
-    const std::size_t n = run_length(ids.subspan(i));
+    const std::size_t n = leading_run_length(ids.subspan(i));
     if (!f(ids[i], n)) break;
     i += n;
   }
@@ -141,13 +114,21 @@ bool kv_allocator::is_whole_units(std::span<const kv_index> ids) const noexcept 
   return true;
 }
 
-status kv_allocator::free_units(std::span<const kv_index> ids) {
-  assert(is_whole_units(ids));
-  if (ids.empty()) return {};
-  if (page_size_ == 1) return free_run(ids[0], ids.size());
+status kv_allocator::free_runs(std::span<const kv_index> firsts, std::size_t run_len) {
+  if (firsts.empty() || run_len == 0) return {};
+  if (page_size_ == 1) {
+    if (firsts.size() == 1) return free_run(firsts[0], run_len);
+    // Several runs: as free() of their ids, which changes nothing when one id is bad.
+    std::vector<kv_index> ids(firsts.size() * run_len);
+    for (std::size_t r = 0; r < firsts.size(); ++r)
+      for (std::size_t i = 0; i < run_len; ++i)
+        ids[r * run_len + i] = static_cast<kv_index>(static_cast<std::uint32_t>(firsts[r]) + i);
+    return free_tokens(ids);
+  }
+  // The pages of each run in turn: the list free() builds from the runs of the ids.
   scratch_.clear();
-  for (std::size_t at = 0; at < ids.size(); at += page_size_)
-    scratch_.push_back(static_cast<std::int32_t>(static_cast<std::size_t>(ids[at]) / page_size_));
+  for (const kv_index first : firsts)
+    add_pages_of_run(first, run_len);
   return free_pages();
 }
 

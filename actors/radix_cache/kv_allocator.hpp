@@ -56,12 +56,17 @@ class kv_allocator {
 
   /// True if `ids` are whole units of this pool: page size 1, one run of consecutive ids;
   /// page size P, whole pages in order (each aligned group of P ids is some page q's ids
-  /// qP, qP + 1, ..., qP + P - 1). A tree node checks its ids once, while they are hot, so
-  /// that their eviction can free them with free_units. Reads every id.
+  /// qP, qP + 1, ..., qP + P - 1). A tree node checks its ids once, while they are hot, and
+  /// keeps whole units as runs (node_kv). Reads every id.
   bool is_whole_units(std::span<const kv_index> ids) const noexcept;
-  /// free(ids) for ids that are whole units (REQUIRES: is_whole_units(ids)), reading one id
-  /// per unit (page size 1: the first id only). Same result, errors and order as free(ids).
-  status free_units(std::span<const kv_index> ids);
+  /// The length of the runs whole units of n ids are kept as: n at page size 1 (one run),
+  /// the page size otherwise (a run per page).
+  std::size_t unit_run_length(std::size_t n) const noexcept {
+    return page_size_ == 1 ? n : page_size_;
+  }
+  /// free() of the ids of runs: run r is run_len consecutive ids from firsts[r]. Reads one
+  /// id per run. Same result, errors and order as free() of those ids.
+  status free_runs(std::span<const kv_index> firsts, std::size_t run_len);
 
   /// Resets to the initial free list.
   void clear();

@@ -26,7 +26,7 @@
 //   key.size() == value.size(), a positive multiple of page_size; a full-locked leaf is
 //   mamba-locked; the evictable/protected totals equal the sums over nodes; key, value and
 //   host_value hold no unused capacity, and a pooled (released) node holds no buffer;
-//   value_whole_units implies value is whole units of the KV pool.
+//   a value kept as runs (node_kv) is whole units of the KV pool.
 
 #include <bit>
 #include <cassert>
@@ -40,6 +40,7 @@
 
 #include "actors/common/ids.hpp"
 #include "actors/radix_cache/kv_events.hpp"
+#include "actors/radix_cache/node_kv.hpp"
 #include "actors/radix_cache/write_fences.hpp"
 
 namespace hc {
@@ -52,10 +53,12 @@ struct radix_node;
 /// child, so finding one costs O(1) as SGLang's dict of children does. Order is not
 /// meaningful (removal moves the last child into the gap; each child knows its position,
 /// so removal is O(1) too). A child's first token never changes while it is listed: a split
-/// replaces the child by the new parent, which starts with the same token.
+/// replaces the child by the new parent, which starts with the same token. A single child
+/// (most internal nodes of a conversation tree have one) is kept inline, with no heap
+/// storage: the vectors hold the list only from two children on.
 class child_list {
  public:
-  using iterator = std::vector<radix_node*>::const_iterator;
+  using iterator = radix_node* const*;
   /// Lists of at least this many children keep the hash index (dropped below half of it);
   /// below, a scan of the contiguous first tokens costs no more than a hash lookup.
   static constexpr std::size_t wide = 512;
@@ -66,14 +69,16 @@ class child_list {
       push_back(n);
   }
 
-  iterator begin() const noexcept { return nodes_.begin(); }
-  iterator end() const noexcept { return nodes_.end(); }
-  std::size_t size() const noexcept { return nodes_.size(); }
-  bool empty() const noexcept { return nodes_.empty(); }
-  radix_node* operator[](std::size_t i) const noexcept { return nodes_[i]; }
+  iterator begin() const noexcept { return nodes(); }
+  iterator end() const noexcept { return nodes() + size(); }
+  std::size_t size() const noexcept {
+    return nodes_.empty() ? static_cast<std::size_t>(one_ != nullptr) : nodes_.size();
+  }
+  bool empty() const noexcept { return one_ == nullptr && nodes_.empty(); }
+  radix_node* operator[](std::size_t i) const noexcept { return nodes()[i]; }
   /// The first token of child i (0 for a child without a key, which only tests make).
-  token_id first_token(std::size_t i) const noexcept { return firsts_[i]; }
-  std::span<const token_id> first_tokens() const noexcept { return firsts_; }
+  token_id first_token(std::size_t i) const noexcept { return firsts()[i]; }
+  std::span<const token_id> first_tokens() const noexcept { return {firsts(), size()}; }
   /// Whether the hash index is kept (for tests).
   bool indexed() const noexcept { return index_ != nullptr; }
 
@@ -89,6 +94,8 @@ class child_list {
   /// Puts `to` where `from` was. REQUIRES: from is listed; to starts with from's token.
   inline void replace(radix_node* from, radix_node* to);
   void clear() noexcept {
+    one_ = nullptr;
+    one_first_ = 0;
     nodes_.clear();
     firsts_.clear();
     index_.reset();
@@ -98,8 +105,12 @@ class child_list {
   using hash_index = std::unordered_multimap<token_id, radix_node*>;
   void build_index();
   void drop_from_index(token_id first, const radix_node* n) noexcept;
+  radix_node* const* nodes() const noexcept { return nodes_.empty() ? &one_ : nodes_.data(); }
+  const token_id* firsts() const noexcept { return nodes_.empty() ? &one_first_ : firsts_.data(); }
 
-  std::vector<radix_node*> nodes_;
+  radix_node* one_ = nullptr;       ///< the only child, while there are fewer than two
+  token_id one_first_ = 0;          ///< its first token
+  std::vector<radix_node*> nodes_;  ///< the children, from two on
   std::vector<token_id> firsts_;
   std::unique_ptr<hash_index> index_;  ///< while size() >= wide / 2 after reaching wide
 };
@@ -111,7 +122,10 @@ struct radix_node {
   /// This node's position in its parent's child_list (kept by the list).
   std::uint32_t child_index = 0;
   std::vector<token_id> key;
-  std::vector<kv_index> value;
+  /// The device KV ids, one per token of key; kept as runs when they are whole units of the
+  /// pool (set by radix_tree::set_value; a split keeps the form: it cuts at a page boundary,
+  /// leaving whole units on both sides). Empty while evicted.
+  node_kv value;
   /// Per-page chained digests; empty until first needed (events, L3 keys).
   std::vector<page_digest> hashes;
   slot_id mamba = no_slot;
@@ -155,12 +169,6 @@ struct radix_node {
   bool in_full_lru = false;
   bool in_mamba_lru = false;
   bool in_host_mamba_lru = false;
-  /// value is whole units of the KV pool (kv_allocator::is_whole_units: page size 1, one
-  /// run of consecutive ids; page size P, whole pages): its eviction frees them reading
-  /// one id per unit. False when not known (always a safe answer); set with the value by
-  /// radix_tree::set_value, kept by a split (made at a page boundary, it leaves whole
-  /// units on both sides).
-  bool value_whole_units = false;
 
   bool is_tombstone() const noexcept { return mamba == no_slot; }
   bool is_leaf() const noexcept { return children.empty(); }
@@ -177,6 +185,20 @@ struct radix_node {
 
 void child_list::push_back(radix_node* n) {
   const token_id first = n->key.empty() ? token_id{0} : n->key[0];
+  if (empty()) {
+    one_ = n;
+    one_first_ = first;
+    n->child_index = 0;
+    return;
+  }
+  if (nodes_.empty()) {  // the second child: both move to the vectors
+    nodes_.reserve(2);
+    firsts_.reserve(2);
+    nodes_.push_back(one_);
+    firsts_.push_back(one_first_);
+    one_ = nullptr;
+    one_first_ = 0;
+  }
   n->child_index = static_cast<std::uint32_t>(nodes_.size());
   nodes_.push_back(n);
   firsts_.push_back(first);
@@ -189,6 +211,12 @@ void child_list::push_back(radix_node* n) {
 
 void child_list::remove(radix_node* n) noexcept {
   const std::size_t i = n->child_index;
+  if (nodes_.empty()) {
+    assert(i == 0 && one_ == n && "not a listed child");
+    one_ = nullptr;
+    one_first_ = 0;
+    return;
+  }
   assert(i < nodes_.size() && nodes_[i] == n && "not a listed child");
   if (index_) drop_from_index(firsts_[i], n);
   nodes_[i] = nodes_.back();
@@ -197,10 +225,22 @@ void child_list::remove(radix_node* n) noexcept {
   nodes_.pop_back();
   firsts_.pop_back();
   if (index_ && nodes_.size() < wide / 2) index_.reset();
+  if (nodes_.size() == 1) {  // back to one child: inline, the vectors' storage given back
+    one_ = nodes_[0];
+    one_first_ = firsts_[0];
+    std::vector<radix_node*>().swap(nodes_);
+    std::vector<token_id>().swap(firsts_);
+  }
 }
 
 void child_list::replace(radix_node* from, radix_node* to) {
   const std::size_t i = from->child_index;
+  if (nodes_.empty()) {
+    assert(i == 0 && one_ == from && "not a listed child");
+    one_ = to;
+    to->child_index = 0;
+    return;
+  }
   assert(i < nodes_.size() && nodes_[i] == from && "not a listed child");
   nodes_[i] = to;
   to->child_index = static_cast<std::uint32_t>(i);
@@ -237,19 +277,21 @@ radix_node* child_list::find(token_id first, Accept&& accept) const {
   // Blocks of 16 first tokens compared without a branch (the compiler vectorises the mask),
   // then each candidate of the block in order.
   constexpr std::size_t block = 16;
-  const std::size_t count = firsts_.size();
+  const std::size_t count = size();
+  const token_id* firsts_at = firsts();
+  radix_node* const* nodes_at = nodes();
   std::size_t i = 0;
   for (; i + block <= count; i += block) {
     std::uint32_t mask = 0;
     for (std::size_t j = 0; j < block; ++j)
-      mask |= static_cast<std::uint32_t>(firsts_[i + j] == first) << j;
+      mask |= static_cast<std::uint32_t>(firsts_at[i + j] == first) << j;
     for (; mask != 0; mask &= mask - 1) {
-      radix_node* c = nodes_[i + static_cast<std::size_t>(std::countr_zero(mask))];
+      radix_node* c = nodes_at[i + static_cast<std::size_t>(std::countr_zero(mask))];
       if (accept(c)) return c;
     }
   }
   for (; i < count; ++i)
-    if (firsts_[i] == first && accept(nodes_[i])) return nodes_[i];
+    if (firsts_at[i] == first && accept(nodes_at[i])) return nodes_at[i];
   return nullptr;
 }
 

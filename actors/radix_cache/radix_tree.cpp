@@ -29,7 +29,7 @@ radix_node* radix_tree::new_node() {
     n = free_nodes_.back();
     free_nodes_.pop_back();
   } else {
-    n = &storage_.emplace_back();
+    n = storage_.emplace_back(std::make_unique<radix_node>()).get();
   }
   n->id = next_id_++;
   n->last_access = tick();
@@ -43,8 +43,7 @@ void radix_tree::release_node(radix_node* n) {
   // A pooled node keeps no buffers: the next user may need other sizes, and what a
   // released node held is not index memory.
   release(n->key);
-  release(n->value);
-  n->value_whole_units = false;
+  n->value.release();
   release(n->hashes);
   n->mamba = no_slot;
   n->ns = 0;
@@ -126,10 +125,7 @@ radix_node* radix_tree::split(radix_node* child, std::size_t at) {
   n->writers = child->writers;  // both halves were written by the same forwards
   n->key.assign(child->key.begin(), child->key.begin() + static_cast<std::ptrdiff_t>(at));
   const bool evicted = child->evicted();
-  if (!evicted) {  // both halves of whole units (a run, pages) are whole units
-    n->value.assign(child->value.begin(), child->value.begin() + static_cast<std::ptrdiff_t>(at));
-    n->value_whole_units = child->value_whole_units;
-  }
+  if (!evicted) n->value = child->value.split_front(at);  // runs stay runs on both sides
   if (child->backed_up()) {  // the host SSM state stays on the child (§5.5)
     n->host_value.assign(child->host_value.begin(),
                          child->host_value.begin() + static_cast<std::ptrdiff_t>(at));
@@ -145,7 +141,6 @@ radix_node* radix_tree::split(radix_node* child, std::size_t at) {
   if (child->in_full_lru) full_lru_.remove(child);
   if (child->in_mamba_lru) mamba_lru_.remove(child);
   drop_front(child->key, at);
-  if (!evicted) drop_front(child->value, at);
   // Replace child by n in the parent's table, then hang child below n.
   parent->children.replace(child, n);
   child->parent = n;
@@ -272,7 +267,7 @@ std::size_t radix_tree::finish_match(radix_node* best, std::size_t total, bool d
   if (out == nullptr) {
     r.indices.reserve(device_tokens);
     for (auto it = path_.rbegin(); it != path_.rend(); ++it)
-      r.indices.insert(r.indices.end(), (*it)->value.begin(), (*it)->value.end());
+      (*it)->value.append_to(r.indices);
   } else {
     std::size_t at = device_tokens;  // position of the node's first id, walking up
     for (radix_node* x : path_) {
@@ -280,8 +275,7 @@ std::size_t radix_tree::finish_match(radix_node* best, std::size_t total, bool d
       at -= n;
       if (at + n <= from) break;  // this node and its ancestors lie before `from`
       const std::size_t skip = from > at ? from - at : 0;
-      std::copy(x->value.begin() + static_cast<std::ptrdiff_t>(skip), x->value.end(),
-                out + at + skip);
+      x->value.copy_to(out + at + skip, skip);
     }
   }
   r.last_node = {device, device->id};
@@ -509,13 +503,18 @@ void radix_tree::free_kv(std::span<const kv_index> ids) {
 }
 
 void radix_tree::free_node_kv(const radix_node* n) {
-  if (!n->value_whole_units) return free_kv(n->value);
-  must(kv_.free_units(n->value), "tree freed a KV index it does not own");
+  const node_kv& v = n->value;
+  if (v.run_length() == 0) return free_kv(v.stored());
+  must(kv_.free_runs(v.stored(), v.run_length()), "tree freed a KV index it does not own");
 }
 
 void radix_tree::set_value(radix_node* n, std::span<const kv_index> ids) {
-  n->value.assign(ids.begin(), ids.end());
-  n->value_whole_units = kv_.is_whole_units(ids);
+  const std::size_t run = kv_.is_whole_units(ids) ? kv_.unit_run_length(ids.size()) : 0;
+  if (run == 0) {
+    n->value.assign(ids);
+  } else {
+    n->value.assign_runs(ids, run);
+  }
 }
 
 void radix_tree::free_slot(slot_id s) {

@@ -11,7 +11,7 @@
 // Thread safety: none. Confined to one owner (the radix_cache actor); never shared.
 
 #include <cstddef>
-#include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_set>
@@ -350,9 +350,9 @@ class radix_tree {
   /// state_events: n's KV came back to the device (BlockStored, group full).
   void record_restored(radix_node* n);
   void free_kv(std::span<const kv_index> ids);
-  /// Frees n's device ids (one id per pool unit read when n->value_whole_units).
+  /// Frees n's device ids (kept as runs, by the run: one stored id per pool unit).
   void free_node_kv(const radix_node* n);
-  /// n->value = ids, with value_whole_units set to whether they are whole pool units.
+  /// n->value = ids, kept as runs when they are whole units of the KV pool.
   void set_value(radix_node* n, std::span<const kv_index> ids);
   void free_slot(slot_id s);
   /// Full (KV) lock on n and its ancestors, without the SSM lock (inc_lock takes both).
@@ -413,7 +413,11 @@ class radix_tree {
   tree_counters counters_;
   std::uint64_t clock_ = 0;
   std::uint64_t next_id_ = 1;
-  std::deque<radix_node> storage_;
+  /// Every node ever made, one allocation each (never moved); released nodes wait in
+  /// free_nodes_ for reuse. Not slabs: a slab is fresh memory, and its first-touch page
+  /// faults (~12 µs a page on this VM) land on the insert that opens it, where one node
+  /// at a time reuses the chunks the heap already has (BENCHMARKS.md §2.1.5).
+  std::vector<std::unique_ptr<radix_node>> storage_;
   std::vector<radix_node*> free_nodes_;
   std::size_t live_nodes_ = 0;
   std::vector<kv_event> events_;

@@ -20,6 +20,8 @@ status radix_tree::check_invariants() const {
   host_sizes host_sums;
   std::size_t nodes = 0, holding = 0, device_nodes = 0, host_holding = 0;
   std::unordered_set<slot_id> seen_slots, seen_host_slots;
+  // Device KV ids held so far (ids run to capacity + one page: page 0 is never handed out).
+  std::vector<bool> held_kv(kv_.capacity() + cfg_.page_size + 1);
   std::vector<const radix_node*> stack{root_};
   while (!stack.empty()) {
     const radix_node* n = stack.back();
@@ -48,7 +50,7 @@ status radix_tree::check_invariants() const {
       }
     // Index memory: a node's buffers are exactly its key and ids (a split, a demotion or
     // a pooled node leaves no unused capacity behind: BENCHMARKS.md §10.1).
-    if (n->key.capacity() != n->key.size() || n->value.capacity() != n->value.size() ||
+    if (n->key.capacity() != n->key.size() || n->value.has_slack() ||
         n->host_value.capacity() != n->host_value.size())
       return violation("a key or id list holds unused capacity", n);
     if (n == root_) continue;
@@ -59,8 +61,9 @@ status radix_tree::check_invariants() const {
     if (n->evicted()) continue;  // host-only: checked above
     ++device_nodes;
     if (n->key.size() != n->value.size()) return violation("key and value lengths differ", n);
-    if (n->value_whole_units && !kv_.is_whole_units(n->value))
-      return violation("value marked as whole pool units is not", n);
+    const std::vector<kv_index> ids = n->value.to_vector();
+    if (n->value.run_length() != 0 && !kv_.is_whole_units(ids))
+      return violation("value kept as runs is not whole pool units", n);
     if (n->mamba_lock_ref < 0 || n->full_lock_ref < n->mamba_lock_ref)
       return violation("full_lock_ref < mamba_lock_ref", n);
     if (n->parent != root_ && n->parent->full_lock_ref < n->full_lock_ref)
@@ -78,8 +81,14 @@ status radix_tree::check_invariants() const {
     if (!n->in_full_lru) return violation("node missing from full LRU", n);
     if (n->in_mamba_lru == n->is_tombstone()) return violation("mamba LRU membership wrong", n);
     (n->full_lock_ref > 0 ? sums.full_protected : sums.full_evictable) += n->value.size();
-    for (kv_index k : n->value)
+    for (kv_index k : ids) {
+      if (k <= 0 || static_cast<std::size_t>(k) >= held_kv.size())
+        return violation("tree holds an out-of-range KV index " + std::to_string(k), n);
       if (kv_.is_free(k)) return violation("tree holds a free KV index " + std::to_string(k), n);
+      if (held_kv[static_cast<std::size_t>(k)])
+        return violation("KV index " + std::to_string(k) + " held by two nodes", n);
+      held_kv[static_cast<std::size_t>(k)] = true;
+    }
     if (!n->is_tombstone()) {
       ++holding;
       (n->mamba_lock_ref > 0 ? sums.mamba_protected : sums.mamba_evictable) += 1;
@@ -103,7 +112,7 @@ status radix_tree::check_invariants() const {
   if (mamba_lru_.size() != holding) return violation("mamba LRU size != holding nodes", root_);
   if (nodes + 1 != live_nodes_) return violation("live node count drifted", root_);
   for (const radix_node* f : free_nodes_)
-    if (f->key.capacity() != 0 || f->value.capacity() != 0 || f->host_value.capacity() != 0 ||
+    if (f->key.capacity() != 0 || f->value.holds_storage() || f->host_value.capacity() != 0 ||
         f->hashes.capacity() != 0)
       return violation("a released node keeps its buffers", f);
   return {};

@@ -68,8 +68,7 @@ void radix_tree::demote(radix_node* n) {
   free_node_kv(n);
   sizes_.full_evictable -= n->value.size();
   counters_.demoted_tokens += n->value.size();
-  release(n->value);  // gone from the device: its storage too
-  n->value_whole_units = false;
+  n->value.release();  // gone from the device: its storage too
   full_lru_.remove(n);
   if (!n->is_tombstone()) {
     free_slot(n->mamba);

@@ -94,7 +94,7 @@ result<tier_copy> radix_tree::backup_node(radix_node* n, bool lock_until_done) {
   tier_copy c;
   c.dir = tier_copy::direction::device_to_host;
   c.node = {n, n->id};
-  c.device_kv = n->value;
+  c.device_kv = n->value.to_vector();
   c.host_kv = host_ids;
   host_ids.shrink_to_fit();  // the allocator's list may have grown past it
   n->host_value = std::move(host_ids);
@@ -295,7 +295,7 @@ result<load_back_result> radix_tree::load_back(node_ref best, std::int64_t mem_q
     const auto len = static_cast<std::ptrdiff_t>(n->key.size());
     set_value(n, std::span<const kv_index>(ids).subspan(off, static_cast<std::size_t>(len)));
     off += n->key.size();
-    c.device_kv.insert(c.device_kv.end(), n->value.begin(), n->value.end());
+    n->value.append_to(c.device_kv);
     c.host_kv.insert(c.host_kv.end(), n->host_value.begin(), n->host_value.end());
     record_restored(n);
     full_lru_.insert_mru(n);

@@ -9,10 +9,13 @@
 // Encoding: an entry with the top bit clear is a single id; an entry with it set is a run
 // header (its first id in the low 31 bits) followed by an entry holding the run's length
 // (>= 2). A run takes two entries for at least two ids, so the entries never outnumber the
-// ids, and a buffer of `capacity` entries holds any `capacity` ids (never reallocates).
+// ids: the buffer starts small and doubles when the entries need it, never past `capacity`
+// entries. A pool's free list is mostly a few runs, so it costs a few entries, not 4 bytes
+// per pool id (index memory per cached token, BENCHMARKS.md §10.2).
 //
 // Thread safety: none; confined to its owner (the radix_cache actor).
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -31,10 +34,10 @@ class run_ring {
   /// An empty ring that can hold up to `capacity` ids.
   explicit run_ring(std::size_t capacity = 0) { reset_capacity(capacity); }
 
-  /// Drops the content and sets a new capacity.
+  /// Drops the content (and the buffer) and sets a new capacity.
   void reset_capacity(std::size_t capacity) {
-    buf_.assign(capacity, 0);
-    buf_.shrink_to_fit();
+    capacity_ = capacity;
+    std::vector<std::uint32_t>(std::min(capacity, initial_entries)).swap(buf_);
     clear();
   }
   void clear() noexcept {
@@ -46,9 +49,12 @@ class run_ring {
 
   std::size_t size() const noexcept { return ids_; }  ///< ids, not entries
   bool empty() const noexcept { return ids_ == 0; }
-  std::size_t capacity() const noexcept { return buf_.size(); }
+  /// The most ids it holds.
+  std::size_t capacity() const noexcept { return capacity_; }
   /// Entries in use (a single id: 1, a run: 2).
   std::size_t entries() const noexcept { return entries_; }
+  /// Entries the buffer has room for now (<= capacity()).
+  std::size_t buffer_entries() const noexcept { return buf_.size(); }
 
   /// f(run) for each run from the front (single ids as runs of length 1).
   template <class F>
@@ -67,10 +73,10 @@ class run_ring {
 
   /// Appends first, first + 1, ..., first + n - 1. REQUIRES: first > 0, first + n - 1 fits
   /// in int32, size() + n <= capacity().
-  void push_back_run(std::int32_t first, std::size_t n) noexcept {
+  void push_back_run(std::int32_t first, std::size_t n) {
     assert(first > 0 &&
            static_cast<std::int64_t>(first) + static_cast<std::int64_t>(n) - 1 <= INT32_MAX);
-    assert(ids_ + n <= buf_.size());
+    assert(ids_ + n <= capacity_);
     if (n == 0) return;
     ids_ += n;
     const auto len = static_cast<std::uint32_t>(n);
@@ -100,8 +106,8 @@ class run_ring {
   }
 
   /// Puts v in front. REQUIRES: v > 0, size() < capacity().
-  void push_front(std::int32_t v) noexcept {
-    assert(v > 0 && ids_ < buf_.size());
+  void push_front(std::int32_t v) {
+    assert(v > 0 && ids_ < capacity_);
     ++ids_;
     const auto id = static_cast<std::uint32_t>(v);
     if (entries_ > 0) {
@@ -126,10 +132,10 @@ class run_ring {
   /// Puts first, first + 1, ..., first + n - 1 in front (as n push_front calls from the
   /// last id down would). REQUIRES: first > 0, first + n - 1 fits in int32,
   /// size() + n <= capacity().
-  void push_front_run(std::int32_t first, std::size_t n) noexcept {
+  void push_front_run(std::int32_t first, std::size_t n) {
     assert(first > 0 &&
            static_cast<std::int64_t>(first) + static_cast<std::int64_t>(n) - 1 <= INT32_MAX);
-    assert(ids_ + n <= buf_.size());
+    assert(ids_ + n <= capacity_);
     if (n == 0) return;
     if (n == 1 || entries_ == 0) {
       for (std::size_t i = n; i-- > 0;)
@@ -186,21 +192,33 @@ class run_ring {
 
  private:
   static constexpr std::uint32_t run_bit = 0x80000000u;
+  static constexpr std::size_t initial_entries = 16;
 
   std::size_t wrap(std::size_t x) const noexcept { return x >= buf_.size() ? x - buf_.size() : x; }
   /// The i-th entry from the front. REQUIRES: i < entries_ (or the slot being written).
   std::uint32_t at(std::size_t i) const noexcept { return buf_[wrap(head_ + i)]; }
   std::uint32_t& ref(std::size_t i) noexcept { return buf_[wrap(head_ + i)]; }
-  void append(std::uint32_t e) noexcept {
-    assert(entries_ < buf_.size());
+  void append(std::uint32_t e) {
+    if (entries_ == buf_.size()) grow();
     buf_[wrap(head_ + entries_)] = e;
     ++entries_;
   }
-  void prepend(std::uint32_t e) noexcept {
-    assert(entries_ < buf_.size());
+  void prepend(std::uint32_t e) {
+    if (entries_ == buf_.size()) grow();
     head_ = head_ == 0 ? buf_.size() - 1 : head_ - 1;
     buf_[head_] = e;
     ++entries_;
+  }
+  /// Doubles the buffer (up to capacity_ entries), the entries moved to its start. Callers
+  /// hold no entry reference across it.
+  void grow() {
+    assert(buf_.size() < capacity_ && "entries never outnumber ids");
+    std::vector<std::uint32_t> bigger(
+        std::min(capacity_, std::max(buf_.size() * 2, initial_entries)));
+    for (std::size_t i = 0; i < entries_; ++i)
+      bigger[i] = at(i);
+    buf_.swap(bigger);
+    head_ = 0;
   }
   void drop_entries(std::size_t k) noexcept {
     head_ = wrap(head_ + k);
@@ -237,7 +255,8 @@ class run_ring {
     return k;
   }
 
-  std::vector<std::uint32_t> buf_;  ///< exactly capacity() entries
+  std::size_t capacity_ = 0;        ///< the most ids held
+  std::vector<std::uint32_t> buf_;  ///< the entries, wrapping; grows up to capacity_
   std::size_t head_ = 0;            ///< position of the front entry
   std::size_t entries_ = 0;
   std::size_t ids_ = 0;

@@ -134,7 +134,7 @@ TEST_P(hicache, NodeStatesGoFromDeviceToDeviceAndHost) {
   EXPECT_TRUE(n.node->backed_up());
   EXPECT_TRUE(n.node->backup_in_flight);
   EXPECT_EQ(n.node->full_lock_ref, 1) << "locked until the write ack";
-  EXPECT_EQ(c->device_kv, n.node->value);
+  EXPECT_EQ(c->device_kv, n.node->value.to_vector());
   EXPECT_EQ(c->host_kv, n.node->host_value);
   EXPECT_EQ(c->device_slot, n.node->mamba);
   EXPECT_EQ(c->host_slot, n.node->mamba_host);
@@ -244,7 +244,7 @@ TEST_P(hicache, LoadBackRestoresTheBytesExactly) {
   auto key = seq(1, 3);
   node_ref n = insert(key);
   std::vector<std::uint64_t> kv_words;
-  for (kv_index k : n.node->value)
+  for (kv_index k : n.node->value.to_vector())
     kv_words.push_back(bytes.device_kv.at(k));
   const std::uint64_t state_word = bytes.device_slot.at(n.node->mamba);
   backup(n);
@@ -384,7 +384,7 @@ TEST_P(hicache, InsertOverAnEvictedNodeTakesTheNewDeviceIds) {
   EXPECT_EQ(r->prefix_len, 2 * P);
   EXPECT_FALSE(r->mamba_exist) << "the device slot was gone: the new one fills it";
   EXPECT_FALSE(n.node->evicted());
-  EXPECT_EQ(n.node->value, kv);
+  EXPECT_EQ(n.node->value.to_vector(), kv);
   EXPECT_TRUE(n.node->backed_up()) << "the host copy stays";
   EXPECT_EQ(t.match(0, key).indices, kv);
 }

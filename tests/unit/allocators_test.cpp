@@ -106,8 +106,9 @@ TEST(KvTokenAllocator, RunsOfIdsAcrossMarkWordsAreCheckedAsWholes) {
 }
 
 // ---- B ---------------------------------------------------------------------------------
-// A tree node's ids, checked once as whole units (page 1: one run), are freed by
-// free_units without being read: the same order, errors and refusals as free().
+// A tree node's ids, checked once as whole units (page 1: one run), are kept as runs and
+// freed by free_runs from the runs' first ids: the same order, errors and refusals as
+// free() of the ids.
 TEST(KvTokenAllocator, WholeUnitsAreOneRunAndFreeAsFreeDoes) {
   kv_allocator a(16, 1), b(16, 1);
   const std::vector<kv_index> got = take(a, 0, 0, 10);  // 1..10
@@ -125,24 +126,32 @@ TEST(KvTokenAllocator, WholeUnitsAreOneRunAndFreeAsFreeDoes) {
   EXPECT_FALSE(a.is_whole_units(long_run));
 
   const std::vector<kv_index> mid{3, 4, 5, 6};
-  ASSERT_TRUE(a.free_units(mid).ok());
+  ASSERT_TRUE(a.free_runs(std::vector<kv_index>{3}, 4).ok());
   ASSERT_TRUE(b.free(mid).ok());
   const std::vector<kv_index> overlap{6, 7};  // 6 is free already: nothing changes
-  const status ea = a.free_units(overlap), eb = b.free(overlap);
+  const status ea = a.free_runs(std::vector<kv_index>{6}, 2), eb = b.free(overlap);
   ASSERT_FALSE(ea.ok());
   EXPECT_EQ(ea.err().code, errc::double_free);
   EXPECT_EQ(ea.err().message, eb.err().message);
   EXPECT_FALSE(a.is_free(7));
-  ASSERT_EQ(a.free_units(std::vector<kv_index>{16}).err().code, errc::double_free)
+  ASSERT_EQ(a.free_runs(std::vector<kv_index>{16}, 1).err().code, errc::double_free)
       << "16 was never handed out";
   const std::vector<kv_index> past{0, 1};  // 0 is out of range: 1 stays held
-  const status ra = a.free_units(past), rb = b.free(past);
+  const status ra = a.free_runs(std::vector<kv_index>{0}, 2), rb = b.free(past);
   ASSERT_FALSE(ra.ok());
   EXPECT_EQ(ra.err().code, errc::invalid_argument);
   EXPECT_EQ(ra.err().message, rb.err().message);
   EXPECT_FALSE(a.is_free(1));
-  ASSERT_TRUE(a.free_units(std::vector<kv_index>{7, 8, 9, 10}).ok());
+  ASSERT_TRUE(a.free_runs(std::vector<kv_index>{7}, 4).ok());
   ASSERT_TRUE(b.free(std::vector<kv_index>{7, 8, 9, 10}).ok());
+  // Several runs at page 1 (the tree keeps one, but the call takes any): the ids in order,
+  // all or nothing.
+  const status twice = a.free_runs(std::vector<kv_index>{2, 2}, 1);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.err().message, b.free(std::vector<kv_index>{2, 2}).err().message);
+  EXPECT_FALSE(a.is_free(2)) << "refused: nothing freed";
+  ASSERT_TRUE(a.free_runs(std::vector<kv_index>{2, 1}, 1).ok());
+  ASSERT_TRUE(b.free(std::vector<kv_index>{2, 1}).ok());
   EXPECT_EQ(take(a, 0, 0, a.available()), take(b, 0, 0, b.available())) << "the same reuse order";
 }
 
@@ -199,7 +208,7 @@ TEST(KvPagedAllocator, RunsOverSeveralPagesFreeEachPageOnce) {
 }
 
 // Paged: whole units are whole pages (each aligned group of P ids one page's ids, in
-// order); free_units reads one id per page and frees as free() does.
+// order); free_runs reads one id per page and frees as free() does.
 TEST(KvPagedAllocator, WholePagesFreeAsFreeDoes) {
   kv_allocator a(64, 4), b(64, 4);                      // pages 1..16
   const std::vector<kv_index> got = take(a, 0, 0, 12);  // pages 1, 2, 3: ids 4..15
@@ -212,9 +221,9 @@ TEST(KvPagedAllocator, WholePagesFreeAsFreeDoes) {
   EXPECT_FALSE(a.is_whole_units(std::vector<kv_index>{-4, -3, -2, -1}));
   const std::vector<kv_index> swapped{12, 13, 14, 15, 4, 5, 6, 7};  // pages 3, 1
   EXPECT_TRUE(a.is_whole_units(swapped)) << "whole pages in any order";
-  ASSERT_TRUE(a.free_units(swapped).ok());
+  ASSERT_TRUE(a.free_runs(std::vector<kv_index>{12, 4}, 4).ok());
   ASSERT_TRUE(b.free(swapped).ok());
-  const status ea = a.free_units(std::vector<kv_index>{8, 9, 10, 11, 12, 13, 14, 15});
+  const status ea = a.free_runs(std::vector<kv_index>{8, 12}, 4);
   const status eb = b.free(std::vector<kv_index>{8, 9, 10, 11, 12, 13, 14, 15});
   ASSERT_FALSE(ea.ok());
   EXPECT_EQ(ea.err().message, eb.err().message) << "page 3 twice";

@@ -14,8 +14,10 @@
 #include <string>
 
 #include "actors/radix_cache/id_ring.hpp"
+#include "actors/radix_cache/id_runs.hpp"
 #include "actors/radix_cache/instance_stats.hpp"
 #include "actors/radix_cache/lru_list.hpp"
+#include "actors/radix_cache/node_kv.hpp"
 #include "actors/radix_cache/run_ring.hpp"
 #include "storage/sha256_page_hasher.hpp"
 #include "tests/support/tree_fixture.hpp"
@@ -124,12 +126,108 @@ TEST(RunRing, ARunThatContinuesItsNeighbourMergesWithIt) {
   EXPECT_EQ(contents(r), ids_from(10, 16));
 }
 
+// ---- node_kv -------------------------------------------------------------------------
+
+/// Every way node_kv hands out its ids, each checked against `want`.
+void expect_ids(const node_kv& v, const std::vector<kv_index>& want) {
+  ASSERT_EQ(v.size(), want.size());
+  EXPECT_EQ(v.to_vector(), want);
+  for (std::size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(v[i], want[i]) << "at " << i;
+  for (std::size_t from = 0; from <= want.size(); ++from) {
+    std::vector<kv_index> out(want.size() - from + 1, -7);  // one guard past the end
+    v.copy_to(out.data(), from);
+    ASSERT_EQ(out.back(), -7) << "wrote past the end from " << from;
+    out.pop_back();
+    ASSERT_TRUE(
+        std::equal(out.begin(), out.end(), want.begin() + static_cast<std::ptrdiff_t>(from)))
+        << "from " << from;
+  }
+  std::vector<kv_index> appended{42};
+  v.append_to(appended);
+  EXPECT_EQ(appended.front(), 42);
+  EXPECT_TRUE(std::equal(appended.begin() + 1, appended.end(), want.begin(), want.end()));
+  EXPECT_FALSE(v.has_slack());
+}
+
+// The run that starts a list ends at the first id off it, wherever that falls: in a
+// 16-id vector step, at a step's edge, or in the tail after the steps.
+TEST(IdRuns, TheLeadingRunEndsAtTheFirstIdOffIt) {
+  EXPECT_EQ(leading_run_length(std::vector<kv_index>{5}), 1u);
+  EXPECT_EQ(leading_run_length(std::vector<kv_index>{5, 7}), 1u);
+  for (std::size_t len : {2u, 16u, 17u, 18u, 33u, 40u, 100u}) {
+    std::vector<kv_index> ids = ids_from(1000, 1000 + static_cast<kv_index>(len) - 1);
+    EXPECT_EQ(leading_run_length(ids), len) << "the whole list";
+    ids.push_back(ids.back() + 2);
+    ids.push_back(ids.back() + 1);
+    EXPECT_EQ(leading_run_length(ids), len) << "a run of " << len << ", then a gap";
+    EXPECT_TRUE(is_one_run(std::span<const kv_index>(ids).first(len)));
+    EXPECT_FALSE(is_one_run(ids));
+  }
+}
+
+// A run of 100 ids (long enough for every vector width's loop and its tail) kept as one
+// stored id, split anywhere into two runs; the ids are those of the listed form.
+TEST(NodeKv, OneRunIsOneStoredIdAndSplitsAnywhere) {
+  const std::vector<kv_index> ids = ids_from(1000, 1099);
+  for (std::size_t at : {1u, 7u, 16u, 33u, 99u}) {
+    node_kv runs;
+    runs.assign_runs(ids, ids.size());
+    EXPECT_EQ(runs.stored().size(), 1u);
+    EXPECT_FALSE(runs.holds_storage()) << "one run: its first id inline";
+    expect_ids(runs, ids);
+    node_kv front = runs.split_front(at);
+    expect_ids(front,
+               std::vector<kv_index>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(at)));
+    expect_ids(runs,
+               std::vector<kv_index>(ids.begin() + static_cast<std::ptrdiff_t>(at), ids.end()));
+    EXPECT_EQ(front.run_length(), at);
+    EXPECT_EQ(runs.run_length(), ids.size() - at);
+  }
+}
+
+// Pages of 4 kept as one id per page, in any page order; split between pages. The listed
+// form of the same ids splits anywhere.
+TEST(NodeKv, PagesAreOneStoredIdPerPageAndSplitBetweenPages) {
+  std::vector<kv_index> ids = ids_from(12, 15);  // page 3
+  for (kv_index p : {1, 7, 2})
+    for (kv_index i = 0; i < 4; ++i)
+      ids.push_back(p * 4 + i);
+  node_kv pages;
+  pages.assign_runs(ids, 4);
+  EXPECT_EQ(pages.stored().size(), 4u);
+  EXPECT_EQ(pages.run_length(), 4u);
+  expect_ids(pages, ids);
+  node_kv front = pages.split_front(8);
+  expect_ids(front, std::vector<kv_index>(ids.begin(), ids.begin() + 8));
+  expect_ids(pages, std::vector<kv_index>(ids.begin() + 8, ids.end()));
+  EXPECT_EQ(pages.stored().size(), 2u);
+  node_kv page = pages.split_front(4);  // one page on either side: each inline
+  expect_ids(page, std::vector<kv_index>(ids.begin() + 8, ids.begin() + 12));
+  expect_ids(pages, std::vector<kv_index>(ids.begin() + 12, ids.end()));
+  EXPECT_FALSE(page.holds_storage());
+  EXPECT_FALSE(pages.holds_storage());
+  EXPECT_EQ(pages.run_length(), 4u);
+
+  node_kv listed;
+  listed.assign(ids);
+  EXPECT_EQ(listed.run_length(), 0u);
+  expect_ids(listed, ids);
+  node_kv head = listed.split_front(3);
+  expect_ids(head, std::vector<kv_index>(ids.begin(), ids.begin() + 3));
+  expect_ids(listed, std::vector<kv_index>(ids.begin() + 3, ids.end()));
+  listed.release();
+  EXPECT_TRUE(listed.empty());
+  EXPECT_FALSE(listed.holds_storage());
+}
+
 // The ids an id-by-id queue holds, whatever the pushes and pops, across the wrap; entries
 // never outnumber ids, so a ring of the pool's size never overflows.
 TEST(RunRing, HoldsWhatAnIdQueueHoldsThroughRandomPushesAndPops) {
   constexpr std::size_t cap = 48;
   run_ring r(cap);
   id_ring q(cap);
+  std::size_t most_entries = 0;
   std::uint64_t state = 7;
   const auto rnd = [&state](std::uint64_t n) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -173,8 +271,11 @@ TEST(RunRing, HoldsWhatAnIdQueueHoldsThroughRandomPushesAndPops) {
     }
     ASSERT_EQ(r.size(), q.size()) << "step " << step;
     ASSERT_LE(r.entries(), r.size()) << "step " << step;
+    ASSERT_LE(r.buffer_entries(), cap) << "step " << step;
     ASSERT_EQ(contents(r), contents(q)) << "step " << step;
+    most_entries = std::max(most_entries, r.entries());
   }
+  EXPECT_GT(most_entries, 16u) << "the buffer grew past its first size (and wrapped) on the way";
 }
 
 // ---- child_list ---------------------------------------------------------------------------
@@ -202,6 +303,47 @@ TEST(ChildList, FirstTokensStayBesideTheirChildrenThroughRemovalsAndReplacement)
   l.clear();
   EXPECT_TRUE(l.empty());
   EXPECT_TRUE(l.first_tokens().empty());
+}
+
+// One child is kept inline; a second moves both to the list, and removing back to one moves
+// the survivor inline again: positions, first tokens and find agree throughout.
+TEST(ChildList, OneChildIsInlineAndTwoAreListed) {
+  radix_node a, b, stand_in;
+  a.key = {10};
+  b.key = {20, 21};
+  stand_in.key = {20};
+  const auto finds = [](const child_list& l, const radix_node* want) {
+    return l.find(want->key[0], [want](const radix_node* c) { return c == want; }) == want;
+  };
+  child_list l;
+  EXPECT_EQ(l.begin(), l.end());
+  l.push_back(&a);
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0], &a);
+  EXPECT_EQ(l.first_token(0), 10);
+  EXPECT_EQ(std::vector<radix_node*>(l.begin(), l.end()), std::vector<radix_node*>{&a});
+  EXPECT_TRUE(finds(l, &a));
+  l.push_back(&b);
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(b.child_index, 1u);
+  EXPECT_TRUE(finds(l, &a));
+  EXPECT_TRUE(finds(l, &b));
+  l.remove(&a);  // b moves into slot 0, inline
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0], &b);
+  EXPECT_EQ(b.child_index, 0u);
+  EXPECT_EQ(l.first_token(0), 20);
+  EXPECT_FALSE(finds(l, &a));
+  l.replace(&b, &stand_in);  // a split of the only child
+  EXPECT_EQ(l[0], &stand_in);
+  EXPECT_EQ(stand_in.child_index, 0u);
+  EXPECT_TRUE(finds(l, &stand_in));
+  l.remove(&stand_in);
+  EXPECT_TRUE(l.empty());
+  EXPECT_TRUE(l.first_tokens().empty());
+  EXPECT_EQ(l.find(20, [](const radix_node*) { return true; }), nullptr);
+  l.push_back(&a);
+  EXPECT_TRUE(finds(l, &a));
 }
 
 // A wide list (a system prompt with many conversations) finds each child through its hash
@@ -422,28 +564,35 @@ TEST_F(tree, EvictionTakesTheLeastRecentUnlockedLeafFirst) {
   HC_ASSERT_OK(t.sanity_check());
 }
 
-// A node whose ids are one run is marked so (its eviction frees the run unread); the
-// invariant check catches a mark that is wrong.
-TEST_F(tree, ANodeMarkedAsWholeUnitsHoldsThem) {
+// A node whose ids are one run keeps only the run's first id (its match writes the ids, its
+// eviction frees the run unread); other ids are kept as they are. The invariant check
+// catches stored ids that are wrong.
+TEST_F(tree, ANodeWhoseIdsAreOneRunKeepsTheRun) {
   insert(toks({1, 2, 3, 4}));
   radix_node* run_leaf = t.match(0, toks({1, 2, 3, 4})).last_node.node;
   ASSERT_NE(run_leaf, nullptr);
-  EXPECT_TRUE(run_leaf->value_whole_units);
+  const std::vector<kv_index> run_ids = run_leaf->value.to_vector();
+  EXPECT_EQ(run_leaf->value.run_length(), 4u);
+  EXPECT_EQ(run_leaf->value.stored().size(), 1u);
+  EXPECT_EQ(t.match(0, toks({1, 2, 3, 4})).indices, run_ids);
   std::vector<kv_index> ids = alloc_kv(cache, 3);
   std::swap(ids[0], ids[1]);
   HC_ASSERT_OK(t.insert(0, toks({7, 8, 9}), ids, slot()));
-  EXPECT_FALSE(t.match(0, toks({7, 8, 9})).last_node.node->value_whole_units);
+  const radix_node* listed = t.match(0, toks({7, 8, 9})).last_node.node;
+  EXPECT_EQ(listed->value.run_length(), 0u);
+  EXPECT_EQ(listed->value.to_vector(), ids);
   HC_ASSERT_OK(t.check_invariants());
-  std::swap(run_leaf->value[0], run_leaf->value[1]);
+  run_leaf->value.stored_for_test()[0] += 1;  // the run now ends on another node's id
   const status bad = t.check_invariants();
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.err().message.find("whole pool units"), std::string::npos) << bad.err().message;
-  std::swap(run_leaf->value[0], run_leaf->value[1]);
-  insert(toks({1, 2, 5, 6}));  // splits the run: both halves stay marked
+  EXPECT_NE(bad.err().message.find("held by two nodes"), std::string::npos) << bad.err().message;
+  run_leaf->value.stored_for_test()[0] -= 1;
+  insert(toks({1, 2, 5, 6}));  // splits the run: a run on either side, the same ids
   const radix_node* tail = t.match(0, toks({1, 2, 3, 4})).last_node.node;
   ASSERT_EQ(tail->key, toks({3, 4}));
-  EXPECT_TRUE(tail->value_whole_units);
-  EXPECT_TRUE(tail->parent->value_whole_units) << "the split-off stem [1 2]";
+  EXPECT_EQ(tail->value.run_length(), 2u);
+  EXPECT_EQ(tail->parent->value.run_length(), 2u) << "the split-off stem [1 2]";
+  EXPECT_EQ(t.match(0, toks({1, 2, 3, 4})).indices, run_ids);
   HC_ASSERT_OK(t.sanity_check());
 }
 
