@@ -132,6 +132,39 @@ status kv_allocator::free_runs(std::span<const kv_index> firsts, std::size_t run
   return free_pages();
 }
 
+status kv_allocator::free_id_runs(std::span<const id_run> runs) {
+  const auto ids_of = [runs] {
+    std::vector<kv_index> ids;
+    for (const id_run& r : runs)
+      for (std::uint32_t i = 0; i < r.length; ++i)
+        ids.push_back(static_cast<kv_index>(static_cast<std::uint32_t>(r.first) + i));
+    return ids;
+  };
+  if (page_size_ != 1) return free(ids_of());
+  // Every run in range and held (checked with this call's marks standing, so an id twice
+  // shows as free): mark them all, then push them in order — the sequence free() pushes.
+  const std::size_t units = capacity_;
+  std::size_t marked = 0;
+  for (; marked < runs.size(); ++marked) {
+    const id_run& r = runs[marked];
+    const auto last = static_cast<std::int64_t>(r.first) + static_cast<std::int64_t>(r.length) - 1;
+    if (r.length == 0 || r.first <= 0 || static_cast<std::uint64_t>(last) > units ||
+        is_free_.any(static_cast<std::size_t>(r.first), r.length))
+      break;
+    is_free_.set(static_cast<std::size_t>(r.first), r.length);
+  }
+  if (marked == runs.size()) {
+    for (const id_run& r : runs)
+      free_.push_back_run(r.first, r.length);
+    return {};
+  }
+  // A bad run: the marks taken back, the ids one by one give the exact error (and change
+  // nothing).
+  for (std::size_t i = 0; i < marked; ++i)
+    is_free_.reset(static_cast<std::size_t>(runs[i].first), runs[i].length);
+  return free_tokens(ids_of());
+}
+
 status kv_allocator::free_run(kv_index first, std::size_t n) {
   assert(page_size_ == 1);
   if (n == 0) return {};

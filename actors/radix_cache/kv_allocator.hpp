@@ -67,6 +67,9 @@ class kv_allocator {
   /// free() of the ids of runs: run r is run_len consecutive ids from firsts[r]. Reads one
   /// id per run. Same result, errors and order as free() of those ids.
   status free_runs(std::span<const kv_index> firsts, std::size_t run_len);
+  /// free() of the ids of these runs, in order (a tree node's encoded ids). Reads one entry
+  /// per run. Same result, errors and order as free() of those ids.
+  status free_id_runs(std::span<const id_run> runs);
 
   /// Resets to the initial free list.
   void clear();

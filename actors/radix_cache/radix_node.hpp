@@ -122,9 +122,9 @@ struct radix_node {
   /// This node's position in its parent's child_list (kept by the list).
   std::uint32_t child_index = 0;
   std::vector<token_id> key;
-  /// The device KV ids, one per token of key; kept as runs when they are whole units of the
-  /// pool (set by radix_tree::set_value; a split keeps the form: it cuts at a page boundary,
-  /// leaving whole units on both sides). Empty while evicted.
+  /// The device KV ids, one per token of key, kept as runs where they are runs (node_kv:
+  /// whole pool units as one id per unit; at page 1, several runs encoded), set by
+  /// radix_tree::set_value; a split keeps runs on both sides. Empty while evicted.
   node_kv value;
   /// Per-page chained digests; empty until first needed (events, L3 keys).
   std::vector<page_digest> hashes;

@@ -504,16 +504,24 @@ void radix_tree::free_kv(std::span<const kv_index> ids) {
 
 void radix_tree::free_node_kv(const radix_node* n) {
   const node_kv& v = n->value;
+  if (v.encoded()) {
+    runs_.clear();
+    v.for_each_run([this](kv_index first, std::size_t len) {
+      runs_.push_back({first, static_cast<std::uint32_t>(len)});
+    });
+    must(kv_.free_id_runs(runs_), "tree freed a KV index it does not own");
+    return;
+  }
   if (v.run_length() == 0) return free_kv(v.stored());
   must(kv_.free_runs(v.stored(), v.run_length()), "tree freed a KV index it does not own");
 }
 
 void radix_tree::set_value(radix_node* n, std::span<const kv_index> ids) {
   const std::size_t run = kv_.is_whole_units(ids) ? kv_.unit_run_length(ids.size()) : 0;
-  if (run == 0) {
-    n->value.assign(ids);
-  } else {
+  if (run != 0) {
     n->value.assign_runs(ids, run);
+  } else if (kv_.page_size() != 1 || !n->value.assign_encoded(ids)) {
+    n->value.assign(ids);
   }
 }
 

@@ -352,7 +352,8 @@ class radix_tree {
   void free_kv(std::span<const kv_index> ids);
   /// Frees n's device ids (kept as runs, by the run: one stored id per pool unit).
   void free_node_kv(const radix_node* n);
-  /// n->value = ids, kept as runs when they are whole units of the KV pool.
+  /// n->value = ids: as runs when they are whole units of the KV pool, encoded when at page 1
+  /// they are several runs that encode in 3/4 of the entries, else listed (node_kv).
   void set_value(radix_node* n, std::span<const kv_index> ids);
   void free_slot(slot_id s);
   /// Full (KV) lock on n and its ancestors, without the SSM lock (inc_lock takes both).
@@ -419,6 +420,7 @@ class radix_tree {
   /// at a time reuses the chunks the heap already has (BENCHMARKS.md §2.1.5).
   std::vector<std::unique_ptr<radix_node>> storage_;
   std::vector<radix_node*> free_nodes_;
+  std::vector<id_run> runs_;  ///< free_node_kv's scratch: an encoded node's runs
   std::size_t live_nodes_ = 0;
   std::vector<kv_event> events_;
   /// insert()'s known_prefix: fills path_ with root..known (walk order) and returns true if

@@ -155,6 +155,39 @@ TEST(KvTokenAllocator, WholeUnitsAreOneRunAndFreeAsFreeDoes) {
   EXPECT_EQ(take(a, 0, 0, a.available()), take(b, 0, 0, b.available())) << "the same reuse order";
 }
 
+// A tree node's encoded ids are freed run by run (free_id_runs): the same order, errors and
+// refusals as free() of the ids, twin allocator beside it.
+TEST(KvTokenAllocator, RunsOfAnEncodedListFreeAsFreeDoes) {
+  kv_allocator a(32, 1), b(32, 1);
+  const std::vector<kv_index> got = take(a, 0, 0, 20);  // 1..20
+  ASSERT_EQ(take(b, 0, 0, 20), got);
+  const auto ids_of = [](const std::vector<id_run>& runs) {
+    std::vector<kv_index> ids;
+    for (const id_run& r : runs)
+      for (std::uint32_t i = 0; i < r.length; ++i)
+        ids.push_back(r.first + static_cast<kv_index>(i));
+    return ids;
+  };
+  const std::vector<id_run> ok{{12, 3}, {4, 1}, {6, 2}};  // 12..14, 4, 6..7
+  ASSERT_TRUE(a.free_id_runs(ok).ok());
+  ASSERT_TRUE(b.free(ids_of(ok)).ok());
+  for (const std::vector<id_run>& bad :
+       std::vector<std::vector<id_run>>{{{1, 2}, {13, 1}},    // 13 is free already
+                                        {{1, 3}, {2, 1}},     // 2 twice in one call
+                                        {{18, 3}, {21, 40}},  // past the pool
+                                        {{0, 2}}}) {          // 0 is never an id
+    const status ea = a.free_id_runs(bad), eb = b.free(ids_of(bad));
+    ASSERT_FALSE(ea.ok());
+    EXPECT_EQ(ea.err().code, eb.err().code);
+    EXPECT_EQ(ea.err().message, eb.err().message);
+    EXPECT_FALSE(a.is_free(1)) << "refused: nothing freed";
+  }
+  const std::vector<id_run> rest{{1, 3}, {5, 1}, {8, 4}, {15, 6}};
+  ASSERT_TRUE(a.free_id_runs(rest).ok());
+  ASSERT_TRUE(b.free(ids_of(rest)).ok());
+  EXPECT_EQ(take(a, 0, 0, a.available()), take(b, 0, 0, b.available())) << "the same reuse order";
+}
+
 TEST(KvPagedAllocator, ExtendFillsThePartialPageThenTakesWholePages) {
   kv_allocator a(16, 4);  // pages 1..4
   EXPECT_EQ(a.available(), 16u);

@@ -596,6 +596,49 @@ TEST_F(tree, ANodeWhoseIdsAreOneRunKeepsTheRun) {
   HC_ASSERT_OK(t.sanity_check());
 }
 
+// Page-1 ids of several runs (allocations that interleaved) are kept encoded — a run as
+// two entries, a lone id as one — when that saves a quarter; every position reads and
+// splits as the list does, and a half that is one run takes the runs form.
+TEST(NodeKv, SeveralRunsAreEncodedAndSplitAnywhere) {
+  std::vector<kv_index> ids = ids_from(100, 139);  // 40, then a lone id, then 25, then 30
+  ids.push_back(7);
+  for (kv_index i = 300; i < 325; ++i)
+    ids.push_back(i);
+  for (kv_index i = 50; i < 80; ++i)
+    ids.push_back(i);
+  node_kv v;
+  ASSERT_TRUE(v.assign_encoded(ids));
+  EXPECT_TRUE(v.encoded());
+  EXPECT_EQ(v.stored().size(), 7u) << "three runs of two entries, one lone id";
+  expect_ids(v, ids);
+  std::vector<std::pair<kv_index, std::size_t>> runs;
+  v.for_each_run([&runs](kv_index f, std::size_t k) { runs.emplace_back(f, k); });
+  EXPECT_EQ(runs, (std::vector<std::pair<kv_index, std::size_t>>{
+                      {100, 40}, {7, 1}, {300, 25}, {50, 30}}));
+  for (std::size_t at = 1; at < ids.size(); ++at) {
+    node_kv back;
+    ASSERT_TRUE(back.assign_encoded(ids));
+    node_kv front = back.split_front(at);
+    expect_ids(front,
+               std::vector<kv_index>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(at)));
+    expect_ids(back,
+               std::vector<kv_index>(ids.begin() + static_cast<std::ptrdiff_t>(at), ids.end()));
+    if (at <= 40) {
+      EXPECT_EQ(front.run_length(), at) << "one run: the runs form";
+    }
+    if (at >= 66) {
+      EXPECT_EQ(back.run_length(), ids.size() - at) << "one run: the runs form";
+    }
+  }
+  node_kv refused;
+  refused.assign(ids_from(1, 3));
+  EXPECT_FALSE(refused.assign_encoded(std::vector<kv_index>{1, 3, 5, 7, 9, 11, 13, 15}))
+      << "lone ids save nothing";
+  EXPECT_FALSE(refused.assign_encoded(std::vector<kv_index>{-4, -3, -2, -1, 0, 1, 2, 3}))
+      << "ids that are not positive have no encoding";
+  expect_ids(refused, ids_from(1, 3));  // unchanged
+}
+
 // ---- differential tests: two trees, the same random requests, old call vs new call ----
 
 /// A small LCG: the random requests are the same on every platform.
