@@ -117,13 +117,16 @@ bool kv_allocator::is_whole_units(std::span<const kv_index> ids) const noexcept 
 status kv_allocator::free_runs(std::span<const kv_index> firsts, std::size_t run_len) {
   if (firsts.empty() || run_len == 0) return {};
   if (page_size_ == 1) {
-    if (firsts.size() == 1) return free_run(firsts[0], run_len);
-    // Several runs: as free() of their ids, which changes nothing when one id is bad.
-    std::vector<kv_index> ids(firsts.size() * run_len);
-    for (std::size_t r = 0; r < firsts.size(); ++r)
-      for (std::size_t i = 0; i < run_len; ++i)
-        ids[r * run_len + i] = static_cast<kv_index>(static_cast<std::uint32_t>(firsts[r]) + i);
-    return free_tokens(ids);
+    const auto len = static_cast<std::uint32_t>(run_len);
+    if (firsts.size() == 1) {  // a page-1 node's one run: no list to build
+      const id_run one{firsts[0], len};
+      return free_id_runs({&one, 1});
+    }
+    std::vector<id_run> runs;
+    runs.reserve(firsts.size());
+    for (const kv_index first : firsts)
+      runs.push_back({first, len});
+    return free_id_runs(runs);
   }
   // The pages of each run in turn: the list free() builds from the runs of the ids.
   scratch_.clear();
@@ -163,24 +166,6 @@ status kv_allocator::free_id_runs(std::span<const id_run> runs) {
   for (std::size_t i = 0; i < marked; ++i)
     is_free_.reset(static_cast<std::size_t>(runs[i].first), runs[i].length);
   return free_tokens(ids_of());
-}
-
-status kv_allocator::free_run(kv_index first, std::size_t n) {
-  assert(page_size_ == 1);
-  if (n == 0) return {};
-  const std::size_t units = capacity_;
-  const auto last = static_cast<std::int64_t>(first) + static_cast<std::int64_t>(n) - 1;
-  if (first > 0 && static_cast<std::uint64_t>(last) <= units &&
-      !is_free_.any(static_cast<std::size_t>(first), n)) {
-    is_free_.set(static_cast<std::size_t>(first), n);
-    free_.push_back_run(first, n);
-    return {};
-  }
-  // A bad run: the ids one by one give the exact error (and change nothing).
-  std::vector<kv_index> ids(n);
-  for (std::size_t i = 0; i < n; ++i)
-    ids[i] = static_cast<kv_index>(static_cast<std::uint32_t>(first) + i);
-  return free_tokens(ids);
 }
 
 status kv_allocator::free_tokens(std::span<const kv_index> ids) {

@@ -83,8 +83,6 @@ class kv_allocator {
   /// of a token id is then a shift, not a division (free() maps every id it returns).
   int page_shift_;
   std::size_t capacity_;
-  /// free() of the run first, first + 1, ..., first + n - 1 without reading it.
-  status free_run(kv_index first, std::size_t n);
   /// free() at page 1: the ids' runs checked and marked, then appended.
   status free_tokens(std::span<const kv_index> ids);
   /// Adds the pages of the run first..first + n - 1 to scratch_ (ascending, no repeat of
