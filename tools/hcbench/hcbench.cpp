@@ -13,7 +13,10 @@
 //   BM_EvictMamba / BM_EvictPage evict(mamba_num=1) and evict(num_tokens=page)
 //   BM_TraceReplay               whole SGLang traces (tests/data, or $HC_TRACE_DIR)
 //
-// Only the cache call is timed (manual time); building keys and values is not.
+// Only the cache call is timed (manual time); building keys and values is not. Besides the
+// mean (Google Benchmark's time column), the tree benchmarks report each call's median and
+// p99 as the counters p50_us / p99_us: SGLang's baseline figures are per-call medians, and a
+// mean here also carries the rare call that takes a page fault as the heap grows.
 // Run: build/release/tools/hcbench/hcbench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -29,16 +32,13 @@
 #include <vector>
 
 #include "actors/radix_cache/radix_cache.hpp"
+#include "tools/hcbench/call_latencies.hpp"
 #include "tools/replay/replayer.hpp"
 
 namespace {
 
 using namespace hc;
 using clk = std::chrono::steady_clock;
-
-double seconds_since(clk::time_point t0) {
-  return std::chrono::duration<double>(clk::now() - t0).count();
-}
 
 /// A tree holding `convs` conversations of `ctx` tokens (ctx/8 shared system prompt in 4
 /// groups), each conversation ending in a node holding a slot.
@@ -108,12 +108,13 @@ void BM_MatchPrefix(benchmark::State& st) {
   bench_tree& t =
       tree_for(static_cast<std::size_t>(st.range(0)), static_cast<std::size_t>(st.range(1)),
                static_cast<std::size_t>(st.range(2)));
+  bench::call_latencies lat(st);
   std::size_t i = 0;
   for (auto _ : st) {
     const auto& key = t.keys[(i++ * 7919) % t.keys.size()];
     const auto t0 = clk::now();
     match_result m = t.cache->tree().match(0, key);
-    st.SetIterationTime(seconds_since(t0));
+    lat.stop(t0);
     benchmark::DoNotOptimize(m.indices.data());
   }
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()));
@@ -124,6 +125,7 @@ void BM_MatchFloor(benchmark::State& st) {
       tree_for(static_cast<std::size_t>(st.range(0)), static_cast<std::size_t>(st.range(1)),
                static_cast<std::size_t>(st.range(2)));
   bench_tree::floor_data& f = t.floor_copy();
+  bench::call_latencies lat(st);
   std::size_t i = 0;
   for (auto _ : st) {
     const std::size_t c = (i++ * 7919) % t.keys.size();
@@ -132,7 +134,7 @@ void BM_MatchFloor(benchmark::State& st) {
     const auto t0 = clk::now();
     int cmp = std::memcmp(key.data(), f.keys[c].data(), key.size() * sizeof(token_id));
     std::memcpy(f.out.data(), ids.data(), ids.size() * sizeof(kv_index));
-    st.SetIterationTime(seconds_since(t0));
+    lat.stop(t0);
     benchmark::DoNotOptimize(cmp);
     benchmark::DoNotOptimize(f.out.data());
   }
@@ -150,6 +152,7 @@ void insert_turns(benchmark::State& st, bool locked) {
                static_cast<std::size_t>(st.range(2)));
   const std::size_t tail = 256 / t.page * t.page == 0 ? t.page : 256 / t.page * t.page;
   radix_tree& tree = t.cache->tree();
+  bench::call_latencies lat(st);
   std::size_t i = 0;
   for (auto _ : st) {
     const std::size_t c = (i++ * 7919) % t.keys.size();
@@ -171,7 +174,7 @@ void insert_turns(benchmark::State& st, bool locked) {
     const auto t0 = clk::now();
     auto r = locked ? tree.insert(0, key, value, s, cached, nullptr, m.last_node)
                     : tree.insert(0, key, value, s, t.keys[c].size());
-    st.SetIterationTime(seconds_since(t0));
+    lat.stop(t0);
     if (locked) (void)tree.dec_lock(m.last_node);
     if (!r.ok() || r->mamba_exist) {
       st.SkipWithError("unexpected insert result");
@@ -209,6 +212,7 @@ void BM_InsertFloor(benchmark::State& st) {
   std::vector<kv_index> tail_ids(tail, 9);
   std::vector<token_id> leaf_key(tail);
   std::vector<kv_index> leaf_ids(tail);
+  bench::call_latencies lat(st);
   std::size_t i = 0;
   for (auto _ : st) {
     // The same conversation and prefix length as BM_Insert's i-th call.
@@ -221,7 +225,7 @@ void BM_InsertFloor(benchmark::State& st) {
     int cmp = std::memcmp(t.keys[c].data(), f.keys[c].data(), n * sizeof(token_id));
     std::memcpy(leaf_key.data(), tail_key.data(), tail * sizeof(token_id));
     std::memcpy(leaf_ids.data(), tail_ids.data(), tail * sizeof(kv_index));
-    st.SetIterationTime(seconds_since(t0));
+    lat.stop(t0);
     benchmark::DoNotOptimize(cmp);
     benchmark::DoNotOptimize(leaf_key.data());
     benchmark::DoNotOptimize(leaf_ids.data());
@@ -234,6 +238,7 @@ void BM_Evict(benchmark::State& st, bool mamba) {
   const auto convs = static_cast<std::size_t>(st.range(1));
   const auto page = static_cast<std::size_t>(st.range(2));
   std::unique_ptr<bench_tree> t = std::make_unique<bench_tree>(ctx, convs, page);
+  bench::call_latencies lat(st);
   for (auto _ : st) {
     const tree_sizes& s = t->cache->tree().sizes();
     if ((mamba && s.mamba_evictable == 0) || (!mamba && s.full_evictable == 0)) {
@@ -242,7 +247,7 @@ void BM_Evict(benchmark::State& st, bool mamba) {
     }
     const auto t0 = clk::now();
     evict_result r = mamba ? t->cache->tree().evict(0, 1) : t->cache->tree().evict(page, 0);
-    st.SetIterationTime(seconds_since(t0));
+    lat.stop(t0);
     benchmark::DoNotOptimize(r);
   }
 }

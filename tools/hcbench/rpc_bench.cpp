@@ -26,6 +26,7 @@
 #include "schema/client.hpp"
 #include "schema/rpc_probe.hpp"
 #include "schema/server/rpc_server.hpp"
+#include "tools/hcbench/call_latencies.hpp"
 
 namespace {
 
@@ -67,31 +68,10 @@ bench_node& shared_node() {
   return *node_slot();
 }
 
-/// Per-iteration latencies -> p50_us / p99_us counters. Sequential round trips on this
-/// class of VM are bimodal (floors.md: same vs cross vCPU), so the mean Google Benchmark
-/// reports is dominated by the millisecond tail; the percentiles are what to compare.
-class latencies {
- public:
-  explicit latencies(benchmark::State& s) : state_(s) { v_.reserve(1 << 16); }
-  ~latencies() {
-    if (v_.empty()) return;
-    std::sort(v_.begin(), v_.end());
-    auto at = [&](double q) { return v_[static_cast<std::size_t>(q * double(v_.size() - 1))]; };
-    state_.counters["p50_us"] = at(0.50);
-    state_.counters["p99_us"] = at(0.99);
-  }
-  template <class F>
-  void time(F&& f) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    v_.push_back(
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-  }
-
- private:
-  benchmark::State& state_;
-  std::vector<double> v_;
-};
+// Sequential round trips on this class of VM are bimodal (floors.md: same vs cross vCPU), so
+// the mean Google Benchmark reports is dominated by the millisecond tail; the p50_us / p99_us
+// counters are what to compare.
+using latencies = bench::call_latencies;
 
 /// Where the RPC benchmarks connect: the external node when HC_BENCH_NODE is set.
 std::string node_address(bool tcp) {
