@@ -30,6 +30,8 @@ TEST(IndexMemory, MeasuresWhatTheCacheOwnsPerCachedToken) {
     EXPECT_EQ(m->ops, t->ops.size());
     EXPECT_GT(m->cached_tokens, 0u) << name;
     EXPECT_GT(m->tree_nodes, 0u) << name;
+    EXPECT_GT(m->slot_nodes, 0u) << name << ": conversations end in nodes holding a slot";
+    EXPECT_LE(m->slot_nodes, m->tree_nodes) << name;
     EXPECT_GT(m->bytes_at_start, 0u) << name << ": the allocators own their free lists";
     EXPECT_GT(m->bytes_at_end, m->bytes_at_start) << name << ": the tree owns its nodes";
     EXPECT_GT(m->growth_per_cached_token(), 0.0);

@@ -57,6 +57,7 @@ int run_memory(const replay_options& opts, const replay::trace& tr) {
             {"pool_tokens", m->pool_tokens},
             {"cached_tokens", m->cached_tokens},
             {"tree_nodes", m->tree_nodes},
+            {"slot_nodes", m->slot_nodes},
             {"bytes_at_start", m->bytes_at_start},
             {"bytes_at_end", m->bytes_at_end},
             {"growth_bytes_per_cached_token", m->growth_per_cached_token()},
@@ -65,14 +66,15 @@ int run_memory(const replay_options& opts, const replay::trace& tr) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("%s", fmt::format("trace {}  ({} ops, page {})\n"
-                                "cached tokens {} in {} nodes (pool {} tokens)\n"
-                                "index heap: {} bytes at start, {} at the end\n"
-                                "per cached token: {:.1f} bytes of growth, {:.1f} in all\n",
-                                opts.trace_path, m->ops, tr.config.page_size, m->cached_tokens,
-                                m->tree_nodes, m->pool_tokens, m->bytes_at_start, m->bytes_at_end,
-                                m->growth_per_cached_token(), m->total_per_cached_token())
-                        .c_str());
+  std::printf(
+      "%s", fmt::format("trace {}  ({} ops, page {})\n"
+                        "cached tokens {} in {} nodes, {} holding a slot (pool {} tokens)\n"
+                        "index heap: {} bytes at start, {} at the end\n"
+                        "per cached token: {:.1f} bytes of growth, {:.1f} in all\n",
+                        opts.trace_path, m->ops, tr.config.page_size, m->cached_tokens,
+                        m->tree_nodes, m->slot_nodes, m->pool_tokens, m->bytes_at_start,
+                        m->bytes_at_end, m->growth_per_cached_token(), m->total_per_cached_token())
+                .c_str());
   return 0;
 }
 

@@ -73,6 +73,7 @@ result<index_memory> measure_index_memory(const trace& t) {
   }
   m.cached_tokens = local->cache().tree().sizes().total_tokens();
   m.tree_nodes = local->cache().tree().node_count();
+  m.slot_nodes = local->cache().tree().sizes().total_slots();
   std::unique_ptr<replay_backend> owned = rp.release_backend();
   m.bytes_at_end = owned_by(owned);
   return m;

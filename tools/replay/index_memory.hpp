@@ -19,6 +19,7 @@ struct index_memory {
   std::size_t ops = 0;
   std::size_t cached_tokens = 0;   ///< full tokens in the tree after the last op
   std::size_t tree_nodes = 0;      ///< non-root nodes after the last op
+  std::size_t slot_nodes = 0;      ///< of those, the ones holding a device SSM slot
   std::size_t bytes_at_start = 0;  ///< owned right after construction (allocators, rows)
   std::size_t bytes_at_end = 0;    ///< owned after the last op
   std::size_t pool_tokens = 0;     ///< the KV pool's capacity in tokens
