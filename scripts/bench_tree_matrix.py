@@ -71,7 +71,11 @@ def run_shape(args, kind, shape, run, cpus):
     cmd = [args.bin, f"--benchmark_filter={pattern}", f"--benchmark_min_time={args.min_time}"]
     if args.pin:
         cmd = ["taskset", "-c", str(cpus[run % len(cpus)])] + cmd
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}: "
+                           f"{proc.stderr.strip()[-500:]}")
+    out = proc.stdout
     p50 = {}
     for line in out.splitlines():
         m = ROW.match(line)
@@ -109,7 +113,10 @@ def main():
     for run in range(args.runs):
         for kind in kinds:
             for shape in shapes:
-                results[kind][shape].append(run_shape(args, kind, shape, run, cpus))
+                try:
+                    results[kind][shape].append(run_shape(args, kind, shape, run, cpus))
+                except RuntimeError as e:
+                    sys.exit(f"\nbench_tree_matrix: {e}")
                 done += 1
                 print(f"\r{done}/{total} processes", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
