@@ -7,21 +7,15 @@
 #include "actors/radix_cache/id_runs.hpp"
 
 namespace hc {
-namespace {
 
-constexpr std::uint32_t header_bit = 0x80000000u;  // node_kv::run_bit
-
-/// Appends the encoding of a run (first, len >= 1) to entries.
-void put_run(std::vector<kv_index>& entries, kv_index first, std::size_t len) {
+void node_kv::put_run(std::vector<kv_index>& entries, kv_index first, std::size_t len) {
   if (len == 1) {
     entries.push_back(first);
     return;
   }
-  entries.push_back(static_cast<kv_index>(static_cast<std::uint32_t>(first) | header_bit));
+  entries.push_back(static_cast<kv_index>(static_cast<std::uint32_t>(first) | run_bit));
   entries.push_back(static_cast<kv_index>(len));
 }
-
-}  // namespace
 
 void node_kv::assign(std::span<const kv_index> ids) {
   // A fresh buffer of exactly the size (assign() would keep a larger old one).

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "actors/common/ids.hpp"
+#include "actors/radix_cache/id_runs.hpp"
 
 namespace hc {
 
@@ -104,6 +105,8 @@ class node_kv {
   /// The encoded form of these entries holding n ids (exact storage); one run: runs form.
   void set_encoded(const std::vector<kv_index>& entries, std::size_t n);
   kv_index encoded_at(std::size_t i) const noexcept;
+  /// Appends the encoding of the run (first, len >= 1) to entries.
+  static void put_run(std::vector<kv_index>& entries, kv_index first, std::size_t len);
   node_kv split_encoded(std::size_t at);
   void release_storage() noexcept;
 
@@ -137,12 +140,10 @@ void node_kv::for_each_run(F&& f) const {
       f(first, std::size_t{run_len_});
     return;
   }
-  for (std::size_t i = 0; i < stored_.size();) {
-    std::size_t k = 1;
-    while (i + k < stored_.size() &&
-           static_cast<std::uint32_t>(stored_[i + k]) == static_cast<std::uint32_t>(stored_[i]) + k)
-      ++k;
-    f(stored_[i], k);
+  const std::span<const kv_index> ids(stored_);
+  for (std::size_t i = 0; i < ids.size();) {
+    const std::size_t k = leading_run_length(ids.subspan(i));
+    f(ids[i], k);
     i += k;
   }
 }

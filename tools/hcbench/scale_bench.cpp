@@ -45,8 +45,6 @@ double micros(clk::time_point t0, clk::time_point t1) {
   return std::chrono::duration<double, std::micro>(t1 - t0).count();
 }
 
-using bench::percentile;
-
 void BM_Scale(benchmark::State& st) {
   const auto target = static_cast<std::size_t>(st.range(0));
   const auto page = static_cast<std::size_t>(st.range(1));
@@ -87,7 +85,10 @@ void BM_Scale(benchmark::State& st) {
     }
   const std::size_t cached = cache.tree().sizes().total_tokens();
 
-  std::vector<double> match_us, match_in_cache_us, insert_us, evict_us;
+  // Their p50 / p99 become the counters match_p50_us, ..., evict_p99_us.
+  bench::call_latencies match_us(st, "match_", calls),
+      match_in_cache_us(st, "match_prompt_in_cache_", calls), insert_us(st, "insert_", calls),
+      evict_us(st, "evict_", calls);
   std::vector<token_id> prompt;
   prompt.reserve(conv_tokens);
   for (auto _ : st) {
@@ -97,7 +98,7 @@ void BM_Scale(benchmark::State& st) {
       match_result m = cache.tree().match(0, key);
       const auto t1 = clk::now();
       benchmark::DoNotOptimize(m.indices.data());
-      match_us.push_back(micros(t0, t1));
+      match_us.add(micros(t0, t1));
     }
     // The same, with the prompt as a worker's request brings it: just written (here copied,
     // untimed, into one reused buffer), so in the CPU's caches — only the tree's side of
@@ -109,7 +110,7 @@ void BM_Scale(benchmark::State& st) {
       match_result m = cache.tree().match(0, prompt);
       const auto t1 = clk::now();
       benchmark::DoNotOptimize(m.indices.data());
-      match_in_cache_us.push_back(micros(t0, t1));
+      match_in_cache_us.add(micros(t0, t1));
     }
     for (std::size_t i = 0; i < calls; ++i) {
       const std::size_t c = rng() % keys.size();
@@ -137,7 +138,7 @@ void BM_Scale(benchmark::State& st) {
         return;
       }
       if (r->mamba_exist) (void)cache.slots().free_one(s);
-      insert_us.push_back(micros(t0, t1));
+      insert_us.add(micros(t0, t1));
       // keys[c] stays: the next turn under c is a sibling branch, so conversations keep
       // their length (a chain of 1,000 turns would make the 10 K tree a 260 K-token path).
     }
@@ -148,7 +149,7 @@ void BM_Scale(benchmark::State& st) {
       evict_result e = cache.tree().evict(page, 0);
       const auto t1 = clk::now();
       benchmark::DoNotOptimize(e);
-      evict_us.push_back(micros(t0, t1));
+      evict_us.add(micros(t0, t1));
       if (!add_conversation(keys.size())) {  // back to the size under test
         st.SkipWithError("pools too small to refill the tree");
         return;
@@ -158,14 +159,6 @@ void BM_Scale(benchmark::State& st) {
   st.counters["cached_tokens_at_end"] = static_cast<double>(cache.tree().sizes().total_tokens());
   st.counters["cached_tokens"] = static_cast<double>(cached);
   st.counters["nodes"] = static_cast<double>(cache.tree().node_count());
-  st.counters["match_p50_us"] = percentile(match_us, 0.50);
-  st.counters["match_p99_us"] = percentile(match_us, 0.99);
-  st.counters["match_prompt_in_cache_p50_us"] = percentile(match_in_cache_us, 0.50);
-  st.counters["match_prompt_in_cache_p99_us"] = percentile(match_in_cache_us, 0.99);
-  st.counters["insert_p50_us"] = percentile(insert_us, 0.50);
-  st.counters["insert_p99_us"] = percentile(insert_us, 0.99);
-  st.counters["evict_p50_us"] = percentile(evict_us, 0.50);
-  st.counters["evict_p99_us"] = percentile(evict_us, 0.99);
 }
 
 BENCHMARK(BM_Scale)
