@@ -27,6 +27,15 @@ pymalloc's bytes in allocated blocks) and the process's RSS growth — each per 
 hybridcache's figures are `hcctl replay --memory`'s (heap in use, mallinfo2, the cache
 alone). Compare in-use with in-use; the RSS growth adds the allocators' slack.
 
+It also prints what issue 19's target (a tenth of SGLang's figure) asks beside the least
+an index that answers exact matches must hold: the information in the tokens it caches.
+The bundled traces draw each token uniformly from a vocabulary of V ids (trace-format.md,
+generator splitmix64-v1), standing for a user's tokens, which no seed computes: log2(V)
+bits a token (2.15 B at V = 151,936). An index that finds where a query first differs
+from every cached sequence determines those sequences, so it holds at least that much;
+where the tenth is below it, no exact index meets the target on that trace. Traces with
+another or no generator get no floor (null).
+
   /usr/bin/python3 scripts/sglang_memory_model.py TRACE [--hcctl build/release/tools/hcctl/hcctl]
       [--json]
 
@@ -37,7 +46,9 @@ import argparse
 import array
 import ctypes
 import gc
+import gzip
 import json
+import math
 import os
 import subprocess
 import sys
@@ -88,6 +99,23 @@ def hybridcache_figures(hcctl, trace):
         raise RuntimeError(f"hcctl replay --memory failed ({out.returncode}): "
                            f"{out.stderr.strip()}")
     return json.loads(out.stdout)
+
+
+def exact_floor_bytes_per_token(trace):
+    """log2(vocab) / 8 for a trace whose tokens come from splitmix64-v1, else None."""
+    opener = gzip.open if trace.endswith(".gz") else open
+    try:
+        with opener(trace, "rt") as f:
+            header = json.loads(f.readline())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # hcctl has already read it; a header it reads and we cannot is not ours
+    tokens = header.get("tokens") if isinstance(header, dict) else None
+    if not isinstance(tokens, dict) or tokens.get("generator") != "splitmix64-v1":
+        return None
+    vocab = tokens.get("vocab")
+    if not isinstance(vocab, int) or vocab < 2:
+        return None
+    return math.log2(vocab) / 8
 
 
 def build_model(np, torch, page, nodes, slot_nodes, all_tokens, all_ids):
@@ -211,7 +239,9 @@ def main():
               "hybridcache_growth_bytes_per_cached_token": ours,
               "hybridcache_total_bytes_per_cached_token": hc["total_bytes_per_cached_token"],
               "sglang_model": model,
-              "ratio_in_use": ours / model["in_use_bytes_per_cached_token"]}
+              "ratio_in_use": ours / model["in_use_bytes_per_cached_token"],
+              "target_bytes_per_cached_token": model["in_use_bytes_per_cached_token"] / 10,
+              "exact_floor_bytes_per_cached_token": exact_floor_bytes_per_token(args.trace)}
     if args.json:
         print(json.dumps(result))
         return
@@ -222,6 +252,15 @@ def main():
     print(f"SGLang's tree, modelled: {model['in_use_bytes_per_cached_token']:.1f} B per cached "
           f"token in use, {model['rss_growth_bytes_per_cached_token']:.1f} of RSS growth")
     print(f"hybridcache / SGLang model (in use): {result['ratio_in_use']:.2f}")
+    target, floor = result["target_bytes_per_cached_token"], result["exact_floor_bytes_per_cached_token"]
+    if floor is None:
+        print(f"a tenth of the model: {target:.2f} B per cached token (no token generator in "
+              "the trace's header: no exact-index floor)")
+    else:
+        verdict = ("below it: no exact index reaches a tenth on this trace" if target < floor
+                   else "above it")
+        print(f"a tenth of the model: {target:.2f} B per cached token; the tokens' information, "
+              f"which an exact index must hold: {floor:.2f} B per cached token ({verdict})")
 
 
 if __name__ == "__main__":

@@ -2,14 +2,20 @@
 `hcctl replay --memory`) beside the model of SGLang's tree, whose in-use bytes cover at least
 the two 8-byte arrays SGLang keeps per cached token (its array('q') key and its int64 KV
 index tensor) — a model that lost objects would fall below — and the ratio between them;
-bad input is refused with a message, not a traceback.
+beside it the issue's target (a tenth of the model) and the information an exact index
+must hold (log2 of the trace generator's vocabulary, in bytes; none for a trace without
+that generator); bad input is refused with a message, not a traceback.
 
 Usage: /usr/bin/python3 tests/sglang_memory_model_test.py HCCTL"""
 
+import gzip
+import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,12 +56,18 @@ class SglangMemoryModel(unittest.TestCase):
                         "under 64 KiB of objects per node")
         self.assertAlmostEqual(j["ratio_in_use"],
                                ours["growth_bytes_per_cached_token"] / model, places=6)
+        self.assertAlmostEqual(j["target_bytes_per_cached_token"], model / 10, places=9)
+        with gzip.open(TRACE, "rt") as f:
+            vocab = json.loads(f.readline())["tokens"]["vocab"]
+        self.assertAlmostEqual(j["exact_floor_bytes_per_cached_token"], math.log2(vocab) / 8,
+                               places=9)
 
     def test_the_text_report_names_both_sides(self):
         r = run(TRACE, "--hcctl", HCCTL)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("hybridcache (hcctl replay --memory)", r.stdout)
         self.assertIn("SGLang's tree, modelled", r.stdout)
+        self.assertIn("which an exact index must hold", r.stdout)
 
     def test_bad_input_is_refused_with_a_message(self):
         r = run(os.path.join(ROOT, "no-such-trace.jsonl"), "--hcctl", HCCTL)
@@ -69,6 +81,37 @@ class SglangMemoryModel(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("hcctl replay --memory failed", r.stderr)
         self.assertNotIn("Traceback", r.stderr)
+
+
+class ExactFloor(unittest.TestCase):
+    """The floor read from a trace's header, on headers written here."""
+
+    @classmethod
+    def setUpClass(cls):
+        spec = importlib.util.spec_from_file_location("sglang_memory_model", SCRIPT)
+        cls.mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cls.mod)
+
+    def floor_of(self, first_line, gz=False):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.jsonl.gz" if gz else "t.jsonl")
+            with (gzip.open(path, "wt") if gz else open(path, "w")) as f:
+                f.write(first_line + "\n")
+            return self.mod.exact_floor_bytes_per_token(path)
+
+    def test_uniform_tokens_carry_log2_vocab_bits(self):
+        header = {"op": "config", "tokens": {"generator": "splitmix64-v1", "vocab": 65536}}
+        self.assertEqual(self.floor_of(json.dumps(header)), 2.0)
+        self.assertEqual(self.floor_of(json.dumps(header), gz=True), 2.0)
+
+    def test_no_floor_without_that_generator(self):
+        self.assertIsNone(self.floor_of(json.dumps({"op": "config"})))
+        self.assertIsNone(self.floor_of(json.dumps(
+            {"op": "config", "tokens": {"generator": "recorded", "vocab": 65536}})))
+        self.assertIsNone(self.floor_of(json.dumps(
+            {"op": "config", "tokens": {"generator": "splitmix64-v1", "vocab": "many"}})))
+        self.assertIsNone(self.floor_of("not json"))
+        self.assertIsNone(self.floor_of("[1, 2]"))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,10 @@
 //                              untimed insert of a new conversation, so the evictions see
 //                              the size they start with.
 //                              Counters: p50 / p99 of each call in µs, and the tree's nodes.
+//                              Beside the matches, their floor (key_floor_*): the read an
+//                              exact match cannot skip — each node key on the conversation's
+//                              path, from where the tree keeps it, compared with the prompt
+//                              (in cache) by memcmp, the path walked from the leaf up.
 //
 // Each call is timed alone (steady_clock around the call); building the keys is not timed.
 // One iteration per size: the figures are percentiles over the 2,000 calls.
@@ -23,11 +27,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "actors/radix_cache/radix_cache.hpp"
+#include "actors/radix_cache/radix_node.hpp"
 #include "tools/hcbench/call_latencies.hpp"
 
 namespace {
@@ -56,6 +62,8 @@ void BM_Scale(benchmark::State& st) {
   std::mt19937_64 rng(2026);
   std::vector<std::vector<token_id>> keys;
   keys.reserve(convs);
+  std::vector<node_ref> leaves;  // each conversation's last node, for the key floor
+  leaves.reserve(convs);
   token_id next = 1 << 24;
   // A new conversation into the tree (its key appended to keys); false if refused.
   auto add_conversation = [&](std::size_t c) {
@@ -76,6 +84,7 @@ void BM_Scale(benchmark::State& st) {
     if (!r.ok()) return false;
     if (r->mamba_exist) (void)cache.slots().free_one(s);
     keys.push_back(std::move(k));
+    leaves.push_back(r->node);
     return true;
   };
   for (std::size_t c = 0; c < convs; ++c)
@@ -88,8 +97,9 @@ void BM_Scale(benchmark::State& st) {
   // Their p50 / p99 become the counters match_p50_us, ..., evict_p99_us.
   bench::call_latencies match_us(st, "match_", calls),
       match_in_cache_us(st, "match_prompt_in_cache_", calls), insert_us(st, "insert_", calls),
-      evict_us(st, "evict_", calls);
+      evict_us(st, "evict_", calls), key_floor_us(st, "key_floor_", calls);
   std::vector<token_id> prompt;
+  std::vector<const radix_node*> path;
   prompt.reserve(conv_tokens);
   for (auto _ : st) {
     for (std::size_t i = 0; i < calls; ++i) {
@@ -111,6 +121,35 @@ void BM_Scale(benchmark::State& st) {
       const auto t1 = clk::now();
       benchmark::DoNotOptimize(m.indices.data());
       match_in_cache_us.add(micros(t0, t1));
+    }
+    // The floor of those matches: prompts as above (copied, untimed), each compared with the
+    // tree's keys of its conversation where the tree keeps them — the read any index of
+    // exact 4-byte tokens makes — with no child lookup, id copy or recency refresh. The
+    // matches above changed nothing (whole conversations match to their leaves, unsplit).
+    for (std::size_t i = 0; i < calls; ++i) {
+      const std::size_t c = rng() % keys.size();
+      prompt.assign(keys[c].begin(), keys[c].end());
+      if (!cache.tree().valid(leaves[c])) {
+        st.SkipWithError("a conversation's leaf went away");
+        return;
+      }
+      const auto t0 = clk::now();
+      path.clear();
+      for (const radix_node* x = leaves[c].node; x->parent != nullptr; x = x->parent)
+        path.push_back(x);
+      std::size_t at = 0;
+      bool same = true;
+      for (auto it = path.rbegin(); it != path.rend(); ++it) {
+        const std::vector<token_id>& k = (*it)->key;
+        same &= std::memcmp(k.data(), prompt.data() + at, k.size() * sizeof(token_id)) == 0;
+        at += k.size();
+      }
+      const auto t1 = clk::now();
+      if (!same || at != prompt.size()) {
+        st.SkipWithError("the path's keys do not spell the conversation");
+        return;
+      }
+      key_floor_us.add(micros(t0, t1));
     }
     for (std::size_t i = 0; i < calls; ++i) {
       const std::size_t c = rng() % keys.size();
