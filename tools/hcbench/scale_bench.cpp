@@ -20,6 +20,9 @@
 //                              path, from where the tree keeps it, compared with the prompt
 //                              (in cache) by memcmp, the path walked from the leaf up.
 //
+//   BM_BlockReadByFootprint/mib:N   the key floor's read alone: a memcmp of a random
+//                              14 KiB block of an N MiB buffer, as the cached footprint grows.
+//
 // Each call is timed alone (steady_clock around the call); building the keys is not timed.
 // One iteration per size: the figures are percentiles over the 2,000 calls.
 #include <benchmark/benchmark.h>
@@ -199,6 +202,47 @@ void BM_Scale(benchmark::State& st) {
   st.counters["cached_tokens"] = static_cast<double>(cached);
   st.counters["nodes"] = static_cast<double>(cache.tree().node_count());
 }
+
+/// The read floor by footprint: a memcmp of a random 14 KiB block (a 4K-token conversation's
+/// own key) of a buffer of N MiB with a buffer in cache, 4,000 calls — how the cost of the
+/// same read grows as what it is read from outgrows the caches (BENCHMARKS.md §2.2.3).
+void BM_BlockReadByFootprint(benchmark::State& st) {
+  constexpr std::size_t block = 14 * 1024;
+  constexpr std::size_t reads = 4000;
+  const std::size_t bytes = static_cast<std::size_t>(st.range(0)) << 20;
+  std::vector<unsigned char> from(bytes, 1);
+  const std::vector<unsigned char> prompt(block, 1);
+  // Read twice before timing, so that what fits in the caches is there (the constructor's
+  // fill of a large buffer bypasses them: glibc's memset stores non-temporally).
+  unsigned sum = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::size_t i = 0; i < bytes; i += 64)
+      sum += from[i];
+  benchmark::DoNotOptimize(sum);
+  std::mt19937_64 rng(2026);
+  bench::call_latencies read_us(st, "", reads);
+  for (auto _ : st) {
+    for (std::size_t i = 0; i < reads; ++i) {
+      const std::size_t at = rng() % (bytes / block) * block;
+      const auto t0 = clk::now();
+      const int d = std::memcmp(from.data() + at, prompt.data(), block);
+      const auto t1 = clk::now();
+      benchmark::DoNotOptimize(d);
+      read_us.add(micros(t0, t1));
+    }
+  }
+}
+
+BENCHMARK(BM_BlockReadByFootprint)
+    ->ArgName("mib")
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(16)
+    ->Arg(24)
+    ->Arg(48)
+    ->Arg(256)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_Scale)
     ->ArgsProduct({{10'000, 100'000, 1'000'000, 10'000'000}, {1, 64}})
