@@ -590,9 +590,7 @@ TEST(HicacheP1, BranchingLengthIsDisabledUnderHiCache) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PageSizes, hicache, ::testing::Values(1, 4, 64),
-                         [](const auto& param_info) {
-                           return "P" + std::to_string(param_info.param);
-                         });
+                         [](const auto& param_info) { return page_test_name(param_info.param); });
 
 }  // namespace
 }  // namespace hc::test

@@ -522,13 +522,13 @@ TEST_P(unified_requests_paged, UnalignedTrackedTailIsReleasedNotMisplaced) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pages, unified, ::testing::Values(1, 4, 64, 128),
-                         [](const auto& i) { return "P" + std::to_string(i.param); });
+                         [](const auto& i) { return page_test_name(i.param); });
 INSTANTIATE_TEST_SUITE_P(Pages, unified_requests, ::testing::Values(1, 4, 64, 128),
-                         [](const auto& i) { return "P" + std::to_string(i.param); });
+                         [](const auto& i) { return page_test_name(i.param); });
 INSTANTIATE_TEST_SUITE_P(Pages, unified_paged, ::testing::Values(4, 64, 128),
-                         [](const auto& i) { return "P" + std::to_string(i.param); });
+                         [](const auto& i) { return page_test_name(i.param); });
 INSTANTIATE_TEST_SUITE_P(Pages, unified_requests_paged, ::testing::Values(4, 64, 128),
-                         [](const auto& i) { return "P" + std::to_string(i.param); });
+                         [](const auto& i) { return page_test_name(i.param); });
 
 }  // namespace
 }  // namespace hc::test

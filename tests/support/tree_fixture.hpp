@@ -6,11 +6,20 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "actors/radix_cache/radix_cache.hpp"
 
 namespace hc::test {
+
+/// The name of a test instance for a page size: "P64". Built by appending: GCC 12 at -O3
+/// warns (-Wrestrict, a false positive: GCC bug 105329) on `"P" + std::to_string(page)`.
+inline std::string page_test_name(std::size_t page) {
+  std::string name = "P";
+  name += std::to_string(page);
+  return name;
+}
 
 inline std::vector<token_id> toks(std::initializer_list<int> v) {
   return std::vector<token_id>(v.begin(), v.end());
