@@ -108,7 +108,7 @@ def exact_floor_bytes_per_token(trace):
         with opener(trace, "rt") as f:
             header = json.loads(f.readline())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None  # hcctl has already read it; a header it reads and we cannot is not ours
+        return None  # no floor; a trace hcctl cannot read has already been reported by it
     tokens = header.get("tokens") if isinstance(header, dict) else None
     if not isinstance(tokens, dict) or tokens.get("generator") != "splitmix64-v1":
         return None
@@ -252,7 +252,8 @@ def main():
     print(f"SGLang's tree, modelled: {model['in_use_bytes_per_cached_token']:.1f} B per cached "
           f"token in use, {model['rss_growth_bytes_per_cached_token']:.1f} of RSS growth")
     print(f"hybridcache / SGLang model (in use): {result['ratio_in_use']:.2f}")
-    target, floor = result["target_bytes_per_cached_token"], result["exact_floor_bytes_per_cached_token"]
+    target = result["target_bytes_per_cached_token"]
+    floor = result["exact_floor_bytes_per_cached_token"]
     if floor is None:
         print(f"a tenth of the model: {target:.2f} B per cached token (no token generator in "
               "the trace's header: no exact-index floor)")
