@@ -59,7 +59,7 @@ result<ping_reply> client::ping() {
 result<std::unique_ptr<client_session>> client::open(const instance_spec& spec) {
   return guarded([&]() -> result<std::unique_ptr<client_session>> {
     auto req = impl_->node.openRequest();
-    wc::put_spec(req.initSpec(), spec);
+    if (status fits = wc::put_spec(req.initSpec(), spec); !fits) return fits.err();
     auto r = impl_->link->wait(req.send());
     if (r.getError().getCode() != wire::ErrorCode::OK) {
       error e = wc::get_error(r.getError());

@@ -4,9 +4,12 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <span>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 namespace hc::wire_convert {
@@ -133,7 +136,21 @@ wire::Strategy strategy_to_wire(strategy s) {
 
 }  // namespace
 
-void put_spec(wire::InstanceSpec::Builder b, const instance_spec& s) {
+status put_spec(wire::InstanceSpec::Builder b, const instance_spec& s) {
+  // The spec's sizes are size_t; these wire fields are UInt32.
+  const std::pair<const char*, std::size_t> narrow[] = {
+      {"pageSize", s.page_size},
+      {"ssmSlots", s.ssm_slots},
+      {"chunkSize", s.chunk_size},
+      {"trackInterval", s.track_interval},
+      {"requestRows", s.request_rows},
+      {"maxContextLen", s.max_context_len},
+      {"slotsPerRequest", s.slots_per_request},
+      {"prefetchThreshold", s.prefetch_threshold}};
+  for (const auto& [field, v] : narrow)
+    if (v > std::numeric_limits<std::uint32_t>::max())
+      return error{errc::invalid_config, std::string(field) + " (" + std::to_string(v) +
+                                             ") does not fit the protocol's 32-bit field"};
   b.setProtocolVersion(wire::PROTOCOL_VERSION);
   b.setModelId(s.model_id);
   b.setTpRank(s.tp_rank);
@@ -161,6 +178,7 @@ void put_spec(wire::InstanceSpec::Builder b, const instance_spec& s) {
   b.setHicacheStorage(s.hicache_storage);
   b.setDevice(s.device == device_kind::cuda ? wire::Device::CUDA : wire::Device::CPU);
   b.setDeviceOrdinal(s.device_ordinal);
+  return {};
 }
 
 result<instance_spec> get_spec(wire::InstanceSpec::Reader r) {

@@ -19,7 +19,9 @@ void put_error(wire::Error::Builder b, const error& e);
 /// ok when code == ok; the message otherwise.
 error get_error(wire::Error::Reader r);
 
-void put_spec(wire::InstanceSpec::Builder b, const instance_spec& s);
+/// invalid_config naming the field for a value the wire's field cannot carry (a UInt32
+/// field given more than 2^32 - 1): refused, never truncated. b is then partly written.
+status put_spec(wire::InstanceSpec::Builder b, const instance_spec& s);
 /// invalid_config naming the field for a value out of range of the core's types.
 result<instance_spec> get_spec(wire::InstanceSpec::Reader r);
 

@@ -49,9 +49,9 @@ struct InstanceSpec {
   tpRank @2 :UInt32;
   tpSize @3 :UInt32 = 1;
   pageSize @4 :UInt32 = 1;        # tokens per KV page (P)
-  kvTokens @5 :UInt64;            # usable L1 KV tokens (multiple of pageSize)
+  kvTokens @5 :UInt64;            # usable L1 KV tokens (multiple of pageSize; + pageSize < 2^31)
   kvBytesPerToken @6 :UInt64;     # bytes of one token's KV over all full-attention layers
-  ssmSlots @7 :UInt32;            # usable L1 SSM slots (ids 1..ssmSlots; slot 0 reserved)
+  ssmSlots @7 :UInt32;            # usable L1 SSM slots (ids 1..ssmSlots < 2^31; slot 0 reserved)
   ssmSlotBytes @8 :UInt64;        # bytes of one slot (conv + temporal state, all SSM layers)
   chunkSize @9 :UInt32 = 64;      # C = max(model chunk size, pageSize): FLA 64, Mamba2 256/128
   strategy @10 :Strategy;
@@ -59,7 +59,7 @@ struct InstanceSpec {
   overlap @12 :Bool = true;       # overlap scheduling (ping-pong size 2)
   requestRows @13 :UInt32 = 64;   # request rows of this session
   maxContextLen @14 :UInt32;      # row width; 0 = unlimited
-  slotsPerRequest @15 :UInt32;    # pre-eviction factor; 0 = derived from strategy
+  slotsPerRequest @15 :UInt32;    # pre-eviction factor (<= ssmSlots); 0 = derived from strategy
   namespace @16 :Text;            # LoRA id / cache salt (extra_key); "" = default
   # Host tier (HiCache, cache-semantics.md §5): on when hicacheRatio or hicacheBytes > 0.
   hicacheRatio @17 :Float64;      # host pools = ratio x device pools (must be > 1)

@@ -42,7 +42,7 @@ result<std::unique_ptr<rpc_probe>> rpc_probe::connect(const std::string& address
 status rpc_probe::open(const instance_spec& spec) {
   return guarded([&]() -> status {
     auto req = impl_->node.openRequest();
-    wire_convert::put_spec(req.initSpec(), spec);
+    if (status fits = wire_convert::put_spec(req.initSpec(), spec); !fits) return fits;
     auto r = req.send().wait(impl_->ez->getWaitScope());
     if (r.getError().getCode() != wire::ErrorCode::OK) return wire_convert::get_error(r.getError());
     impl_->session = r.getSession();

@@ -1,7 +1,9 @@
 #pragma once
 // Identifier types shared by every part of hybridcache. Pure header: standard library only.
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace hc {
 
@@ -23,6 +25,10 @@ using namespace_id = std::uint32_t;
 using request_handle = std::uint64_t;
 /// A worker session on the node; sessions start at 1.
 using session_id = std::uint64_t;
+
+/// The most ids a pool's id type holds: a KV pool's token ids (its reserved page 0
+/// included) and an SSM pool's slot ids (slot 0 included) must stay below it.
+inline constexpr std::size_t max_pool_ids = std::numeric_limits<std::int32_t>::max();
 
 /// "No slot", "no row": SGLang's -1 / None.
 inline constexpr slot_id no_slot = -1;

@@ -19,9 +19,9 @@ struct instance_spec {
   std::uint32_t tp_rank = 0;           ///< tensor-parallel rank. Default: 0
   std::uint32_t tp_size = 1;           ///< Default: 1
   std::size_t page_size = 1;           ///< P. Default: 1
-  std::size_t kv_tokens = 0;           ///< usable L1 KV tokens; > 0, multiple of P
+  std::size_t kv_tokens = 0;           ///< usable L1 KV tokens; > 0, multiple of P, <= 2^31-1-P
   std::size_t kv_bytes_per_token = 0;  ///< 0: bookkeeping only (no KV bytes)
-  std::size_t ssm_slots = 0;           ///< usable L1 SSM slots; > 0
+  std::size_t ssm_slots = 0;           ///< usable L1 SSM slots; 1..2^31-2
   std::size_t ssm_slot_bytes = 0;      ///< 0: bookkeeping only (no slot bytes)
   std::size_t chunk_size = 64;         ///< C = max(model chunk, P). Default: 64
   strategy strat = strategy::no_buffer;
@@ -40,7 +40,7 @@ struct instance_spec {
   /// range of it (cmd::token_range) instead of in the command. 0 = none. Per session, not
   /// part of the instance. Default: 0
   std::size_t shared_tokens = 0;
-  std::size_t slots_per_request = 0;      ///< pre-eviction factor; 0 = from strategy
+  std::size_t slots_per_request = 0;      ///< pre-eviction factor (<= ssm_slots); 0: strategy
   std::string ns;                         ///< namespace (LoRA / cache salt); "" = default
   device_kind device = device_kind::cpu;  ///< where the L1 pools live. Default: cpu
   std::uint32_t device_ordinal = 0;       ///< CUDA device of the pools (device cuda)

@@ -44,6 +44,13 @@ result<host_pool_sizes> size_host_pools(const host_pool_request& req) {
                                            " SSM slots) must be larger than the device pools (" +
                                            std::to_string(req.device_kv_tokens) + " tokens, " +
                                            std::to_string(req.device_slots) + " slots)"};
+  // Host ids are 32-bit like the device's (host_value holds kv_index): page 0 is reserved.
+  if (s.kv_tokens > max_pool_ids - p || s.slots > max_pool_ids)
+    return error{errc::invalid_config,
+                 "--hicache-size: host pools (" + std::to_string(s.kv_tokens) + " tokens, " +
+                     std::to_string(s.slots) + " SSM slots) exceed the 32-bit ids: at most " +
+                     std::to_string(max_pool_ids - p) + " tokens and " +
+                     std::to_string(max_pool_ids) + " slots"};
   if (req.host_ram_available > 0 && s.bytes() > req.host_ram_available)
     return error{errc::invalid_config, "--hicache-size: host pools need " +
                                            std::to_string(s.bytes()) + " bytes but only " +

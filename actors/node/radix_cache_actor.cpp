@@ -11,7 +11,6 @@
 #include "actors/node/messages.hpp"
 #include "actors/scheduler/shared_tokens.hpp"
 #include "actors/scheduler/step.hpp"
-#include "storage/sha256_page_hasher.hpp"
 
 namespace hc {
 namespace {
@@ -33,10 +32,9 @@ struct served_counters {
 
 struct state {
   served_counters served;
-  kv_event_sink* events = nullptr;  ///< the node's KV events (nullptr: off)
-  std::string event_topic;          ///< + the namespace's name
-  sha256_page_hasher hasher;        ///< page hashes (L3 keys); before the cache, which points to it
-  std::unique_ptr<radix_cache> cache;
+  kv_event_sink* events = nullptr;     ///< the node's KV events (nullptr: off)
+  std::string event_topic;             ///< + the namespace's name
+  std::shared_ptr<radix_cache> cache;  ///< this actor is its only user
   std::unique_ptr<tier_pipeline> tiers;
   std::unordered_map<session_id, session_state> sessions;
   /// Namespace names (InstanceSpec.namespace: LoRA adapter / cache salt) -> tree ids;
@@ -209,7 +207,8 @@ std::string inspect(state& st, bool blocks) {
 
 }  // namespace
 
-msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self, cache_config cfg,
+msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self,
+                                                  std::shared_ptr<radix_cache> cache,
                                                   std::uint64_t instance_id, stream_setup stream,
                                                   msg::scheduler_actor_type owner,
                                                   tier_wiring tiers, metrics_sink* metrics) {
@@ -219,7 +218,7 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
   st->time = tiers.time;
   st->events = tiers.events;
   st->event_topic = tiers.event_topic;
-  st->cache = std::make_unique<radix_cache>(cfg, &st->hasher);
+  st->cache = std::move(cache);
   st->tiers =
       std::make_unique<tier_pipeline>(self, *st->cache, forward_stream, std::move(tiers), metrics);
   st->instance = instance_id;

@@ -11,6 +11,7 @@
 // step ends by handing its tier work to tier_pipeline.
 
 #include <cstdint>
+#include <memory>
 
 #include "actors/common/metrics_sink.hpp"
 #include "actors/node/forward_stream_actor.hpp"
@@ -19,9 +20,12 @@
 
 namespace hc {
 
-/// `stream`: what its forward_stream is built from. `tiers`: the instance's L2 bytes and
-/// L3 access (cfg.host_kv_tokens 0: none).
-msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self, cache_config cfg,
+/// `cache`: the instance's tree and allocators, built by the caller (so that a spec too
+/// large to allocate fails the open, not this actor); the actor is its only user from now
+/// on. `stream`: what its forward_stream is built from. `tiers`: the instance's L2 bytes
+/// and L3 access (the cache's host_kv_tokens 0: none).
+msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self,
+                                                  std::shared_ptr<radix_cache> cache,
                                                   std::uint64_t instance_id, stream_setup stream,
                                                   msg::scheduler_actor_type owner,
                                                   tier_wiring tiers, metrics_sink* metrics);

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <memory>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +27,7 @@
 #include "gpu/cuda_l1_pool.hpp"
 #include "gpu/shm_l1_pool.hpp"
 #include "storage/l3_keys.hpp"
+#include "storage/sha256_page_hasher.hpp"
 
 namespace hc {
 namespace {
@@ -107,8 +110,11 @@ result<std::shared_ptr<l1_pool>> make_pools(const instance_spec& spec, const std
   return std::shared_ptr<l1_pool>(std::move(*p));
 }
 
-result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_state& st,
-                               const instance_spec& spec) {
+/// Page digests (L3 keys) of every instance's tree: stateless, so one serves them all.
+const sha256_page_hasher page_hashes;
+
+result<instance> build_instance(msg::scheduler_actor_type::pointer self, node_state& st,
+                                const instance_spec& spec) {
   cache_config cc = cache_config_of(spec);
   auto tiers = make_tiers(st, spec, cc);
   if (!tiers) return tiers.err();
@@ -121,12 +127,13 @@ result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_sta
   const std::string base = st.cfg.shm_prefix + "-i" + std::to_string(id);
   auto pools = make_pools(spec, base);
   if (!pools) return pools.err();
+  auto cache = std::make_shared<radix_cache>(cc, &page_hashes);
   instance in;
   in.id = id;
   in.pool_names = (*pools)->names();
   stream_setup ss{std::move(*pools), spec.page_size,     tiers->host,
                   st.cfg.metrics,    st.cfg.time_source, st.cfg.demo};
-  in.radix = self->spawn<caf::linked>(radix_cache_actor, cc, id, std::move(ss),
+  in.radix = self->spawn<caf::linked>(radix_cache_actor, std::move(cache), id, std::move(ss),
                                       caf::actor_cast<msg::scheduler_actor_type>(self),
                                       std::move(*tiers), st.cfg.metrics);
   // Linked both ways: its forward_stream is linked to it, so a failure anywhere ends every
@@ -135,6 +142,21 @@ result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_sta
   watch_actor(caf::actor_cast<caf::strong_actor_ptr>(in.radix),
               "the radix_cache actor of instance " + std::to_string(id), st.cfg.on_actor_failure);
   return in;
+}
+
+/// A new instance: its pools (L1, L2), its tree and its actors. A spec within the node's
+/// limits may still ask for more than the host can allocate: that fails this open with
+/// out_of_memory, and the node goes on serving everyone else.
+result<instance> make_instance(msg::scheduler_actor_type::pointer self, node_state& st,
+                               const instance_spec& spec) {
+  try {
+    return build_instance(self, st, spec);
+  } catch (const std::bad_alloc&) {
+    return error{errc::out_of_memory,
+                 "the node could not allocate the instance's pools and tables (kvTokens " +
+                     std::to_string(spec.kv_tokens) + ", ssmSlots " +
+                     std::to_string(spec.ssm_slots) + "): not enough memory"};
+  }
 }
 
 /// What a worker of instance `in` needs to map its L1 pools.

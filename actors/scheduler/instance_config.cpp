@@ -17,7 +17,19 @@ status validate(const instance_spec& s, const spec_limits& lim) {
   if (s.kv_tokens % s.page_size != 0)
     return bad("kvTokens (" + std::to_string(s.kv_tokens) + ") must be a multiple of pageSize (" +
                std::to_string(s.page_size) + ")");
+  // KV ids are Int32 (kv_index): the pool's tokens, its reserved page 0 included, must
+  // all have one; likewise slot ids 0..ssmSlots (slot_id). Past that the ids would wrap.
+  if (s.page_size > max_pool_ids || s.kv_tokens > max_pool_ids - s.page_size)
+    return bad("kvTokens + pageSize (" + std::to_string(s.kv_tokens) + " + " +
+               std::to_string(s.page_size) + ") must be at most " + std::to_string(max_pool_ids) +
+               ": KV ids are 32-bit");
   if (s.ssm_slots == 0) return bad("ssmSlots must be > 0");
+  if (s.ssm_slots > max_pool_ids - 1)
+    return bad("ssmSlots (" + std::to_string(s.ssm_slots) + ") must be at most " +
+               std::to_string(max_pool_ids - 1) + ": slot ids are 32-bit");
+  if (s.slots_per_request > s.ssm_slots)
+    return bad("slotsPerRequest (" + std::to_string(s.slots_per_request) +
+               ") must be at most ssmSlots (" + std::to_string(s.ssm_slots) + ")");
   if (s.request_rows == 0 || s.request_rows > lim.max_rows)
     return bad("requestRows must be in 1.." + std::to_string(lim.max_rows));
   if (s.tp_size == 0 || s.tp_rank >= s.tp_size) return bad("tpRank must be < tpSize");

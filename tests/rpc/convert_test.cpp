@@ -167,7 +167,7 @@ TEST(WireConvert, ASpecAndThePoolInfoKeepEveryField) {
   s.device_ordinal = 3;
   capnp::MallocMessageBuilder msg;
   auto b = msg.initRoot<wire::InstanceSpec>();
-  wc::put_spec(b, s);
+  EXPECT_TRUE(wc::put_spec(b, s).ok());
   auto back = wc::get_spec(b.asReader());
   ASSERT_TRUE(back.ok()) << back.err().message;
   EXPECT_EQ(*back, s);
@@ -197,16 +197,37 @@ TEST(WireConvert, ASpecAndThePoolInfoKeepEveryField) {
   EXPECT_EQ(wc::get_pool_info(pb.asReader()), p);
 }
 
+TEST(Convert, SpecSizesTheWireCannotCarryAreRefusedNotTruncated) {
+  capnp::MallocMessageBuilder msg;
+  auto b = msg.initRoot<wire::InstanceSpec>();
+  instance_spec s;
+  s.ssm_slots = 0xffffffffu;  // the largest the UInt32 field holds
+  ASSERT_TRUE(wc::put_spec(b, s).ok());
+  EXPECT_EQ(b.getSsmSlots(), 0xffffffffu);
+  s.ssm_slots = std::size_t{1} << 32;  // truncated, this was 0 ("must be > 0")
+  const status st = wc::put_spec(b, s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.err().code, errc::invalid_config);
+  EXPECT_NE(st.err().message.find("ssmSlots"), std::string::npos) << st.err().message;
+  s = instance_spec{};
+  s.request_rows = std::size_t{1} << 40;
+  EXPECT_NE(wc::put_spec(b, s).err().message.find("requestRows"), std::string::npos);
+  s = instance_spec{};
+  s.kv_tokens = std::size_t{1} << 40;  // a UInt64 field: carried as it is, judged by the node
+  EXPECT_TRUE(wc::put_spec(b, s).ok());
+  EXPECT_EQ(b.getKvTokens(), std::uint64_t{1} << 40);
+}
+
 TEST(WireConvert, UnknownEnumValuesInASpecAreRefusedByName) {
   capnp::MallocMessageBuilder msg;
   auto b = msg.initRoot<wire::InstanceSpec>();
-  wc::put_spec(b, instance_spec{});
+  EXPECT_TRUE(wc::put_spec(b, instance_spec{}).ok());
   b.setStrategy(static_cast<wire::Strategy>(99));
   auto r = wc::get_spec(b.asReader());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.err().code, errc::invalid_config);
   EXPECT_NE(r.err().message.find("strategy"), std::string::npos) << r.err().message;
-  wc::put_spec(b, instance_spec{});
+  EXPECT_TRUE(wc::put_spec(b, instance_spec{}).ok());
   b.setPrefetchPolicy(static_cast<wire::PrefetchPolicy>(42));
   r = wc::get_spec(b.asReader());
   ASSERT_FALSE(r.ok());

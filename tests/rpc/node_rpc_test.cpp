@@ -310,14 +310,14 @@ TEST_F(NodeRpc, ProtocolVersionMismatchIsATypedError) {
   capnp::EzRpcClient ez(address().c_str());
   auto node = ez.getMain<wire::CacheNode>();
   auto req = node.openRequest();
-  wire_convert::put_spec(req.initSpec(), small_spec());
+  EXPECT_TRUE(wire_convert::put_spec(req.initSpec(), small_spec()).ok());
   req.getSpec().setProtocolVersion(wire::PROTOCOL_VERSION + 7);
   auto r = req.send().wait(ez.getWaitScope());
   EXPECT_EQ(r.getError().getCode(), wire::ErrorCode::VERSION_MISMATCH);
   // A version-1 client (commands as one bag of fields) is refused before any step.
   static_assert(wire::PROTOCOL_VERSION == 2);
   auto v1 = node.openRequest();
-  wire_convert::put_spec(v1.initSpec(), small_spec());
+  EXPECT_TRUE(wire_convert::put_spec(v1.initSpec(), small_spec()).ok());
   v1.getSpec().setProtocolVersion(1);
   auto r1 = v1.send().wait(ez.getWaitScope());
   EXPECT_EQ(r1.getError().getCode(), wire::ErrorCode::VERSION_MISMATCH);
@@ -388,7 +388,7 @@ TEST_F(NodeRpc, MalformedCommandKindIsRejected) {
   capnp::EzRpcClient ez(address().c_str());
   auto node = ez.getMain<wire::CacheNode>();
   auto open = node.openRequest();
-  wire_convert::put_spec(open.initSpec(), small_spec());
+  EXPECT_TRUE(wire_convert::put_spec(open.initSpec(), small_spec()).ok());
   auto session = open.send().wait(ez.getWaitScope()).getSession();
   auto step = session.stepRequest();
   auto l = step.initCommands(1);
@@ -431,7 +431,7 @@ TEST_F(NodeRpc, DisconnectReleasesEveryRequestLockAndSlot) {
     // A worker that dies: raw connection, no close() ever sent.
     capnp::EzRpcClient ez(address().c_str());
     auto open = ez.getMain<wire::CacheNode>().openRequest();
-    wire_convert::put_spec(open.initSpec(), small_spec());
+    EXPECT_TRUE(wire_convert::put_spec(open.initSpec(), small_spec()).ok());
     auto session = open.send().wait(ez.getWaitScope()).getSession();
     std::vector<command> cmds{create(1, iota_tokens(1, 32)), cmd::match{1}, cmd::alloc_req{1},
                               cmd::alloc_kv{1, 0, 32}, cmd::cache_unfinished{1, 32}};
@@ -540,7 +540,7 @@ TEST_F(TcpNode, OnlyTheTokenOpensTheNode) {
 
   capnp::EzRpcClient ez(addr.c_str());
   auto open = ez.getMain<wire::CacheNode>().openRequest();
-  wire_convert::put_spec(open.initSpec(), small_spec());
+  EXPECT_TRUE(wire_convert::put_spec(open.initSpec(), small_spec()).ok());
   auto r = open.send().wait(ez.getWaitScope());
   EXPECT_EQ(r.getError().getCode(), wire::ErrorCode::UNAUTHENTICATED);
   // Every other call answers with the same error value, not an exception.
@@ -665,7 +665,7 @@ TEST_F(NodeRpc, SlowOrDeadClientsDoNotStallOthers) {
     capnp::EzRpcClient ez(address().c_str());
     auto& ws = ez.getWaitScope();
     auto open = ez.getMain<wire::CacheNode>().openRequest();
-    wire_convert::put_spec(open.initSpec(), small_spec());
+    EXPECT_TRUE(wire_convert::put_spec(open.initSpec(), small_spec()).ok());
     auto session = open.send().wait(ws).getSession();
     auto b1 = session.beginForwardRequest();
     b1.setBatch(1);

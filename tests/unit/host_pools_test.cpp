@@ -57,6 +57,19 @@ TEST(HostPoolSizing, ShortHostMemoryIsRefused) {
   EXPECT_NE(s.err().message.find("host memory"), std::string::npos);
 }
 
+TEST(HostPoolSizing, HostPoolsPastTheInt32IdsAreRefused) {
+  host_pool_request r = base();
+  r.device_kv_tokens = std::size_t{1} << 30;
+  r.kv_bytes_per_token = 1;
+  r.ratio = 2.0;  // 2^31 host tokens: the last ids would wrap
+  auto s = size_host_pools(r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.err().code, errc::invalid_config);
+  EXPECT_NE(s.err().message.find("32-bit ids"), std::string::npos) << s.err().message;
+  r.ratio = 1.9;  // below the last id (page 0 included)
+  EXPECT_TRUE(size_host_pools(r).ok());
+}
+
 TEST(HostPools, APageIsContiguousAndSlotsDoNotOverlap) {
   host_pool_sizes sz;
   sz.kv_tokens = 16;

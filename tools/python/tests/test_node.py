@@ -182,6 +182,26 @@ class NodeTest(unittest.TestCase):
         with self.assertRaises(hybridcache.NotFound):
             closed.ping()
 
+    def test_specs_past_the_32_bit_ids_are_refused_and_the_node_goes_on(self):
+        # KV and slot ids are Int32, and several spec fields UInt32 on the wire: a spec past
+        # them is refused with the field's name (it once took the whole node down, or
+        # wrapped the ids), and the node keeps serving.
+        too_big = [("kv_tokens", 2**31, "kvTokens"), ("kv_tokens", 2**62, "kvTokens"),
+                   ("ssm_slots", 2**31, "ssmSlots"), ("ssm_slots", 2**40, "ssmSlots"),
+                   ("request_rows", 2**33, "requestRows"), ("chunk_size", 2**32, "chunkSize"),
+                   ("slots_per_request", 17, "slotsPerRequest")]
+        with self.connect() as node:
+            for field, value, name in too_big:
+                spec = small_spec("py-too-big")
+                setattr(spec, field, value)
+                with self.assertRaises(hybridcache.InvalidConfig, msg=field) as caught:
+                    node.open(spec)
+                self.assertIn(name, str(caught.exception))
+            self.assertEqual(node.ping().protocol_version, 2)
+            with node.open(small_spec("py-too-big")) as s:
+                self.assertTrue(s.step([cmd.Check(full=True)])[0].ok)
+        self.assertTrue(self.node_process.alive())
+
     def test_the_device_is_chosen_per_instance(self):
         spec = small_spec("py-device")
         self.assertEqual(spec.device, "cpu")
@@ -271,6 +291,46 @@ class NodeTest(unittest.TestCase):
             for s in sessions:
                 s.close()
             self.assertEqual(node.inspect()["sessions"], 0)
+
+
+def under_a_sanitizer():
+    """ASan, UBSan and TSan reserve terabytes of address space at start: a daemon of such a
+    build cannot run under an address-space limit."""
+    return any(v in os.environ for v in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"))
+
+
+class OutOfMemoryTest(unittest.TestCase):
+    """A spec within the node's limits that the host cannot allocate fails its open with
+    OutOfMemory; the node (and every other session) goes on."""
+
+    LIMIT = 2 << 30  # the daemon maps ~0.8 GiB at start (threads, RocksDB)
+
+    @classmethod
+    def setUpClass(cls):
+        if under_a_sanitizer():
+            raise unittest.SkipTest("a sanitizer build cannot run under an address-space limit")
+        cls.node_process = NodeProcess(address_space_limit=cls.LIMIT)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node_process.stop()
+
+    def test_an_instance_too_large_for_memory_fails_its_open_alone(self):
+        with hybridcache.connect(socket=self.node_process.socket, timeout=120) as node:
+            other = node.open(small_spec("py-oom-other"))
+            big = small_spec("py-oom")
+            big.ssm_slot_bytes = 0  # no pool bytes: only the node's own slot tables (GiBs)
+            big.ssm_slots = 2**31 - 2
+            with self.assertRaises(hybridcache.OutOfMemory) as caught:
+                node.open(big)
+            self.assertIn("not enough memory", str(caught.exception))
+            self.assertEqual(node.ping().protocol_version, 2)
+            r = other.step([cmd.Create(req=1, tokens=[1, 2, 3]), cmd.Match(req=1)])
+            self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+            with node.open(small_spec("py-oom-after")) as s:
+                self.assertTrue(s.step([cmd.Check(full=True)])[0].ok)
+            other.close()
+        self.assertTrue(self.node_process.alive())
 
 
 if __name__ == "__main__":

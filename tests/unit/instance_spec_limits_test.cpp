@@ -1,0 +1,63 @@
+// A spec's sizes against the ids that must name them: KV ids and slot ids are 32-bit
+// (ids.hpp), so validate() refuses pools whose ids would wrap, naming the field.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "actors/scheduler/instance_config.hpp"
+
+namespace hc::test {
+namespace {
+
+instance_spec small() {
+  instance_spec s;
+  s.model_id = "limits";
+  s.kv_tokens = 4096;
+  s.ssm_slots = 16;
+  return s;
+}
+
+void expect_refused(const instance_spec& s, const std::string& field) {
+  const status v = validate(s);
+  ASSERT_FALSE(v.ok()) << field;
+  EXPECT_EQ(v.err().code, errc::invalid_config);
+  EXPECT_NE(v.err().message.find(field), std::string::npos) << v.err().message;
+}
+
+TEST(InstanceSpecLimits, KvTokensUpToTheLastInt32IdAreAccepted) {
+  instance_spec s = small();
+  s.kv_tokens = max_pool_ids - 1;  // + page 0 (one token at page 1) = the last id
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
+  s.kv_tokens = max_pool_ids;
+  expect_refused(s, "kvTokens");
+  s.kv_tokens = std::size_t{1} << 62;  // once a bad_alloc that stopped the node
+  expect_refused(s, "kvTokens");
+}
+
+TEST(InstanceSpecLimits, KvTokensCountThePagedPoolsReservedPage) {
+  instance_spec s = small();
+  s.page_size = s.chunk_size = 64;
+  s.kv_tokens = (max_pool_ids - 64) / 64 * 64;
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
+  s.kv_tokens += 64;
+  expect_refused(s, "kvTokens");
+}
+
+TEST(InstanceSpecLimits, SsmSlotsUpToTheLastInt32IdAreAccepted) {
+  instance_spec s = small();
+  s.ssm_slots = max_pool_ids - 1;  // + slot 0
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
+  s.ssm_slots = max_pool_ids;
+  expect_refused(s, "ssmSlots");
+}
+
+TEST(InstanceSpecLimits, SlotsPerRequestCannotExceedTheSlots) {
+  instance_spec s = small();
+  s.slots_per_request = s.ssm_slots;
+  EXPECT_TRUE(validate(s).ok());
+  s.slots_per_request = s.ssm_slots + 1;
+  expect_refused(s, "slotsPerRequest");
+}
+
+}  // namespace
+}  // namespace hc::test
