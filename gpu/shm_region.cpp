@@ -4,11 +4,14 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <string>
 #include <utility>
 
 namespace hc {
@@ -25,6 +28,27 @@ result<shm_region> shm_region::create(const std::string& name, std::size_t bytes
     ::shm_unlink(name.c_str());
     return error{errc::out_of_memory,
                  "ftruncate(" + name + ", " + std::to_string(bytes) + "): " + std::strerror(e)};
+  }
+  // Reserve the pages now: a tmpfs (a container's /dev/shm is 64 MiB by default) smaller
+  // than the region would otherwise accept it and deliver SIGBUS to whoever first writes a
+  // page past its free space — the node, copying into a pool (PostgreSQL's DSM segments do
+  // the same, for the same reason). ENOSPC here fails the open that asked for the region.
+  int fe = 0;
+  do
+    fe = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  while (fe == EINTR);
+  if (fe != 0) {
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    struct statvfs fs {};
+    const std::string free_space =
+        ::statvfs("/dev/shm", &fs) == 0
+            ? "; /dev/shm has " + std::to_string(std::uint64_t{fs.f_bavail} * fs.f_frsize) +
+                  " bytes free (a container's is set by docker run --shm-size, or a Kubernetes "
+                  "emptyDir with medium Memory)"
+            : std::string();
+    return error{errc::out_of_memory, "shared memory '" + name + "' of " + std::to_string(bytes) +
+                                          " bytes: " + std::strerror(fe) + free_space};
   }
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int e = errno;

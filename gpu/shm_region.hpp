@@ -15,7 +15,9 @@ namespace hc {
 
 class shm_region {
  public:
-  /// Creates `name` (must start with '/', no other '/') of `bytes` bytes (> 0).
+  /// Creates `name` (must start with '/', no other '/') of `bytes` bytes (> 0), its pages
+  /// reserved in /dev/shm (posix_fallocate): out_of_memory, saying how much is free, when
+  /// they do not fit, instead of a SIGBUS at the first write past the free space.
   static result<shm_region> create(const std::string& name, std::size_t bytes);
   /// Maps an existing region read-write (a client of the node's memory); it is unmapped,
   /// not unlinked, on destruction. `bytes` must not exceed the region's size.

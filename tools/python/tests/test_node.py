@@ -8,7 +8,7 @@ import unittest
 
 import hybridcache
 from hybridcache import cmd, res
-from node_process import NodeProcess
+from node_process import NodeProcess, can_limit_shm
 
 
 def small_spec(model="py-model"):
@@ -330,6 +330,48 @@ class OutOfMemoryTest(unittest.TestCase):
             with node.open(small_spec("py-oom-after")) as s:
                 self.assertTrue(s.step([cmd.Check(full=True)])[0].ok)
             other.close()
+        self.assertTrue(self.node_process.alive())
+
+
+class SmallSharedMemoryTest(unittest.TestCase):
+    """A /dev/shm smaller than the pools (a container's default is 64 MiB): the open that
+    asks for them fails with OutOfMemory saying how much is free. The node once accepted
+    them and died of SIGBUS at the first write past the free space."""
+
+    SHM = 16 << 20
+
+    @classmethod
+    def setUpClass(cls):
+        why = can_limit_shm()
+        if why:
+            raise unittest.SkipTest(why)
+        cls.node_process = NodeProcess(shm_bytes=cls.SHM)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node_process.stop()
+
+    def test_pools_larger_than_dev_shm_fail_their_open(self):
+        with hybridcache.connect(socket=self.node_process.socket, timeout=60) as node:
+            fits = small_spec("py-shm-fits")  # a few KiB
+            big = small_spec("py-shm-big")
+            big.kv_tokens = 65536
+            big.kv_bytes_per_token = 1024  # a 64 MiB KV pool
+            with node.open(fits) as s:
+                with self.assertRaises(hybridcache.OutOfMemory) as caught:
+                    node.open(big)
+                self.assertIn("/dev/shm has", str(caught.exception))
+                self.assertIn("No space left", str(caught.exception))
+                # what did fit is whole: every page of it can be written
+                for page in range(1, fits.kv_tokens + 1):
+                    s.write_kv_page(page, bytes([page % 251]) * fits.kv_bytes_per_token)
+                self.assertEqual(s.read_kv_page(fits.kv_tokens),
+                                 bytes([fits.kv_tokens % 251]) * fits.kv_bytes_per_token)
+                big.kv_tokens = 8192  # 8 MiB: fits
+                with node.open(big) as s2:
+                    for page in range(1, big.kv_tokens + 1, 64):
+                        s2.write_kv_page(page, b"x" * big.kv_bytes_per_token)
+            self.assertEqual(node.ping().protocol_version, 2)
         self.assertTrue(self.node_process.alive())
 
 
