@@ -125,9 +125,9 @@ struct prometheus_metrics::impl {
           .Name("hybridcache_faults_total")
           .Help("Faults the node survived, by kind (metrics_sink::fault; README, Reliability)")
           .Register(*reg);
-  static constexpr const char* fault_kinds[] = {"l3_write_error",   "l3_full",    "l3_read_error",
-                                                "l3_corrupt_value", "l3_timeout", "client_gone",
-                                                "shm_removed"};
+  static constexpr const char* fault_kinds[] = {
+      "l3_write_error", "l3_full",     "l3_read_error", "l3_corrupt_value",
+      "l3_timeout",     "client_gone", "shm_removed",   "l3_corrupt_store"};
   /// The RPCs the server times (schema/server: `timed` and ping).
   static constexpr const char* rpc_methods[] = {
       "ping",        "open",         "step",        "close",     "begin_forward",

@@ -89,6 +89,30 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
     return error{errc::invalid_config, "L3 store: segment_bytes must be positive"};
   if (!(cfg.gc_dead_fraction > 0.0 && cfg.gc_dead_fraction <= 1.0))
     return error{errc::invalid_config, "L3 store: gc_dead_fraction must be in (0, 1]"};
+  bool corrupt = false;
+  auto st = open_as_is(cfg, corrupt);
+  if (st || !corrupt || !cfg.quarantine_corrupt) return st;
+  // The failed store is closed (its lock released): move the directory aside, start empty.
+  const std::string aside = cfg.path + ".corrupt";
+  std::error_code ec;
+  std::filesystem::remove_all(aside, ec);
+  std::filesystem::rename(cfg.path, aside, ec);
+  if (ec)
+    return error{errc::io_error,
+                 st.err().message + "; moving it aside to " + aside + " failed: " + ec.message()};
+  corrupt = false;
+  auto fresh = open_as_is(cfg, corrupt);
+  if (!fresh) return fresh;
+  (*fresh)->quarantined_ = st.err().message + "; moved to " + aside + ", the store starts empty";
+  return fresh;
+}
+
+result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_store_config& cfg,
+                                                                 bool& corrupt) {
+  const auto failed = [&corrupt](const rocksdb::Status& s, std::string_view what) {
+    corrupt = corrupt || s.IsCorruption();
+    return io(s, what);
+  };
   std::error_code ec;
   std::filesystem::create_directories(cfg.path, ec);
   if (ec) return error{errc::io_error, "L3 store: cannot create " + cfg.path + ": " + ec.message()};
@@ -115,7 +139,7 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_opts, cfg.path + "/index", families, &handles, &raw);
-  if (!s.ok()) return io(s, "L3 store: cannot open " + cfg.path);
+  if (!s.ok()) return failed(s, "L3 store: cannot open " + cfg.path);
 
   std::unique_ptr<rocksdb_store> st(new rocksdb_store());
   st->cfg_ = cfg;
@@ -128,9 +152,9 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
   s = st->db_->Get(read_options(), st->meta_, slice(format_key), &marker);
   if (s.IsNotFound()) {
     s = st->db_->Put(write_options(), st->meta_, slice(format_key), slice(format_value));
-    if (!s.ok()) return io(s, "L3 store: cannot write the format marker");
+    if (!s.ok()) return failed(s, "L3 store: cannot write the format marker");
   } else if (!s.ok()) {
-    return io(s, "L3 store: cannot read the format marker");
+    return failed(s, "L3 store: cannot read the format marker");
   } else if (marker != format_value) {
     return error{errc::invalid_config, "L3 store: " + cfg.path + " holds format '" + marker +
                                            "', this build reads '" + std::string(format_value) +
@@ -139,7 +163,7 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
   auto segs = value_segments::open({cfg.path + "/values", cfg.segment_bytes, cfg.direct_io});
   if (!segs) return segs.err();
   st->segments_ = std::move(*segs);
-  if (status ls = st->load_index(); !ls) return ls.err();
+  if (status ls = st->load_index(corrupt); !ls) return ls.err();
   st->flusher_ = std::thread([p = st.get()] { p->flush_loop(); });
   return st;
 }
@@ -186,7 +210,7 @@ void rocksdb_store::wake_gc() {
   flush_cv_.notify_all();
 }
 
-status rocksdb_store::load_index() {
+status rocksdb_store::load_index(bool& corrupt) {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read_options(), meta_));
   const std::string prefix(1, record_prefix);
   std::vector<std::string> stale;  // records naming bytes that are not there
@@ -222,7 +246,10 @@ status rocksdb_store::load_index() {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [seq, i] : order)
     i->second.lru = lru_.insert(lru_.end(), &i->first);
-  if (!it->status().ok()) return io(it->status(), "L3 store: cannot read the index");
+  if (!it->status().ok()) {
+    corrupt = corrupt || it->status().IsCorruption();
+    return io(it->status(), "L3 store: cannot read the index");
+  }
   it.reset();
   if (!stale.empty()) {
     rocksdb::WriteBatch batch;
@@ -261,7 +288,8 @@ status rocksdb_store::close() {
   std::lock_guard lk(mu_);
   if (!db_) return {};
   write_recency_locked();
-  const status synced = segments_->sync();  // values before the index that names them
+  // Values before the index that names them (none when open failed before the segments).
+  const status synced = segments_ ? segments_->sync() : status{};
   rocksdb::FlushOptions fo;
   rocksdb::Status s = db_->Flush(fo, {meta_});
   for (rocksdb::ColumnFamilyHandle* h : {meta_, default_})

@@ -93,6 +93,12 @@ struct rocksdb_store_config {
   /// flush_interval, not one per get); a crash loses at most these, which only makes some
   /// values look older. 1 = one write per get. Default 16384 (≈ 2 MiB of pending keys).
   std::size_t recency_batch = 16384;
+  /// What open() does with an index RocksDB reports corrupt (a damaged CURRENT, MANIFEST or
+  /// table file: bit rot, a disk that lied about a write): false, fail with io_error naming
+  /// the corruption; true, move the whole store directory aside to `path + ".corrupt"`
+  /// (replacing an older one, kept for inspection) and open an empty store there — cached
+  /// values can be recomputed, a node that cannot start cannot serve. Default false.
+  bool quarantine_corrupt = false;
 };
 
 /// The index memory charged for a value under `key` (its key twice — hash map and recency
@@ -108,8 +114,11 @@ class rocksdb_store final : public l3_store {
  public:
   /// Opens (or creates) the database. Errors: invalid_config (empty path, a directory
   /// written by another format), io_error (RocksDB could not open it — e.g. another
-  /// process holds its lock; the message says what RocksDB said).
+  /// process holds its lock, or its index is corrupt and cfg.quarantine_corrupt is off;
+  /// the message says what RocksDB said).
   static result<std::unique_ptr<rocksdb_store>> open(const rocksdb_store_config& cfg);
+  /// What open() found corrupt and moved aside (cfg.quarantine_corrupt), or "" if nothing.
+  const std::string& quarantined() const noexcept { return quarantined_; }
   ~rocksdb_store() override;
 
   status set(l3_pool pool, std::string_view key, std::span<const std::byte> value) override;
@@ -155,7 +164,11 @@ class rocksdb_store final : public l3_store {
   using index_map = std::unordered_map<std::string, entry>;  // key: pool byte + key
 
   rocksdb_store() = default;
-  status load_index();
+  /// open() of cfg.path as it is; `corrupt` is set when RocksDB reported a corruption.
+  static result<std::unique_ptr<rocksdb_store>> open_as_is(const rocksdb_store_config& cfg,
+                                                           bool& corrupt);
+  /// Reads the index into memory; `corrupt` as for open_as_is.
+  status load_index(bool& corrupt);
   /// Deletes the index records of the given entries in one batch; their space is dead.
   status drop_locked(const std::vector<std::string>& full_keys);
   void touch_locked(entry& e);
@@ -186,6 +199,7 @@ class rocksdb_store final : public l3_store {
   void wake_gc();
 
   rocksdb_store_config cfg_;
+  std::string quarantined_;  ///< see quarantined()
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* meta_ = nullptr;
   rocksdb::ColumnFamilyHandle* default_ = nullptr;

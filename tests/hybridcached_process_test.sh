@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # hybridcached as a separate process: config file (one polling scheduler thread), socket mode 0600, hcctl ping /
 # inspect / replay --check / top over the socket, /metrics scraped over HTTP with the documented
-# series, SIGTERM -> exit status 0, ping failing once the node is gone, and --tcp refused
-# without a token file or with a short secret.
+# series, SIGTERM -> exit status 0, ping failing once the node is gone, a corrupt L3 index
+# moved aside at the next start, and --tcp refused without a token file or with a short
+# secret.
 set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
 daemon=$1 hcctl=$2 data=$3
@@ -86,6 +87,30 @@ pid=
 [ "$rc" = 0 ] || fail "SIGTERM exit status $rc"
 [ ! -e "$sock" ] || fail "socket left behind"
 if "$hcctl" --socket "$sock" ping 2>/dev/null; then fail "ping succeeded with the node down"; fi
+
+# An L3 index found corrupt at start (here CURRENT, as bit rot leaves it) does not keep the
+# node from starting: the store is moved aside, the node serves with an empty L3, says so
+# in its log and counts the fault.
+printf 'garbage' >"$tmp/data/l3/index/CURRENT"
+"$daemon" --config "$tmp/node.conf" >"$tmp/log" 2>&1 &
+pid=$!
+wait_for_node "$pid" "$tmp/log"
+"$hcctl" --socket "$sock" ping >/dev/null || fail "ping after a corrupt L3 index"
+grep -q "the L3 store's index was corrupt: .*Corruption.*moved to $tmp/data/l3.corrupt" "$tmp/log" ||
+  fail "no warning naming the corruption and where the store went"
+[ -f "$tmp/data/l3.corrupt/index/CURRENT" ] || fail "the corrupt store was not kept aside"
+port=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/log" | head -1 | sed 's/.*://')
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+cat <&3 >"$tmp/metrics"
+exec 3<&-
+grep -q '^hybridcache_faults_total{kind="l3_corrupt_store"} 1' "$tmp/metrics" ||
+  fail "the quarantine was not counted"
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" = 0 ] || fail "SIGTERM exit status $rc after the quarantine"
 
 # TCP only behind a token: --tcp without --token-file, or with too short a secret, is refused.
 rc=0

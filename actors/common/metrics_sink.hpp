@@ -54,7 +54,8 @@ class metrics_sink {
   /// "l3_read_error" (a prefetch read failed), "l3_corrupt_value" (a value failed its
   /// checksum: deleted, never served), "l3_timeout" (a prefetch ran past its deadline:
   /// slow I/O), "client_gone" (a session whose connection closed without close()),
-  /// "shm_removed" (an instance's L1 shared-memory names were removed from under the node).
+  /// "shm_removed" (an instance's L1 shared-memory names were removed from under the node),
+  /// "l3_corrupt_store" (the L3 index was corrupt at start: moved aside, the store empty).
   virtual void fault(std::string_view kind) = 0;
 };
 

@@ -54,6 +54,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   // The L3 store outlives the node (the node's actors use it until shutdown) and is
   // closed — memtables flushed, the directory unlocked — when run() returns.
   std::shared_ptr<hc::l3_store> l3;
+  bool l3_quarantined = false;  // counted as a fault once the metrics exist
   if (o.l3) {
     hc::rocksdb_store_config sc;
     sc.path = (fs::path(o.data_dir) / "l3").string();
@@ -62,11 +63,16 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     sc.direct_io = o.l3_direct_io;
     sc.verify_every_read = o.l3_verify_every_read;
     sc.flush_interval = std::chrono::milliseconds(static_cast<long>(o.l3_flush_seconds * 1000));
+    sc.quarantine_corrupt = true;  // a corrupt cache is recomputed, not a reason not to start
     auto store = hc::rocksdb_store::open(sc);
     if (!store) {
       hc::log::error("cannot open the L3 store in " + sc.path + ": " + store.err().message +
                      " (another hybridcached on this --data-dir? or --l3 off)");
       return 2;
+    }
+    if (!(*store)->quarantined().empty()) {
+      hc::log::warn("the L3 store's index was corrupt: " + (*store)->quarantined());
+      l3_quarantined = true;
     }
     const hc::l3_usage u = (*store)->usage();
     hc::log::info("L3 store " + sc.path + ": " + std::to_string(u.values) + " values, " +
@@ -82,6 +88,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     }
     hc::log::info("metrics at http://" + metrics.address() + "/metrics");
   }
+  if (l3_quarantined) metrics.fault("l3_corrupt_store");
   std::unique_ptr<hc::events::zmq_kv_event_publisher> kv_events;
   if (o.kv_events != "off") {
     hc::events::publisher_config pc;

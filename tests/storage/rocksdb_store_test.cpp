@@ -415,6 +415,92 @@ TEST(RocksdbStore, BadDirectoriesAreClearErrors) {
   EXPECT_EQ(on_file.err().code, errc::io_error);
 }
 
+/// Overwrites with bytes that are no RocksDB file the first `bytes` bytes (0: all) of
+/// every file of `dir` whose name starts with `prefix`: what bit rot or a torn write leaves.
+void garble(const std::string& dir, const std::string& prefix, std::uintmax_t bytes) {
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    if (f.path().filename().string().rfind(prefix, 0) != 0) continue;
+    const auto size = std::filesystem::file_size(f.path());
+    const auto n = bytes == 0 ? size : std::min(bytes, size);
+    std::FILE* out = std::fopen(f.path().c_str(), "r+b");
+    ASSERT_NE(out, nullptr);
+    for (std::uintmax_t i = 0; i < n; ++i)
+      std::fputc(static_cast<int>((i * 131 + 7) & 0xff), out);
+    std::fclose(out);
+  }
+}
+
+struct damage {
+  const char* name;
+  const char* prefix;    ///< of the index files damaged
+  std::uintmax_t bytes;  ///< from their start; 0 = whole files
+};
+
+class CorruptIndex : public ::testing::TestWithParam<damage> {};
+
+// A store whose index RocksDB finds corrupt (CURRENT, MANIFEST, a table file, or only the
+// data block that holds the format marker and the records — found after RocksDB opened,
+// where the failed open's cleanup once crashed on segments it had not opened yet): by
+// default open fails naming the corruption; with quarantine_corrupt the directory is
+// moved aside whole and the store starts empty.
+TEST_P(CorruptIndex, FailsTheOpenOrIsMovedAsideAndTheStoreStartsEmpty) {
+  temp_dir dir;
+  rocksdb_store_config cfg;
+  cfg.path = dir.sub("l3");
+  {
+    auto st = rocksdb_store::open(cfg);
+    ASSERT_TRUE(st.ok()) << st.err().message;
+    for (int i = 0; i < 100; ++i)
+      ASSERT_TRUE((*st)->set(l3_pool::kv_page, std::to_string(i), numbered(i, 512)).ok());
+  }  // closed: the records are in a table file
+  garble(cfg.path + "/index", GetParam().prefix, GetParam().bytes);
+
+  auto refused = rocksdb_store::open(cfg);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.err().code, errc::io_error);
+  EXPECT_NE(refused.err().message.find("Corruption"), std::string::npos) << refused.err().message;
+  EXPECT_FALSE(std::filesystem::exists(cfg.path + ".corrupt")) << "nothing moved by default";
+
+  cfg.quarantine_corrupt = true;
+  auto st = rocksdb_store::open(cfg);
+  ASSERT_TRUE(st.ok()) << st.err().message;
+  rocksdb_store& s = **st;
+  EXPECT_NE(s.quarantined().find("Corruption"), std::string::npos) << s.quarantined();
+  EXPECT_NE(s.quarantined().find(cfg.path + ".corrupt"), std::string::npos) << s.quarantined();
+  EXPECT_TRUE(std::filesystem::exists(cfg.path + ".corrupt/index")) << "kept for inspection";
+  EXPECT_EQ(s.usage().values, 0u);
+  EXPECT_FALSE(s.exists(l3_pool::kv_page, "1"));
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "new", numbered(7, 512)).ok());
+  std::vector<std::byte> out;
+  ASSERT_TRUE(s.get(l3_pool::kv_page, "new", out).ok());
+  EXPECT_EQ(out, numbered(7, 512));
+  ASSERT_TRUE(s.close().ok());
+  auto again = rocksdb_store::open(cfg);  // the fresh store is whole: nothing to move
+  ASSERT_TRUE(again.ok()) << again.err().message;
+  EXPECT_TRUE((*again)->quarantined().empty());
+  EXPECT_EQ((*again)->usage().values, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, CorruptIndex,
+                         ::testing::Values(damage{"Current", "CURRENT", 0},
+                                           damage{"Manifest", "MANIFEST", 0},
+                                           damage{"TableFiles", "0", 0},
+                                           damage{"TableDataBlocks", "0", 64}),
+                         [](const auto& p) { return std::string(p.param.name); });
+
+TEST(RocksdbStore, ALockedStoreIsNeverMovedAside) {
+  temp_dir dir;
+  rocksdb_store_config cfg;
+  cfg.path = dir.sub("l3");
+  cfg.quarantine_corrupt = true;
+  auto first = rocksdb_store::open(cfg);
+  ASSERT_TRUE(first.ok());
+  auto second = rocksdb_store::open(cfg);  // another node's directory: not corrupt
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.err().code, errc::io_error);
+  EXPECT_FALSE(std::filesystem::exists(cfg.path + ".corrupt"));
+}
+
 TEST(RocksdbStore, ClosedStoreRefusesWork) {
   temp_dir dir;
   auto s = open_store(dir.sub("l3"), 1 << 20);
