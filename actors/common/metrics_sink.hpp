@@ -55,7 +55,8 @@ class metrics_sink {
   /// checksum: deleted, never served), "l3_timeout" (a prefetch ran past its deadline:
   /// slow I/O), "client_gone" (a session whose connection closed without close()),
   /// "shm_removed" (an instance's L1 shared-memory names were removed from under the node),
-  /// "l3_corrupt_store" (the L3 index was corrupt at start: moved aside, the store empty).
+  /// "l3_corrupt_store" (the L3 index was corrupt at start: moved aside, the store empty),
+  /// "rpc_accept_error" (a streak of failed accepts began: out of file descriptors).
   virtual void fault(std::string_view kind) = 0;
 };
 

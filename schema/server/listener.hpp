@@ -7,8 +7,12 @@
 #include <capnp/rpc.h>
 #include <kj/async-io.h>
 #include <kj/async.h>
+#include <kj/timer.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 
 namespace hc::rpc {
 
@@ -28,22 +32,62 @@ struct connection {
 };
 
 /// Owns every live connection; each ends on its own when the client disconnects.
+///
+/// A failed accept does not end the listener: out of file descriptors (EMFILE / ENFILE, a
+/// burst of clients past `ulimit -n`) or kernel memory, the connection waits in the
+/// backlog, so accepting again at once would spin; the loop pauses (5 ms, doubling to 1 s
+/// while the failures last, as Go's net/http server does) and goes on. `on_accept_error`
+/// hears the first failure of a streak (`failures` = 1) and the first success after one
+/// (`e` = null, `failures` = how many there were).
 class connection_set final : private kj::TaskSet::ErrorHandler {
  public:
-  explicit connection_set(std::size_t flow_limit_words) : flow_(flow_limit_words), tasks_(*this) {}
+  using accept_observer = std::function<void(const kj::Exception* e, std::size_t failures)>;
+  connection_set(std::size_t flow_limit_words, kj::Timer& timer, accept_observer on_accept_error)
+      : flow_(flow_limit_words),
+        timer_(timer),
+        on_accept_error_(std::move(on_accept_error)),
+        tasks_(*this) {}
+
   kj::Promise<void> listen(kj::ConnectionReceiver& l, capnp::Capability::Client bootstrap) {
-    return l.accept().then(
-        [this, &l, bootstrap](kj::Own<kj::AsyncIoStream>&& s) mutable -> kj::Promise<void> {
-          auto c = kj::heap<connection>(kj::mv(s), bootstrap, flow_);
-          auto done = c->network.onDisconnect();
-          tasks_.add(done.attach(kj::mv(c)));
-          return listen(l, kj::mv(bootstrap));
-        });
+    // evalNow: kj's accept() makes the syscall at once, and throws when it fails.
+    return kj::evalNow([&l] { return l.accept(); })
+        .then(
+            [this, &l, bootstrap](kj::Own<kj::AsyncIoStream>&& s) mutable -> kj::Promise<void> {
+              // Serving it needs more descriptors than the accepted one (kj registers it with
+              // its event port): a failure here is a failed accept too, and drops the stream.
+              KJ_IF_MAYBE (e, kj::runCatchingExceptions([&] { serve(kj::mv(s), bootstrap); })) {
+                return retry(l, kj::mv(bootstrap), *e);
+              }
+              if (failures_ > 0 && on_accept_error_) on_accept_error_(nullptr, failures_);
+              failures_ = 0;
+              return listen(l, kj::mv(bootstrap));
+            },
+            [this, &l, bootstrap](kj::Exception&& e) mutable {
+              return retry(l, kj::mv(bootstrap), e);
+            });
   }
 
  private:
+  void serve(kj::Own<kj::AsyncIoStream>&& s, capnp::Capability::Client bootstrap) {
+    auto c = kj::heap<connection>(kj::mv(s), kj::mv(bootstrap), flow_);
+    auto done = c->network.onDisconnect();
+    tasks_.add(done.attach(kj::mv(c)));
+  }
+  kj::Promise<void> retry(kj::ConnectionReceiver& l, capnp::Capability::Client bootstrap,
+                          const kj::Exception& e) {
+    if (++failures_ == 1 && on_accept_error_) on_accept_error_(&e, failures_);
+    const std::uint64_t pause_ms =
+        std::min<std::uint64_t>(1000, std::uint64_t{5} << std::min<std::size_t>(failures_ - 1, 8));
+    return timer_.afterDelay(pause_ms * kj::MILLISECONDS).then([this, &l, bootstrap]() mutable {
+      return listen(l, kj::mv(bootstrap));
+    });
+  }
+
   void taskFailed(kj::Exception&&) override {}  // a broken connection ends only itself
   std::size_t flow_;
+  kj::Timer& timer_;
+  accept_observer on_accept_error_;
+  std::size_t failures_ = 0;  ///< consecutive failed accepts (all listeners)
   kj::TaskSet tasks_;
 };
 

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <future>
+#include <string>
 #include <thread>
 
+#include "actors/common/log.hpp"
 #include "schema/server/listener.hpp"
 #include "schema/server/node_service.hpp"
 #include "schema/server/server_context.hpp"
@@ -28,7 +30,20 @@ struct rpc_server::impl {
     try {
       auto io = kj::setupAsyncIo();
       kj::Own<kj::ConnectionReceiver> unix_listener, tcp_listener;
-      auto connections = kj::heap<rpc::connection_set>(cfg.flow_limit_words);
+      auto connections = kj::heap<rpc::connection_set>(
+          cfg.flow_limit_words, io.provider->getTimer(),
+          [m = &ctx.metrics](const kj::Exception* e, std::size_t failures) {
+            if (e == nullptr) {
+              log::info("rpc server: accepting connections again after " +
+                        std::to_string(failures) + " failed accepts");
+              return;
+            }
+            m->fault("rpc_accept_error");
+            log::warn(std::string("rpc server: cannot accept a connection (") +
+                      e->getDescription().cStr() +
+                      "); retrying, the clients wait in the backlog — out of file "
+                      "descriptors? raise the node's limit (ulimit -n, LimitNOFILE=)");
+          });
       capnp::Capability::Client unix_boot = rpc::make_node_service(ctx, false);
       capnp::Capability::Client tcp_boot = rpc::make_node_service(ctx, true);
       kj::Vector<kj::Promise<void>> serving;

@@ -13,16 +13,18 @@ import time
 class NodeProcess:
     """hybridcached on a temporary socket and data directory."""
 
-    def __init__(self, *extra_args, address_space_limit=None, shm_bytes=None):
+    def __init__(self, *extra_args, address_space_limit=None, shm_bytes=None, nofile_limit=None):
         """address_space_limit: bytes of virtual memory the daemon may map (RLIMIT_AS), so
         that an allocation past it fails in the daemon instead of succeeding. shm_bytes: the
         daemon runs in a mount namespace of its own whose /dev/shm is a tmpfs of that size
-        (a container's /dev/shm; needs root: see can_limit_shm)."""
+        (a container's /dev/shm; needs root: see can_limit_shm). nofile_limit: the file
+        descriptors the daemon may have open (RLIMIT_NOFILE)."""
         self.dir = tempfile.mkdtemp(prefix="hc-py-")
         self.socket = os.path.join(self.dir, "node.sock")
         self.extra_args = list(extra_args)
         self.address_space_limit = address_space_limit
         self.shm_bytes = shm_bytes
+        self.nofile_limit = nofile_limit
         self.proc = None
         self.log = open(os.path.join(self.dir, "log"), "a")
         self.start()
@@ -50,6 +52,8 @@ class NodeProcess:
         if self.address_space_limit is not None:
             resource.setrlimit(resource.RLIMIT_AS,
                                (self.address_space_limit, self.address_space_limit))
+        if self.nofile_limit is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile_limit, self.nofile_limit))
 
     def alive(self):
         """Whether the daemon is still running."""

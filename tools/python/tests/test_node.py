@@ -3,7 +3,9 @@ socket): node calls, a session's steps with the v2 command kinds, typed errors, 
 several Python threads sharing one connection."""
 
 import os
+import socket
 import threading
+import time
 import unittest
 
 import hybridcache
@@ -331,6 +333,45 @@ class OutOfMemoryTest(unittest.TestCase):
                 self.assertTrue(s.step([cmd.Check(full=True)])[0].ok)
             other.close()
         self.assertTrue(self.node_process.alive())
+
+
+class FileDescriptorLimitTest(unittest.TestCase):
+    """More clients than the node's file descriptors: the ones past the limit wait in the
+    listen backlog, the connections already open keep working, and once descriptors are
+    free again new clients are served. (A failed accept once ended the RPC server for good:
+    the node lived on, refusing every connection, and said nothing.)"""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.node_process = NodeProcess(nofile_limit=64)  # ~20 in use once it serves
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node_process.stop()
+
+    def test_clients_past_the_descriptor_limit_wait_and_are_served_later(self):
+        path = self.node_process.socket
+        with hybridcache.connect(socket=path, timeout=60) as first:
+            self.assertEqual(first.ping().protocol_version, 2)
+            burst = []
+            for _ in range(100):  # the kernel queues them; the node runs out of descriptors
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(path)
+                burst.append(s)
+            for _ in range(20):  # the node meets EMFILE and retries meanwhile
+                self.assertEqual(first.ping().protocol_version, 2)
+                time.sleep(0.05)
+            for s in burst:
+                s.close()
+            with hybridcache.connect(socket=path, timeout=60) as later:
+                self.assertEqual(later.ping().protocol_version, 2)
+                with later.open(small_spec("py-nofile")) as session:
+                    self.assertTrue(session.step([cmd.Check(full=True)])[0].ok)
+        self.assertTrue(self.node_process.alive())
+        with open(self.node_process.log.name) as log:
+            text = log.read()
+        self.assertIn("cannot accept a connection", text)
+        self.assertIn("accepting connections again", text)
 
 
 class SmallSharedMemoryTest(unittest.TestCase):
