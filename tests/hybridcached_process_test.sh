@@ -106,11 +106,12 @@ cat <&3 >"$tmp/metrics"
 exec 3<&-
 grep -q '^hybridcache_faults_total{kind="l3_corrupt_store"} 1' "$tmp/metrics" ||
   fail "the quarantine was not counted"
-kill -TERM "$pid"
+kill -HUP "$pid"  # a closed terminal: a clean stop as well
 rc=0
 wait "$pid" || rc=$?
 pid=
-[ "$rc" = 0 ] || fail "SIGTERM exit status $rc after the quarantine"
+[ "$rc" = 0 ] || fail "SIGHUP exit status $rc after the quarantine"
+grep -q "received SIGHUP, stopping" "$tmp/log" || fail "SIGHUP was not taken as a stop"
 
 # TCP only behind a token: --tcp without --token-file, or with too short a secret, is refused.
 rc=0

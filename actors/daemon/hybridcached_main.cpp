@@ -1,5 +1,5 @@
 // hybridcached: the cache node. Starts the actors, the RPC server and the metrics
-// endpoint, then waits for SIGINT / SIGTERM and shuts down in order (RPC, actors,
+// endpoint, then waits for SIGINT / SIGTERM / SIGHUP and shuts down in order (RPC, actors,
 // metrics) with exit status 0. An actor that fails (a bug: node_config::on_actor_failure)
 // stops it the same way with exit status 70, so a supervisor restarts it and the workers,
 // whose connections close, reconnect instead of waiting for replies that cannot come.
@@ -156,7 +156,8 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
       std::_Exit(kActorFailedStatus);
     }).detach();
   } else {
-    hc::log::info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
+    const char* name = sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
+    hc::log::info(std::string("received ") + name + ", stopping");
   }
   server.stop();
   node.shutdown();
@@ -172,6 +173,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // the terminal went away: stop cleanly, not by default action
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // floors.md §6: no fresh mmap per large buffer.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
