@@ -24,14 +24,29 @@ def small_spec(model="py-model"):
     return spec
 
 
-class NodeTest(unittest.TestCase):
+class OwnNodeTest(unittest.TestCase):
+    """A test class with a hybridcached of its own, started with NODE_OPTIONS (NodeProcess's
+    keywords) — or skipped, saying why, when why_not() gives a reason."""
+
+    NODE_OPTIONS = {}
+
+    @classmethod
+    def why_not(cls):
+        return None
+
     @classmethod
     def setUpClass(cls):
-        cls.node_process = NodeProcess()
+        why = cls.why_not()
+        if why:
+            raise unittest.SkipTest(why)
+        cls.node_process = NodeProcess(**cls.NODE_OPTIONS)
 
     @classmethod
     def tearDownClass(cls):
         cls.node_process.stop()
+
+
+class NodeTest(OwnNodeTest):
 
     def connect(self):
         return hybridcache.connect(socket=self.node_process.socket, timeout=30)
@@ -301,21 +316,17 @@ def under_a_sanitizer():
     return any(v in os.environ for v in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"))
 
 
-class OutOfMemoryTest(unittest.TestCase):
+class OutOfMemoryTest(OwnNodeTest):
     """A spec within the node's limits that the host cannot allocate fails its open with
     OutOfMemory; the node (and every other session) goes on."""
 
-    LIMIT = 2 << 30  # the daemon maps ~0.8 GiB at start (threads, RocksDB)
+    NODE_OPTIONS = {"address_space_limit": 2 << 30}  # it maps ~0.8 GiB at start
 
     @classmethod
-    def setUpClass(cls):
+    def why_not(cls):
         if under_a_sanitizer():
-            raise unittest.SkipTest("a sanitizer build cannot run under an address-space limit")
-        cls.node_process = NodeProcess(address_space_limit=cls.LIMIT)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.node_process.stop()
+            return "a sanitizer build cannot run under an address-space limit"
+        return None
 
     def test_an_instance_too_large_for_memory_fails_its_open_alone(self):
         with hybridcache.connect(socket=self.node_process.socket, timeout=120) as node:
@@ -335,19 +346,13 @@ class OutOfMemoryTest(unittest.TestCase):
         self.assertTrue(self.node_process.alive())
 
 
-class FileDescriptorLimitTest(unittest.TestCase):
+class FileDescriptorLimitTest(OwnNodeTest):
     """More clients than the node's file descriptors: the ones past the limit wait in the
     listen backlog, the connections already open keep working, and once descriptors are
     free again new clients are served. (A failed accept once ended the RPC server for good:
     the node lived on, refusing every connection, and said nothing.)"""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.node_process = NodeProcess(nofile_limit=64)  # ~20 in use once it serves
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.node_process.stop()
+    NODE_OPTIONS = {"nofile_limit": 64}  # ~20 in use once it serves
 
     def test_clients_past_the_descriptor_limit_wait_and_are_served_later(self):
         path = self.node_process.socket
@@ -374,23 +379,16 @@ class FileDescriptorLimitTest(unittest.TestCase):
         self.assertIn("accepting connections again", text)
 
 
-class SmallSharedMemoryTest(unittest.TestCase):
+class SmallSharedMemoryTest(OwnNodeTest):
     """A /dev/shm smaller than the pools (a container's default is 64 MiB): the open that
     asks for them fails with OutOfMemory saying how much is free. The node once accepted
     them and died of SIGBUS at the first write past the free space."""
 
-    SHM = 16 << 20
+    NODE_OPTIONS = {"shm_bytes": 16 << 20}
 
     @classmethod
-    def setUpClass(cls):
-        why = can_limit_shm()
-        if why:
-            raise unittest.SkipTest(why)
-        cls.node_process = NodeProcess(shm_bytes=cls.SHM)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.node_process.stop()
+    def why_not(cls):
+        return can_limit_shm()
 
     def test_pools_larger_than_dev_shm_fail_their_open(self):
         with hybridcache.connect(socket=self.node_process.socket, timeout=60) as node:
