@@ -100,10 +100,14 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
   if (ec)
     return error{errc::io_error,
                  st.err().message + "; moving it aside to " + aside + " failed: " + ec.message()};
+  // The index stays for inspection; the values, unreadable without it, would only hold
+  // up to the whole capacity of the disk the fresh store needs.
+  std::filesystem::remove_all(aside + "/values", ec);
   corrupt = false;
   auto fresh = open_as_is(cfg, corrupt);
   if (!fresh) return fresh;
-  (*fresh)->quarantined_ = st.err().message + "; moved to " + aside + ", the store starts empty";
+  (*fresh)->quarantined_ =
+      st.err().message + "; its index moved to " + aside + ", the store starts empty";
   return fresh;
 }
 

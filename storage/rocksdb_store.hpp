@@ -95,9 +95,10 @@ struct rocksdb_store_config {
   std::size_t recency_batch = 16384;
   /// What open() does with an index RocksDB reports corrupt (a damaged CURRENT, MANIFEST or
   /// table file: bit rot, a disk that lied about a write): false, fail with io_error naming
-  /// the corruption; true, move the whole store directory aside to `path + ".corrupt"`
-  /// (replacing an older one, kept for inspection) and open an empty store there — cached
-  /// values can be recomputed, a node that cannot start cannot serve. Default false.
+  /// the corruption; true, move the store directory aside to `path + ".corrupt"`
+  /// (replacing an older one), keep its index there for inspection and delete its values,
+  /// and open an empty store — cached values can be recomputed, a node that cannot start
+  /// cannot serve. Default false.
   bool quarantine_corrupt = false;
 };
 

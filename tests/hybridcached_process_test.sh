@@ -96,7 +96,7 @@ printf 'garbage' >"$tmp/data/l3/index/CURRENT"
 pid=$!
 wait_for_node "$pid" "$tmp/log"
 "$hcctl" --socket "$sock" ping >/dev/null || fail "ping after a corrupt L3 index"
-grep -q "the L3 store's index was corrupt: .*Corruption.*moved to $tmp/data/l3.corrupt" "$tmp/log" ||
+grep -q "the L3 store's index was corrupt: .*Corruption.*index moved to $tmp/data/l3.corrupt" "$tmp/log" ||
   fail "no warning naming the corruption and where the store went"
 [ -f "$tmp/data/l3.corrupt/index/CURRENT" ] || fail "the corrupt store was not kept aside"
 port=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/log" | head -1 | sed 's/.*://')

@@ -442,7 +442,7 @@ class CorruptIndex : public ::testing::TestWithParam<damage> {};
 // data block that holds the format marker and the records — found after RocksDB opened,
 // where the failed open's cleanup once crashed on segments it had not opened yet): by
 // default open fails naming the corruption; with quarantine_corrupt the directory is
-// moved aside whole and the store starts empty.
+// moved aside (its index kept, its values deleted) and the store starts empty.
 TEST_P(CorruptIndex, FailsTheOpenOrIsMovedAsideAndTheStoreStartsEmpty) {
   temp_dir dir;
   rocksdb_store_config cfg;
@@ -468,6 +468,7 @@ TEST_P(CorruptIndex, FailsTheOpenOrIsMovedAsideAndTheStoreStartsEmpty) {
   EXPECT_NE(s.quarantined().find("Corruption"), std::string::npos) << s.quarantined();
   EXPECT_NE(s.quarantined().find(cfg.path + ".corrupt"), std::string::npos) << s.quarantined();
   EXPECT_TRUE(std::filesystem::exists(cfg.path + ".corrupt/index")) << "kept for inspection";
+  EXPECT_FALSE(std::filesystem::exists(cfg.path + ".corrupt/values")) << "no disk held by it";
   EXPECT_EQ(s.usage().values, 0u);
   EXPECT_FALSE(s.exists(l3_pool::kv_page, "1"));
   ASSERT_TRUE(s.set(l3_pool::kv_page, "new", numbered(7, 512)).ok());
