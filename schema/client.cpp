@@ -60,7 +60,7 @@ result<std::unique_ptr<client_session>> client::open(const instance_spec& spec) 
   return guarded([&]() -> result<std::unique_ptr<client_session>> {
     auto req = impl_->node.openRequest();
     if (status fits = wc::put_spec(req.initSpec(), spec); !fits) return fits.err();
-    auto r = impl_->link->wait(req.send());
+    auto r = impl_->link->wait(wc::checked_send(req));
     if (r.getError().getCode() != wire::ErrorCode::OK) {
       error e = wc::get_error(r.getError());
       if (r.getError().getCode() == wire::ErrorCode::UNAUTHENTICATED ||
@@ -91,7 +91,7 @@ result<std::string> client::inspect(bool blocks) {
   return guarded([&]() -> result<std::string> {
     auto req = impl_->node.inspectRequest();
     req.setBlocks(blocks);
-    auto r = impl_->link->wait(req.send());
+    auto r = impl_->link->wait(wc::checked_send(req));
     if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     return std::string(r.getJson().cStr());
   });
@@ -118,7 +118,7 @@ result<std::vector<command_result>> client_session::step(std::span<const command
     auto l = req.initCommands(static_cast<unsigned>(cmds.size()));
     for (unsigned i = 0; i < l.size(); ++i)
       wc::put_command(l[i], cmds[i]);
-    auto r = impl_->link->wait(req.send());
+    auto r = impl_->link->wait(wc::checked_send(req));
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     std::vector<command_result> out;
@@ -133,7 +133,7 @@ result<std::uint64_t> client_session::begin_forward(std::uint64_t batch) {
   return guarded([&]() -> result<std::uint64_t> {
     auto req = impl_->cap.beginForwardRequest();
     req.setBatch(batch);
-    auto r = impl_->link->wait(req.send());
+    auto r = impl_->link->wait(wc::checked_send(req));
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     return r.getWaitedNs();
@@ -144,7 +144,7 @@ status client_session::end_forward(std::uint64_t batch) {
   return guarded([&]() -> status {
     auto req = impl_->cap.endForwardRequest();
     req.setBatch(batch);
-    auto r = impl_->link->wait(req.send());
+    auto r = impl_->link->wait(wc::checked_send(req));
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     return {};
@@ -156,7 +156,7 @@ namespace {
 template <class Req>
 result<std::vector<std::byte>> read_bytes(Req req, rpc_link& link) {
   return guarded([&]() -> result<std::vector<std::byte>> {
-    auto r = link.wait(req.send());
+    auto r = link.wait(wc::checked_send(req));
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     auto d = r.getData();
@@ -169,7 +169,7 @@ template <class Req>
 status write_bytes(Req req, std::span<const std::byte> data, rpc_link& link) {
   return guarded([&]() -> status {
     req.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(data.data()), data.size()));
-    auto r = link.wait(req.send());
+    auto r = link.wait(wc::checked_send(req));
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     return {};
@@ -234,7 +234,7 @@ result<std::unique_ptr<client_store>> client::open_store(const std::string& iden
   return guarded([&]() -> result<std::unique_ptr<client_store>> {
     auto req = impl_->node.storeRequest();
     req.setIdentity(identity);
-    auto r = impl_->link->wait(req.send());
+    auto r = impl_->link->wait(wc::checked_send(req));
     if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     auto s = std::make_unique<client_store::impl>();
     s->link = impl_->link;
@@ -293,7 +293,7 @@ result<store_exists_reply> client_store::exists(std::span<const std::string> kv_
                                           : wire::HitPolicy::ALL_PAGES);
       q[i].setTrailing(sidecars[i].n);
     }
-    auto r = impl_->link->wait(req.send());
+    auto r = impl_->link->wait(wc::checked_send(req));
     error e = wc::get_error(r.getError());
     if (e.code != errc::ok) return e;
     store_exists_reply out;
@@ -309,7 +309,7 @@ result<std::vector<bool>> client_store::get(store_pool pool, std::span<const sto
     auto req = impl_->cap.getRequest();
     req.setPool(pool_to_wire(pool));
     put_entries(req, entries);
-    auto r = impl_->link->wait(req.send());
+    auto r = impl_->link->wait(wc::checked_send(req));
     return ok_list(r);
   });
 }
@@ -328,7 +328,7 @@ result<std::vector<bool>> client_store::set(store_pool pool, std::span<const sto
     auto req = impl_->cap.setRequest();
     req.setPool(pool_to_wire(pool));
     put_entries(req, entries);
-    auto r = impl_->link->wait(req.send());
+    auto r = impl_->link->wait(wc::checked_send(req));
     return ok_list(r);
   });
 }

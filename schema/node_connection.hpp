@@ -10,6 +10,7 @@
 #include <kj/timer.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -23,8 +24,26 @@ struct call_timed_out {
   std::chrono::milliseconds after;
 };
 
+/// What checked_send throws for a call too large for one Cap'n Proto message.
+struct message_too_large {
+  std::uint64_t words;
+};
+
+/// The most 8-byte words one message may carry: Cap'n Proto's default traversal limit
+/// (64 MiB), which the node reads with. A little is left for the RPC call's own framing.
+inline constexpr std::uint64_t max_message_words = 8 * 1024 * 1024 - 1024;
+
+/// Sends req, or throws message_too_large when it could not be sent as one message (kj
+/// would refuse it with an I/O error that reads like a lost connection).
+template <class Request>
+auto checked_send(Request& req) {
+  const std::uint64_t words = req.totalSize().wordCount;
+  if (words > max_message_words) throw message_too_large{words};
+  return req.send();
+}
+
 /// Runs f(); a kj exception (disconnect, server-side failure) becomes io_error, a missed
-/// deadline timeout.
+/// deadline timeout, a call too large to send invalid_argument.
 template <class F>
 auto guarded(F&& f) -> decltype(f()) {
   try {
@@ -32,6 +51,11 @@ auto guarded(F&& f) -> decltype(f()) {
   } catch (const call_timed_out& t) {
     return error{errc::timeout,
                  "no answer within " + std::to_string(t.after.count()) + " ms (call cancelled)"};
+  } catch (const message_too_large& m) {
+    return error{errc::invalid_argument,
+                 "the call is " + std::to_string(m.words * 8) +
+                     " bytes, more than one message may carry (64 MiB): split it (fewer "
+                     "commands or tokens per step, prompts by reference, smaller store batches)"};
   } catch (const kj::Exception& e) {
     return error{errc::io_error, std::string("rpc: ") + e.getDescription().cStr()};
   }

@@ -373,6 +373,15 @@ TEST_F(NodeRpc, BadCommandsGetTypedErrorsAndOtherSessionsKeepWorking) {
   ASSERT_FALSE(w.ok());
   EXPECT_NE(w.err().message.find("expected 64"), std::string::npos);
 
+  // A call too large for one message is refused before it is sent, as bad input (kj's own
+  // refusal reads as a lost connection), and the connection stays usable.
+  std::vector<std::byte> huge(65u << 20);
+  w = a->write_slot(1, huge);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.err().code, errc::invalid_argument) << w.err().message;
+  EXPECT_NE(w.err().message.find("64 MiB"), std::string::npos) << w.err().message;
+  EXPECT_TRUE(c->ping().ok());
+
   // The other session is unaffected and the first still works.
   EXPECT_TRUE(b->step(std::vector<command>{cmd::check{}}).ok());
   cmds = {cmd::check{/*full=*/true}};
