@@ -1,6 +1,7 @@
 #include "storage/rocksdb_store.hpp"
 
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 #include <rocksdb/memtablerep.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
@@ -8,9 +9,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
+#include "actors/common/log.hpp"
 #include "storage/value_codec.hpp"
 
 namespace hc {
@@ -79,6 +83,31 @@ rocksdb::ReadOptions read_options() {
   return rocksdb::ReadOptions();
 }
 
+/// RocksDB's warnings and errors, in the node's log. Its default is a LOG file in the
+/// index directory, on the disk the store fills: once a write to it failed (disk full),
+/// Debian's build — assertions on — aborted the process at the next line it logged.
+class node_log_forwarder final : public rocksdb::Logger {
+ public:
+  node_log_forwarder() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
+  }
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (level < GetInfoLogLevel() || level == rocksdb::InfoLogLevel::HEADER_LEVEL) return;
+    std::array<char, 1024> line{};
+    std::vsnprintf(line.data(), line.size(), format, ap);
+    std::string message = std::string("L3 store (RocksDB): ") + line.data();
+    while (message.back() == '\n')
+      message.pop_back();
+    if (level >= rocksdb::InfoLogLevel::ERROR_LEVEL) {
+      log::error(message);
+    } else {
+      log::warn(message);
+    }
+  }
+};
+
 }  // namespace
 
 result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_config& cfg) {
@@ -118,15 +147,17 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_s
     return io(s, what);
   };
   std::error_code ec;
-  std::filesystem::create_directories(cfg.path, ec);
+  // The index directory too: RocksDB logs an error for one it has to create.
+  std::filesystem::create_directories(cfg.path + "/index", ec);
   if (ec) return error{errc::io_error, "L3 store: cannot create " + cfg.path + ": " + ec.message()};
 
   rocksdb::DBOptions db_opts;
   db_opts.create_if_missing = true;
   db_opts.create_missing_column_families = true;
   db_opts.max_background_jobs = 2;
-  db_opts.avoid_flush_during_shutdown = false;      // with no WAL, close must flush
-  db_opts.allow_concurrent_memtable_write = false;  // a vector memtable takes one writer
+  db_opts.avoid_flush_during_shutdown = false;                // with no WAL, close must flush
+  db_opts.allow_concurrent_memtable_write = false;            // a vector memtable takes one writer
+  db_opts.info_log = std::make_shared<node_log_forwarder>();  // no LOG file on the store's disk
   std::vector<std::string> existing;
   if (rocksdb::DB::ListColumnFamilies(db_opts, cfg.path, &existing).ok() &&
       std::find(existing.begin(), existing.end(), "pages") != existing.end())
@@ -480,6 +511,25 @@ rocksdb::Status rocksdb_store::put_record_locked(index_map::const_iterator it) {
                   slice(record_value(e.size, e.seq, e.at, e.checksum)));
 }
 
+bool rocksdb_store::free_oldest_segment_locked() {
+  const auto sizes = segments_->sizes();
+  if (sizes.empty()) return false;
+  const std::uint64_t oldest = sizes.begin()->first;
+  std::vector<std::string> victims;
+  for (const auto& [full, e] : index_)
+    if (e.at.segment == oldest) victims.push_back(full);
+  if (victims.empty() && oldest == segments_->active()) return false;  // nothing to free
+  if (oldest == segments_->active()) segments_->seal();
+  usage_.evicted += victims.size();
+  ++disk_full_evictions_;
+  log::warn("L3 store: the disk is full; dropped the " + std::to_string(victims.size()) +
+            " values of its oldest segment (" + std::to_string(sizes.begin()->second) +
+            " bytes) to make room — --l3-capacity is more than the disk holds");
+  (void)drop_locked(victims);  // removes the segment once nothing in it is live
+  segments_->remove(oldest);   // and if its index deletes failed: its bytes are dead
+  return true;
+}
+
 status rocksdb_store::publish_locked(const std::string& full, std::uint64_t size, value_location at,
                                      std::uint64_t checksum) {
   const std::vector<std::string> victims = victims_locked(size, index_bytes_per_value(full.size()));
@@ -493,6 +543,8 @@ status rocksdb_store::publish_locked(const std::string& full, std::uint64_t size
   e.at = at;
   e.checksum = checksum;
   e.verified = true;
+  // After a flush failed for lack of space RocksDB refuses writes until it recovered on
+  // its own (it checks every 5 s for write_buffer_bytes of free space).
   rocksdb::Status s = db_->Put(write_options(), meta_, slice(record_key(full)),
                                slice(record_value(e.size, e.seq, e.at, e.checksum)));
   dirty_ = true;
@@ -522,6 +574,11 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
   const std::uint64_t checksum = l3::payload_checksum(value);
   for (;;) {
     auto at = segments_->append(value);
+    if (!at && at.err().code == errc::out_of_memory) {  // the disk is full: make room once
+      std::lock_guard lk(mu_);
+      if (!db_ || !free_oldest_segment_locked()) return at.err();
+      continue;
+    }
     if (!at) return at.err();
     std::lock_guard lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
@@ -644,6 +701,11 @@ std::uint64_t rocksdb_store::segment_bytes_on_disk() const {
 std::uint64_t rocksdb_store::values_moved() const {
   std::lock_guard lk(mu_);
   return moved_;
+}
+
+std::uint64_t rocksdb_store::disk_full_evictions() const {
+  std::lock_guard lk(mu_);
+  return disk_full_evictions_;
 }
 
 std::size_t rocksdb_store::segment_count() const {

@@ -145,6 +145,8 @@ class rocksdb_store final : public l3_store {
   std::size_t collect_garbage();
   /// Values garbage collection moved to the active segment since open.
   std::uint64_t values_moved() const;
+  /// Times a full disk made a put drop the values of the oldest segment, since open.
+  std::uint64_t disk_full_evictions() const;
 
   /// Test hook: replaces the stored value of a key by `bytes`, an encoded value (header +
   /// payload, value_codec.hpp) — e.g. one with a flipped byte: bytes that decode are served
@@ -180,6 +182,10 @@ class rocksdb_store final : public l3_store {
   /// shared by get and get_into (a corrupt value is deleted and reported as not_found).
   template <class DstFor>
   status read_value(l3_pool pool, std::string_view key, DstFor&& dst_for);
+  /// The disk is full: drops every value of the oldest segment (sealing it first if it is
+  /// the active one), whatever their recency, so that its file goes — a log-structured
+  /// store frees disk space a segment at a time. False if no segment holds a value.
+  bool free_oldest_segment_locked();
   /// Publishes a value just appended at `at`: evicts for room, writes its index record.
   status publish_locked(const std::string& full, std::uint64_t size, value_location at,
                         std::uint64_t checksum);
@@ -217,6 +223,7 @@ class rocksdb_store final : public l3_store {
                                 ///< stays valid while this does not change)
   std::unordered_map<std::uint64_t, std::uint64_t> live_;  ///< segment → live footprint
   std::uint64_t moved_ = 0;                                ///< values_moved()
+  std::uint64_t disk_full_evictions_ = 0;                  ///< disk_full_evictions()
 
   std::atomic<bool> dirty_{false};  ///< written since the last background flush
   std::mutex flush_mu_;

@@ -246,6 +246,12 @@ void value_segments::remove(std::uint64_t id) {
   files_.erase(it);
 }
 
+void value_segments::seal() {
+  std::lock_guard lk(mu_);
+  active_.reset();
+  tail_ = 0;
+}
+
 status value_segments::sync() {
   std::vector<std::shared_ptr<segment_file>> dirty;
   {

@@ -99,6 +99,9 @@ class value_segments {
   std::uint64_t active() const;
   /// Unlinks segment `id` (readers that hold it still read it). No-op for the active one.
   void remove(std::uint64_t id);
+  /// Ends the active segment: the next append starts a new one, and the old one can be
+  /// removed (appends already placed in it still complete).
+  void seal();
   /// fdatasync of every segment appended to since the last sync.
   status sync();
   /// Bytes a record of `bytes` takes in a segment (its padding with direct I/O).

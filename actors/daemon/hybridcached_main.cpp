@@ -77,6 +77,14 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     const hc::l3_usage u = (*store)->usage();
     hc::log::info("L3 store " + sc.path + ": " + std::to_string(u.values) + " values, " +
                   std::to_string(u.bytes) + " of " + std::to_string(u.capacity) + " bytes");
+    std::error_code space_ec;
+    const fs::space_info disk = fs::space(sc.path, space_ec);
+    if (!space_ec && u.capacity > u.bytes + disk.available)
+      hc::log::warn("--l3-capacity (" + std::to_string(u.capacity) + " bytes) is more than " +
+                    sc.path + " can take (" + std::to_string(disk.available) +
+                    " bytes free besides the store's " + std::to_string(u.bytes) +
+                    "): when the disk fills, the store drops the values of its oldest "
+                    "segment, whatever their recency; a lower --l3-capacity keeps LRU order");
     l3 = std::move(*store);
   }
 

@@ -3,6 +3,8 @@
 // is reclaimed, a lowered capacity takes effect at open, and bad directories are clear
 // errors.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -389,6 +391,58 @@ TEST(RocksdbStore, ValuesWrittenButNeverIndexedLeaveNoSegmentBehind) {
   auto s = open_store(path, 1ull << 30);
   ASSERT_TRUE(s);
   EXPECT_EQ(s->segment_count(), 0u) << "a segment nothing points at is removed at open";
+}
+
+/// Runs body() in a child process whose `dir` is a tmpfs of `bytes` (a mount namespace of
+/// its own; needs root). Returns the child's exit status, or -1 if it could not set up.
+template <class Body>
+int in_small_disk(const std::string& dir, std::size_t bytes, Body body) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const std::string size = "size=" + std::to_string(bytes);
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", dir.c_str(), "tmpfs", 0, size.c_str()) != 0)
+      ::_exit(100);
+    ::_exit(body());
+  }
+  int wst = 0;
+  if (::waitpid(child, &wst, 0) != child || !WIFEXITED(wst)) return -2;
+  return WEXITSTATUS(wst) == 100 ? -1 : WEXITSTATUS(wst);
+}
+
+// A disk smaller than the capacity: once full, a put drops the values of the oldest
+// segment and is written. The store once refused every put from then on — nothing reached
+// the capacity, so nothing was ever evicted.
+TEST(RocksdbStore, AFullDiskDropsTheOldestSegmentAndTakesThePut) {
+  SKIP_UNLESS_SINGLE_THREADED();
+  if (::geteuid() != 0) GTEST_SKIP() << "a small disk (a tmpfs in a mount namespace) needs root";
+  temp_dir dir;
+  std::filesystem::create_directories(dir.sub("disk"));
+  const int status = in_small_disk(dir.sub("disk"), 8u << 20, [&] {
+    rocksdb_store_config cfg;
+    cfg.path = dir.sub("disk") + "/l3";
+    cfg.segment_bytes = 1u << 20;  // 64 KiB values, 16 to a segment
+    cfg.write_buffer_bytes = 1u << 20;
+    auto st = rocksdb_store::open(cfg);
+    if (!st) return 2;
+    const int n = 400;  // 25 MiB of values on an 8 MiB disk
+    for (int i = 0; i < n; ++i)
+      if (!(*st)->set(l3_pool::kv_page, std::to_string(i), bytes(static_cast<char>(i), 65536)))
+        return 3;
+    if ((*st)->disk_full_evictions() == 0) return 4;
+    std::vector<std::byte> out;
+    for (int i = n - 16; i < n; ++i)  // the newest segment's worth is all there
+      if (!(*st)->get(l3_pool::kv_page, std::to_string(i), out) ||
+          out != bytes(static_cast<char>(i), 65536))
+        return 5;
+    if ((*st)->exists(l3_pool::kv_page, "0")) return 6;  // the oldest made room
+    if ((*st)->usage().bytes > (8u << 20)) return 7;
+    return (*st)->close() ? 0 : 8;
+  });
+  if (status == -1) GTEST_SKIP() << "this machine refuses a mount namespace";
+  EXPECT_EQ(status, 0) << "3: a put refused, 4: no drop, 5: a recent value lost, 6: the oldest "
+                          "kept, 7: more than the disk, 8: close failed";
 }
 
 TEST(RocksdbStore, BadDirectoriesAreClearErrors) {

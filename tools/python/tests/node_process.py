@@ -4,6 +4,7 @@ directory (a warm restart)."""
 
 import os
 import resource
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -13,17 +14,25 @@ import time
 class NodeProcess:
     """hybridcached on a temporary socket and data directory."""
 
-    def __init__(self, *extra_args, address_space_limit=None, shm_bytes=None, nofile_limit=None):
+    def __init__(self, *extra_args, address_space_limit=None, shm_bytes=None, nofile_limit=None,
+                 data_bytes=None):
         """address_space_limit: bytes of virtual memory the daemon may map (RLIMIT_AS), so
         that an allocation past it fails in the daemon instead of succeeding. shm_bytes: the
         daemon runs in a mount namespace of its own whose /dev/shm is a tmpfs of that size
-        (a container's /dev/shm; needs root: see can_limit_shm). nofile_limit: the file
+        (a container's /dev/shm; needs root: see can_mount_tmpfs). data_bytes: likewise,
+        its data directory is a tmpfs of that size (a small disk). nofile_limit: the file
         descriptors the daemon may have open (RLIMIT_NOFILE)."""
         self.dir = tempfile.mkdtemp(prefix="hc-py-")
         self.socket = os.path.join(self.dir, "node.sock")
+        self.data_dir = os.path.join(self.dir, "data")
         self.extra_args = list(extra_args)
         self.address_space_limit = address_space_limit
-        self.shm_bytes = shm_bytes
+        self.mounts = []  # (path, tmpfs bytes)
+        if shm_bytes is not None:
+            self.mounts.append(("/dev/shm", shm_bytes))
+        if data_bytes is not None:
+            os.makedirs(self.data_dir, exist_ok=True)
+            self.mounts.append((self.data_dir, data_bytes))
         self.nofile_limit = nofile_limit
         self.proc = None
         self.log = open(os.path.join(self.dir, "log"), "a")
@@ -32,9 +41,9 @@ class NodeProcess:
     def start(self):
         """Starts the daemon (again) on the same socket and data directory."""
         argv = [os.environ["HC_DAEMON"], "--socket", self.socket, "--metrics", "off",
-                "--data-dir", os.path.join(self.dir, "data")] + self.extra_args
-        if self.shm_bytes is not None:
-            argv = _with_shm_of(self.shm_bytes, argv)
+                "--data-dir", self.data_dir] + self.extra_args
+        if self.mounts:
+            argv = _with_tmpfs(self.mounts, argv)
         self.proc = subprocess.Popen(
             argv,
             stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=self._limit)
@@ -65,6 +74,12 @@ class NodeProcess:
             self.proc.terminate()
             self.proc.wait(timeout=60)
 
+    def log_text(self):
+        """What the daemon has logged so far."""
+        self.log.flush()
+        with open(self.log.name) as f:
+            return f.read()
+
     def stop(self):
         """Stops the daemon and removes its directory."""
         self.halt()
@@ -72,19 +87,24 @@ class NodeProcess:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _with_shm_of(size, argv):
-    """argv run in a new mount namespace whose /dev/shm is a tmpfs of `size` bytes."""
+def _with_tmpfs(mounts, argv):
+    """argv run in a new mount namespace where each (path, bytes) of mounts is a tmpfs of
+    that size."""
+    script = "".join('mount -t tmpfs -o size=%d tmpfs %s && ' % (size, shlex.quote(path))
+                     for path, size in mounts)
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-            'mount -t tmpfs -o size="$0" tmpfs /dev/shm && exec "$@"', str(size)] + argv
+            script + 'exec "$@"', "sh"] + argv
 
 
-def can_limit_shm():
-    """Why NodeProcess(shm_bytes=...) cannot run here, or None when it can: it needs a
-    mount namespace (root, and unshare(1) permitted by the container, if any)."""
+def can_mount_tmpfs():
+    """Why NodeProcess(shm_bytes=... or data_bytes=...) cannot run here, or None when it
+    can: it needs a mount namespace (root, and unshare(1) permitted by the container, if
+    any)."""
     if os.geteuid() != 0:
-        return "a private /dev/shm needs root (a mount namespace and a tmpfs mount)"
+        return "a private /dev/shm or data disk needs root (a mount namespace and a tmpfs mount)"
     try:
-        r = subprocess.run(_with_shm_of(1 << 20, ["true"]), capture_output=True, timeout=30)
+        r = subprocess.run(_with_tmpfs([("/dev/shm", 1 << 20)], ["true"]), capture_output=True,
+                           timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
         return "unshare(1) is not usable here: " + str(e)
     if r.returncode != 0:

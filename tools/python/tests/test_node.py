@@ -10,7 +10,7 @@ import unittest
 
 import hybridcache
 from hybridcache import cmd, res
-from node_process import NodeProcess, can_limit_shm
+from node_process import NodeProcess, can_mount_tmpfs
 
 
 def small_spec(model="py-model"):
@@ -29,6 +29,7 @@ class OwnNodeTest(unittest.TestCase):
     keywords) — or skipped, saying why, when why_not() gives a reason."""
 
     NODE_OPTIONS = {}
+    NODE_ARGS = ()  # hybridcached's own flags
 
     @classmethod
     def why_not(cls):
@@ -39,7 +40,7 @@ class OwnNodeTest(unittest.TestCase):
         why = cls.why_not()
         if why:
             raise unittest.SkipTest(why)
-        cls.node_process = NodeProcess(**cls.NODE_OPTIONS)
+        cls.node_process = NodeProcess(*cls.NODE_ARGS, **cls.NODE_OPTIONS)
 
     @classmethod
     def tearDownClass(cls):
@@ -388,7 +389,7 @@ class SmallSharedMemoryTest(OwnNodeTest):
 
     @classmethod
     def why_not(cls):
-        return can_limit_shm()
+        return can_mount_tmpfs()
 
     def test_pools_larger_than_dev_shm_fail_their_open(self):
         with hybridcache.connect(socket=self.node_process.socket, timeout=60) as node:
@@ -412,6 +413,62 @@ class SmallSharedMemoryTest(OwnNodeTest):
                         s2.write_kv_page(page, b"x" * big.kv_bytes_per_token)
             self.assertEqual(node.ping().protocol_version, 2)
         self.assertTrue(self.node_process.alive())
+
+
+class FullDiskTest(OwnNodeTest):
+    """A data disk smaller than --l3-capacity (64 GiB by default): once it is full, a put
+    drops the values of the oldest segment and is written. The store once refused every put
+    from then on (the disk never emptied: nothing reached the capacity), and RocksDB's LOG
+    file, on the same disk, made the node abort at its next line — at the latest at stop."""
+
+    NODE_OPTIONS = {"data_bytes": 48 << 20}
+    NODE_ARGS = ("--l3-flush-seconds", "0.1")
+
+    @classmethod
+    def why_not(cls):
+        return can_mount_tmpfs()
+
+    def test_puts_go_on_when_the_disk_is_full_and_the_node_stops_cleanly(self):
+        value = 1 << 20
+        payload = bytes(range(256)) * (value // 256)
+        with hybridcache.connect(socket=self.node_process.socket, timeout=60) as node:
+            store = node.store("py-full-disk")
+            store.arena[:value] = payload
+            kv = hybridcache.StorePool.KV_PAGE
+            written = [store.set(kv, [("page-%d" % i, [(0, value)])])[0] for i in range(120)]
+            self.assertEqual(written.count(False), 0, "puts refused on a full disk")
+            store.arena[:value] = bytes(value)
+            self.assertEqual(store.get(kv, [("page-119", [(0, value)])]), [True])
+            self.assertEqual(bytes(store.arena[:value]), payload)
+            recent = store.get(kv, [("page-%d" % i, [(0, value)]) for i in range(110, 120)])
+            self.assertTrue(all(recent), recent)
+            self.assertEqual(store.get(kv, [("page-0", [(0, value)])]), [False],
+                             "the oldest values made room")
+            # Another file fills the disk while the index has a record to flush: RocksDB's
+            # flushes fail and it logs that (into its LOG file, once).
+            self.assertEqual(store.set(kv, [("page-last", [(0, value)])]), [True])
+            self.assertTrue(self.node_process.alive(), self.node_process.log_text()[-3000:])
+            filler = "/proc/%d/root%s/filler" % (self.node_process.proc.pid,
+                                                 self.node_process.data_dir)
+            try:
+                f = open(filler, "wb")
+            except FileNotFoundError:  # /proc/<pid> is gone
+                self.fail("the node died: " + self.node_process.log_text()[-3000:])
+            with f:
+                try:
+                    while True:
+                        f.write(b"\0" * (1 << 20))
+                except OSError:
+                    pass
+            time.sleep(1)  # ten timed flushes
+            self.assertTrue(self.node_process.alive(), self.node_process.log_text()[-3000:])
+            os.unlink(filler)
+            self.assertEqual(node.ping().protocol_version, 2)
+        self.node_process.halt()
+        log = self.node_process.log_text()
+        self.assertEqual(self.node_process.proc.returncode, 0, log[-3000:])
+        self.assertIn("the disk is full", log)
+        self.assertIn("--l3-capacity (", log, "the start warns of a capacity above the disk")
 
 
 if __name__ == "__main__":
