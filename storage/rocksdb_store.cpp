@@ -562,6 +562,7 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
   if (status ok = l3_check_set(key, value.size(), usage_.capacity); !ok) return ok;
   const std::uint64_t need = l3::value_header_bytes + value.size();
   const std::string full = full_key(pool, key);
+  std::uint64_t drops_seen = 0;  // disk_full_evictions_ when this put last looked
   {
     std::lock_guard lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
@@ -569,14 +570,18 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
       touch_locked(it->second);  // idempotent: the first value stays, recency refreshes
       return {};
     }
+    drops_seen = disk_full_evictions_;
   }
   // The checksum and the write run outside the lock: one pwrite of the payload.
   const std::uint64_t checksum = l3::payload_checksum(value);
   for (;;) {
     auto at = segments_->append(value);
-    if (!at && at.err().code == errc::out_of_memory) {  // the disk is full: make room once
+    if (!at && at.err().code == errc::out_of_memory) {  // the disk is full: make room
       std::lock_guard lk(mu_);
-      if (!db_ || !free_oldest_segment_locked()) return at.err();
+      if (!db_) return at.err();
+      // Puts that ran out of space together free one segment, not one each.
+      if (disk_full_evictions_ == drops_seen && !free_oldest_segment_locked()) return at.err();
+      drops_seen = disk_full_evictions_;
       continue;
     }
     if (!at) return at.err();
