@@ -79,12 +79,14 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
                   std::to_string(u.bytes) + " of " + std::to_string(u.capacity) + " bytes");
     std::error_code space_ec;
     const fs::space_info disk = fs::space(sc.path, space_ec);
-    if (!space_ec && u.capacity > u.bytes + disk.available)
-      hc::log::warn("--l3-capacity (" + std::to_string(u.capacity) + " bytes) is more than " +
-                    sc.path + " can take (" + std::to_string(disk.available) +
-                    " bytes free besides the store's " + std::to_string(u.bytes) +
+    if (!space_ec && u.capacity > u.bytes + disk.available) {
+      const auto mib = [](std::uint64_t b) { return std::to_string(b >> 20) + " MiB"; };
+      hc::log::warn("--l3-capacity (" + mib(u.capacity) + ") is more than " + sc.path +
+                    " can take (" + mib(disk.available) + " free besides the store's " +
+                    mib(u.bytes) +
                     "): when the disk fills, the store drops the values of its oldest "
                     "segment, whatever their recency; a lower --l3-capacity keeps LRU order");
+    }
     l3 = std::move(*store);
   }
 
