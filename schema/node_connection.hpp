@@ -67,13 +67,15 @@ template <class T>
 T wait_call(capnp::EzRpcClient& ez, std::chrono::milliseconds deadline, kj::Promise<T>&& p) {
   if (deadline.count() <= 0) return p.wait(ez.getWaitScope());
   bool late = false;
-  auto guard = ez.getIoProvider()
-                   .getTimer()
-                   .afterDelay(deadline.count() * kj::MILLISECONDS)
-                   .then([&late]() -> kj::Promise<T> {
-                     late = true;
-                     return KJ_EXCEPTION(OVERLOADED, "call deadline passed");
-                   });
+  // From the clock, not the timer's now(): that is the time of the loop's last wait, and a
+  // client's loop waits only inside its calls — after an idle spell longer than the
+  // deadline, afterDelay() would have fired at once and failed a call that was never late.
+  const kj::TimePoint due =
+      kj::systemPreciseMonotonicClock().now() + deadline.count() * kj::MILLISECONDS;
+  auto guard = ez.getIoProvider().getTimer().atTime(due).then([&late]() -> kj::Promise<T> {
+    late = true;
+    return KJ_EXCEPTION(OVERLOADED, "call deadline passed");
+  });
   try {
     return p.exclusiveJoin(kj::mv(guard)).wait(ez.getWaitScope());
   } catch (const kj::Exception&) {

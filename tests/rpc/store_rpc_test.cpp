@@ -4,6 +4,8 @@
 // corrupt values are misses.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <cstring>
 
 #include "storage/memory_store.hpp"
@@ -202,6 +204,23 @@ TEST_F(StoreRpc, ALateCallIsCancelledAsATimeoutAndTheClientStaysUsable) {
   ASSERT_TRUE(again.ok()) << again.err().message;
   EXPECT_EQ(*again, std::vector<bool>{true});
   EXPECT_TRUE(c->ping().ok());
+}
+
+// A client's event loop runs only inside its calls, so its timer's clock stops between
+// them: the first call after an idle spell longer than the deadline failed at once as a
+// timeout (and was cancelled, sent or not) while the node was idle and well.
+TEST_F(StoreRpc, TheFirstCallAfterAnIdleSpellIsNotLate) {
+  c->set_call_timeout(std::chrono::milliseconds(200));
+  ASSERT_TRUE(c->ping().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto r = c->ping();
+  EXPECT_TRUE(r.ok()) << r.err().message;
+  auto s = open("idle");
+  ASSERT_TRUE(s);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const store_entry e{"k", {{0, page}}};
+  auto put = s->set(store_pool::kv_page, std::span(&e, 1));
+  EXPECT_TRUE(put.ok()) << put.err().message;
 }
 
 }  // namespace

@@ -9,10 +9,18 @@
 // client cancels a call that got no answer within the connection's timeout (errc::timeout
 // -> hybridcache.Timeout) and stays usable; the Python side also stops waiting for a call
 // still queued behind others once its own deadline (timeout plus the queue's) passed.
+//
+// Fork: a child process has a copy of the connection's memory but not its I/O thread, and
+// shares its socket with the parent. A connection used in a child refuses the call
+// (hybridcache.Unavailable: connect again there) instead of waiting for a thread that is
+// not there, and what it owns is left as it is (never destroyed there: that would touch
+// the parent's event loop, or join a thread that does not exist).
+#include <pthread.h>
 #include <pybind11/operators.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -93,10 +101,32 @@ void ok_or_raise(const status& s) {
   if (!s) raise(s.err());
 }
 
+// ---- fork ---------------------------------------------------------------------------------
+/// Forks of this process so far, as seen by the child (pthread_atfork).
+std::atomic<std::uint64_t> forks{0};
+
+/// A process-wide generation that changes in a forked child.
+std::uint64_t fork_generation() noexcept {
+  static const bool registered = [] {
+    ::pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); });
+    return true;
+  }();
+  (void)registered;
+  return forks.load(std::memory_order_relaxed);
+}
+
+/// Leaks what a forked child must not destroy (see the file comment).
+template <class T>
+void abandon(T&& x) {
+  new std::decay_t<T>(std::forward<T>(x));
+}
+
 // ---- the I/O thread ---------------------------------------------------------------------
 class io_thread {
  public:
   io_thread() : thread_([this] { loop(); }) {}
+  /// REQUIRES: !forked() (a forked child abandons the object instead: its thread is not
+  /// there, its mutex and condition variable may be held by the parent's threads).
   ~io_thread() {
     {
       std::lock_guard lk(mu_);
@@ -108,8 +138,16 @@ class io_thread {
   io_thread(const io_thread&) = delete;
   io_thread& operator=(const io_thread&) = delete;
 
-  /// Queues fn on the I/O thread without waiting (ignored once the thread stops).
+  /// True in a child forked after this thread started (the thread is not there).
+  bool forked() const noexcept { return generation_ != fork_generation(); }
+
+  /// Queues fn on the I/O thread without waiting (ignored once the thread stops; kept as
+  /// it is in a forked child).
   void post(std::function<void()> fn) {
+    if (forked()) {
+      abandon(std::move(fn));
+      return;
+    }
     {
       std::lock_guard lk(mu_);
       if (stop_) return;
@@ -121,6 +159,12 @@ class io_thread {
   /// Runs fn on the I/O thread; waits (GIL released by the caller) at most `timeout`.
   template <class R>
   R run(std::function<R()> fn, std::chrono::milliseconds timeout) {
+    if (forked()) {
+      abandon(std::move(fn));
+      throw unavailable_error(
+          "io_error: this connection was opened before the process forked; its I/O thread "
+          "and socket belong to the parent: connect again in this process");
+    }
     auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
     std::future<R> done = task->get_future();
     {
@@ -155,6 +199,7 @@ class io_thread {
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
   bool stop_ = false;
+  const std::uint64_t generation_ = fork_generation();
   std::thread thread_;  // last: starts after the members it uses
 };
 
@@ -165,12 +210,17 @@ class io_thread {
 struct connection {
   std::chrono::milliseconds timeout{30000};
   std::unique_ptr<client> c;  ///< created, used and destroyed on io's thread
-  io_thread io;               // last: joined first on destruction
+  std::unique_ptr<io_thread> io = std::make_unique<io_thread>();  // last: joined first
 
   ~connection() {
+    if (io->forked()) {
+      (void)io.release();
+      (void)c.release();
+      return;
+    }
     try {
       py::gil_scoped_release unlocked;
-      io.run<int>(
+      io->run<int>(
           [this] {
             c.reset();
             return 0;
@@ -185,7 +235,7 @@ struct connection {
   template <class R>
   R call(std::function<R()> fn) {
     py::gil_scoped_release unlocked;
-    return io.run<R>(std::move(fn), 2 * timeout + std::chrono::milliseconds(1000));
+    return io->run<R>(std::move(fn), 2 * timeout + std::chrono::milliseconds(1000));
   }
   client& live() {
     if (!c) throw unavailable_error("io_error: not connected");
@@ -208,7 +258,7 @@ class py_session {
       : conn_(std::move(conn)), box_(std::move(box)) {}
   ~py_session() {
     // Closes it on the node, on the I/O thread, without waiting.
-    if (!closed_) conn_->io.post([box = box_] { box->s.reset(); });
+    if (!closed_) conn_->io->post([box = box_] { box->s.reset(); });
   }
 
   std::vector<command_result> step(std::vector<command> cmds) {
@@ -301,7 +351,7 @@ class py_store {
            std::uint64_t bytes)
       : conn_(std::move(conn)), box_(std::move(box)), name_(std::move(name)), bytes_(bytes) {}
   ~py_store() {
-    if (!closed_) conn_->io.post([box = box_] { box->s.reset(); });
+    if (!closed_) conn_->io->post([box = box_] { box->s.reset(); });
   }
 
   std::pair<std::uint32_t, std::vector<std::uint32_t>> exists(std::vector<std::string> keys,
@@ -389,7 +439,7 @@ class py_node {
         return std::pair<std::string, std::uint64_t>{box->s->arena_name(), box->s->arena().size()};
       });
     } catch (const timeout_error&) {
-      c->io.post([box] { box->s.reset(); });
+      c->io->post([box] { box->s.reset(); });
       throw;
     }
     return std::make_unique<py_store>(conn_, std::move(box), arena.first, arena.second);
@@ -403,7 +453,7 @@ class py_node {
         return 0;
       });
     } catch (const timeout_error&) {
-      c->io.post([box] { box->s.reset(); });  // a late open is closed on the I/O thread
+      c->io->post([box] { box->s.reset(); });  // a late open is closed on the I/O thread
       throw;
     }
     return std::make_unique<py_session>(conn_, std::move(box));

@@ -310,6 +310,45 @@ class NodeTest(OwnNodeTest):
                 s.close()
             self.assertEqual(node.inspect()["sessions"], 0)
 
+    def test_a_forked_child_connects_again_and_the_parent_goes_on(self):
+        # A child has the connection's memory but not its I/O thread, and shares its socket
+        # with the parent: its calls once waited out the timeout, and releasing the objects
+        # there aborted the child (a join of a thread it does not have).
+        node = hybridcache.connect(socket=self.node_process.socket, timeout=2)
+        s = node.open(small_spec("py-fork"))
+        pid = os.fork()
+        if pid == 0:  # the child: an exit code per failure, nothing raised past os._exit
+            code = 0
+            try:
+                try:
+                    node.ping()
+                    code = 1
+                except hybridcache.Unavailable as e:
+                    code = 0 if "fork" in str(e) else 2
+                if code == 0:
+                    try:
+                        s.step([cmd.Check()])
+                        code = 3
+                    except hybridcache.Unavailable:
+                        pass
+                if code == 0:
+                    with hybridcache.connect(socket=self.node_process.socket, timeout=5) as fresh:
+                        with fresh.open(small_spec("py-fork")) as mine:
+                            if not mine.step([cmd.Check()])[0].ok:
+                                code = 4
+                del s, node  # their objects are left alone here, without waiting
+            except BaseException:
+                code = 5
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0,
+                         "1/3: the child's call went out on the parent's socket, 2: its error "
+                         "does not say why, 4: a new connection failed there, 5: it raised")
+        self.assertEqual(node.ping().protocol_version, 2)
+        self.assertTrue(s.step([cmd.Check(full=True)])[0].body.sanity)
+        s.close()
+        node.close()
+
 
 def under_a_sanitizer():
     """ASan, UBSan and TSan reserve terabytes of address space at start: a daemon of such a
