@@ -93,7 +93,7 @@ struct node_connection {
 /// (> 0) bounds the login and the ping.
 inline result<node_connection> connect_node(const std::string& address, const std::string& token,
                                             std::chrono::milliseconds deadline = {}) {
-  return guarded([&]() -> result<node_connection> {
+  auto connected = guarded([&]() -> result<node_connection> {
     node_connection c;
     c.ez = std::make_shared<capnp::EzRpcClient>(address.c_str());
     c.node = c.ez->getMain<wire::CacheNode>();
@@ -115,6 +115,17 @@ inline result<node_connection> connect_node(const std::string& address, const st
     if (ping.getError().getCode() != wire::ErrorCode::OK) return get_error(ping.getError());
     return c;
   });
+  // A peer that is not a node (an HTTP server such as the node's --metrics port) answers
+  // bytes that kj reads as a message of absurd size or segment count.
+  if (!connected && connected.err().code == errc::io_error &&
+      (connected.err().message.find("too many segments") != std::string::npos ||
+       connected.err().message.find("traversalLimitInWords") != std::string::npos))
+    return error{errc::io_error, address +
+                                     " did not answer as a hybridcache node: its bytes are not "
+                                     "a Cap'n Proto message (an HTTP server — the node's "
+                                     "--metrics address? — or another service); " +
+                                     connected.err().message};
+  return connected;
 }
 
 }  // namespace hc::wire_convert

@@ -524,6 +524,40 @@ TEST_F(NodeRpc, GarbageOnTheWireDropsOnlyThatConnection) {
   EXPECT_TRUE((*r)[0].ok());
 }
 
+// Pointed at something that is not a node — here a server answering as HTTP does, as the
+// node's own --metrics port would — the client says so instead of kj's framing error.
+TEST(NodeConnect, APeerThatIsNotANodeIsNamedAsSuch) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("hc-http-" + std::to_string(::getpid()) + ".sock"))
+          .string();
+  ::unlink(path.c_str());
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  std::thread http([listener] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    if (fd < 0) return;
+    char buf[4096];
+    (void)::read(fd, buf, sizeof buf);
+    const char reply[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    (void)::write(fd, reply, sizeof reply - 1);
+    ::shutdown(fd, SHUT_RDWR);
+    ::close(fd);
+  });
+  auto c = client::connect("unix:" + path, "", std::chrono::milliseconds(10000));
+  http.join();
+  ::close(listener);
+  ::unlink(path.c_str());
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.err().code, errc::io_error);
+  EXPECT_NE(c.err().message.find("did not answer as a hybridcache node"), std::string::npos)
+      << c.err().message;
+}
+
 // TCP is served only behind the shared secret: the right token opens the node, a wrong
 // one is refused, and a connection that never logged in can do nothing.
 struct TcpNode : node_fixture {
