@@ -233,7 +233,7 @@ const std::string& client_store::arena_name() const noexcept {
 result<std::unique_ptr<client_store>> client::open_store(const std::string& identity) {
   return guarded([&]() -> result<std::unique_ptr<client_store>> {
     auto req = impl_->node.storeRequest();
-    req.setIdentity(identity);
+    req.setIdentity(wc::text(identity));
     auto r = impl_->link->wait(wc::checked_send(req));
     if (r.getError().getCode() != wire::ErrorCode::OK) return wc::get_error(r.getError());
     auto s = std::make_unique<client_store::impl>();
@@ -258,7 +258,7 @@ template <class Req>
 void put_entries(Req& req, std::span<const store_entry> entries) {
   auto l = req.initEntries(static_cast<unsigned>(entries.size()));
   for (unsigned i = 0; i < l.size(); ++i) {
-    l[i].setKey(entries[i].key);
+    l[i].setKey(wc::text(entries[i].key));
     auto segs = l[i].initSegments(static_cast<unsigned>(entries[i].segments.size()));
     for (unsigned k = 0; k < segs.size(); ++k) {
       segs[k].setOffset(entries[i].segments[k].offset);
@@ -285,7 +285,7 @@ result<store_exists_reply> client_store::exists(std::span<const std::string> kv_
     auto req = impl_->cap.existsRequest();
     auto k = req.initKvKeys(static_cast<unsigned>(kv_keys.size()));
     for (unsigned i = 0; i < k.size(); ++i)
-      k.set(i, kv_keys[i]);
+      k.set(i, wc::text(kv_keys[i]));
     auto q = req.initSidecars(static_cast<unsigned>(sidecars.size()));
     for (unsigned i = 0; i < q.size(); ++i) {
       q[i].setPool(pool_to_wire(sidecars[i].which));

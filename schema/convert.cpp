@@ -152,7 +152,7 @@ status put_spec(wire::InstanceSpec::Builder b, const instance_spec& s) {
       return error{errc::invalid_config, std::string(field) + " (" + std::to_string(v) +
                                              ") does not fit the protocol's 32-bit field"};
   b.setProtocolVersion(wire::PROTOCOL_VERSION);
-  b.setModelId(s.model_id);
+  b.setModelId(text(s.model_id));
   b.setTpRank(s.tp_rank);
   b.setTpSize(s.tp_size);
   b.setPageSize(static_cast<std::uint32_t>(s.page_size));
@@ -169,7 +169,7 @@ status put_spec(wire::InstanceSpec::Builder b, const instance_spec& s) {
   b.setSharedRows(s.shared_rows);
   b.setSharedTokens(s.shared_tokens);
   b.setSlotsPerRequest(static_cast<std::uint32_t>(s.slots_per_request));
-  b.setNamespace(s.ns);
+  b.setNamespace(text(s.ns));
   b.setHicacheRatio(s.hicache_ratio);
   b.setHicacheBytes(s.hicache_bytes);
   b.setHicacheWritePolicy(static_cast<wire::WritePolicy>(s.hicache_write_policy));
@@ -183,7 +183,7 @@ status put_spec(wire::InstanceSpec::Builder b, const instance_spec& s) {
 
 result<instance_spec> get_spec(wire::InstanceSpec::Reader r) {
   instance_spec s;
-  s.model_id = r.getModelId().cStr();
+  s.model_id = text(r.getModelId());
   s.tp_rank = r.getTpRank();
   s.tp_size = r.getTpSize();
   s.page_size = r.getPageSize();
@@ -214,7 +214,7 @@ result<instance_spec> get_spec(wire::InstanceSpec::Reader r) {
   s.shared_rows = r.getSharedRows();
   s.shared_tokens = r.getSharedTokens();
   s.slots_per_request = r.getSlotsPerRequest();
-  s.ns = r.getNamespace().cStr();
+  s.ns = text(r.getNamespace());
   s.hicache_ratio = r.getHicacheRatio();
   s.hicache_bytes = r.getHicacheBytes();
   const auto wp = static_cast<unsigned>(r.getHicacheWritePolicy());

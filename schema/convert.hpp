@@ -13,6 +13,16 @@
 
 namespace hc::wire_convert {
 
+/// A string for a Text field, whole: Cap'n Proto's conversion from std::string stops at
+/// the first NUL, so "a\0b" and "a" would reach the node as one key, model or namespace.
+inline capnp::Text::Reader text(const std::string& s) {
+  return {s.data(), s.size()};  // std::string keeps the terminating NUL Text needs
+}
+/// A Text field as a string, whole (cStr() stops at an embedded NUL).
+inline std::string text(capnp::Text::Reader r) {
+  return {r.begin(), r.size()};
+}
+
 wire::ErrorCode code_to_wire(errc c) noexcept;
 errc code_from_wire(wire::ErrorCode c) noexcept;
 void put_error(wire::Error::Builder b, const error& e);

@@ -99,7 +99,7 @@ inline result<node_connection> connect_node(const std::string& address, const st
     c.node = c.ez->getMain<wire::CacheNode>();
     if (!token.empty()) {
       auto req = c.node.loginRequest();
-      req.setToken(token);
+      req.setToken(text(token));
       auto resp = wait_call(*c.ez, deadline, req.send());
       if (resp.getError().getCode() != wire::ErrorCode::OK)
         return error{errc::invalid_argument,

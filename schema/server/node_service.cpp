@@ -76,7 +76,7 @@ class node_impl final : public wire::CacheNode::Server {
 
   kj::Promise<void> login(LoginContext c) override {
     auto res = c.getResults();
-    if (!same_secret(c.getParams().getToken().cStr(), ctx_.token) || ctx_.token.empty()) {
+    if (!same_secret(wc::text(c.getParams().getToken()), ctx_.token) || ctx_.token.empty()) {
       auto e = res.initError();
       e.setCode(wire::ErrorCode::UNAUTHENTICATED);
       e.setMessage("wrong token");
@@ -90,7 +90,7 @@ class node_impl final : public wire::CacheNode::Server {
   kj::Promise<void> store(StoreContext c) override {
     auto res = c.getResults();
     if (refused(res)) return kj::READY_NOW;
-    const std::string identity = c.getParams().getIdentity().cStr();
+    const std::string identity = wc::text(c.getParams().getIdentity());
     if (status s = check_identity(identity); !s) {
       wc::put_error(res.initError(), s.err());
       return kj::READY_NOW;

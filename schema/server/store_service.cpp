@@ -30,7 +30,7 @@ class store_impl final : public wire::Store::Server {
     auto keys = c.getParams().getKvKeys();
     if (keys.size() > ctx_.max_store_keys) return too_many(c, keys.size());
     for (auto k : keys)
-      job->keys.emplace_back(k.cStr());
+      job->keys.emplace_back(wc::text(k));
     for (auto q : c.getParams().getSidecars())
       job->sidecars.push_back({q.getPool() == wire::StorePool::KV_PAGE ? store_job::pool::kv_page
                                                                        : store_job::pool::ssm_state,
@@ -88,7 +88,7 @@ class store_impl final : public wire::Store::Server {
     auto entries = p.getEntries();
     if (entries.size() > ctx_.max_store_keys) return too_many(c, entries.size());
     for (auto e : entries) {
-      job->keys.emplace_back(e.getKey().cStr());
+      job->keys.emplace_back(wc::text(e.getKey()));
       auto& segs = job->segments.emplace_back();
       for (auto s : e.getSegments())
         segs.push_back({s.getOffset(), s.getLength()});

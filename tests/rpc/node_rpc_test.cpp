@@ -306,6 +306,36 @@ TEST_F(NodeRpc, InvalidSpecIsRejectedNamingTheOption) {
   EXPECT_TRUE(c->ping().ok()) << "the node keeps serving";
 }
 
+// Model ids and namespaces cross the wire whole (Cap'n Proto's conversion from std::string
+// stops at the first NUL): two models, or two tenants' namespaces, that differ only after
+// a NUL once shared one instance — one read the other's cache.
+TEST_F(NodeRpc, SpecsThatDifferAfterANulGetInstancesOfTheirOwn) {
+  auto c = connect();
+  auto a = c->open(small_spec(std::string("m\0a", 3)));
+  auto b = c->open(small_spec(std::string("m\0b", 3)));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE((*a)->pools().kv_shm, (*b)->pools().kv_shm);
+  // A namespace partitions one instance's tree: what "tenant\0x" caches, "tenant" must
+  // not find.
+  instance_spec x = small_spec("ns-test"), y = small_spec("ns-test");
+  x.ns = std::string("tenant\0x", 8);
+  y.ns = "tenant";
+  auto sx = c->open(x);
+  auto sy = c->open(y);
+  ASSERT_TRUE(sx.ok() && sy.ok());
+  const std::vector<token_id> prompt = iota_tokens(1, 40);
+  auto r = (*sx)->step(std::vector<command>{create(1, prompt), cmd::match{1}, cmd::alloc_req{1},
+                                            cmd::alloc_kv{1, 0, 0, true}, cmd::finish{1, 0}});
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  for (const command_result& e : *r)
+    ASSERT_TRUE(e.ok()) << e.error;
+  auto own = (*sx)->step(std::vector<command>{lookup(prompt)});
+  auto theirs = (*sy)->step(std::vector<command>{lookup(prompt)});
+  ASSERT_TRUE(own.ok() && theirs.ok());
+  EXPECT_EQ((*own)[0].as<res::lookup>().prefix_len, 40u);
+  EXPECT_EQ((*theirs)[0].as<res::lookup>().prefix_len, 0u) << "another namespace's cache";
+}
+
 TEST_F(NodeRpc, ProtocolVersionMismatchIsATypedError) {
   capnp::EzRpcClient ez(address().c_str());
   auto node = ez.getMain<wire::CacheNode>();

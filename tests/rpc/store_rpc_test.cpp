@@ -206,6 +206,30 @@ TEST_F(StoreRpc, ALateCallIsCancelledAsATimeoutAndTheClientStaysUsable) {
   EXPECT_TRUE(c->ping().ok());
 }
 
+// Strings cross the wire whole: Cap'n Proto's conversion from std::string stops at the
+// first NUL, so "k\0a" and "k\0b" were both stored and found as "k" — one key's get read
+// another's value. Now the node sees the NUL, and refuses it in a key or an identity.
+TEST_F(StoreRpc, AKeyWithANulIsRefusedNotTruncated) {
+  auto s = open("nul");
+  ASSERT_TRUE(s);
+  fill(s->arena().subspan(0, page), 5);
+  const store_entry e{std::string("k\0a", 3), {{0, page}}};
+  auto put = s->set(store_pool::kv_page, std::span(&e, 1));
+  ASSERT_FALSE(put.ok());
+  EXPECT_EQ(put.err().code, errc::invalid_argument) << put.err().message;
+  const store_entry plain{"k", {{0, page}}};
+  ASSERT_TRUE(s->set(store_pool::kv_page, std::span(&plain, 1)).ok());
+  const store_entry other{std::string("k\0b", 3), {{0, page}}};
+  auto got = s->get(store_pool::kv_page, std::span(&other, 1));
+  ASSERT_FALSE(got.ok()) << "a get of \"k\\0b\" found \"k\"";
+  EXPECT_EQ(got.err().code, errc::invalid_argument);
+  auto ex = s->exists(std::vector<std::string>{std::string("k\0b", 3)}, {});
+  EXPECT_FALSE(ex.ok() && ex->kv_hit_pages > 0) << "exists found \"k\" for \"k\\0b\"";
+  auto id = c->open_store(std::string("nul\0other", 9));
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.err().code, errc::invalid_argument);
+}
+
 // A client's event loop runs only inside its calls, so its timer's clock stops between
 // them: the first call after an idle spell longer than the deadline failed at once as a
 // timeout (and was cancelled, sent or not) while the node was idle and well.
