@@ -90,6 +90,12 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false))
       ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 40));
+  app.add_option("--max-stores", o.max_stores,
+                 "Most external Store clients open at once over every connection, each with "
+                 "an arena of --store-arena-bytes in /dev/shm (one beyond it is refused with "
+                 "outOfMemory)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--step-spin-us", o.step_spin_us,
                  "Microseconds the RPC thread polls for a step's completion before it sleeps "
                  "until the actor wakes it: a step done within it answers without that wake-up "

@@ -36,6 +36,7 @@ struct daemon_options {
   bool l3_direct_io = false;          ///< O_DIRECT for the L3 store's value segments
   bool l3_verify_every_read = false;  ///< checksum on every L3 read, not only the first
   std::size_t store_arena_bytes = std::size_t{64} << 20;  ///< arena per Store capability
+  std::size_t max_stores = 64;                            ///< Store capabilities open at once
   std::uint32_t step_spin_us = 200;      ///< RPC thread's poll for a step's completion; 0 = off
   std::string race_demo = "off";         ///< HC_RACE_DEMO builds: an ordering rule turned off
   std::string kv_events = "off";         ///< ZMQ PUB endpoint of the KV events; "off" = none

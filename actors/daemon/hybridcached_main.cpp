@@ -143,6 +143,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   rc.tcp_address = o.tcp;
   rc.token = token;
   rc.store_arena_bytes = o.store_arena_bytes;
+  rc.max_stores = o.max_stores;
   rc.step_spin = std::chrono::microseconds(o.step_spin_us);
   if (hc::status s = server.start(rc); !s) {
     hc::log::error(s.err().message);

@@ -95,15 +95,30 @@ class node_impl final : public wire::CacheNode::Server {
       wc::put_error(res.initError(), s.err());
       return kj::READY_NOW;
     }
+    // Each arena holds its bytes of /dev/shm (which is memory) until released: a client that
+    // opened stores without end once filled it, and the kernel's OOM killer took the node.
+    auto open = ctx_.open_arenas;
+    if (open->fetch_add(1) >= ctx_.max_stores) {
+      open->fetch_sub(1);
+      wc::put_error(res.initError(), {errc::out_of_memory,
+                                      "the node serves at most " + std::to_string(ctx_.max_stores) +
+                                          " stores at once (--max-stores); close one first"});
+      return kj::READY_NOW;
+    }
     const std::string name =
         ctx_.n.config().shm_prefix + "-store-" + std::to_string(++ctx_.next_arena);
     auto arena = shm_region::create(name, ctx_.store_arena_bytes);
     if (!arena) {
+      open->fetch_sub(1);
       wc::put_error(res.initError(), arena.err());
       return kj::READY_NOW;
     }
     wc::put_error(res.initError(), {});
-    res.setStore(make_store(ctx_, identity, std::make_shared<shm_region>(std::move(*arena))));
+    std::shared_ptr<shm_region> owned(new shm_region(std::move(*arena)), [open](shm_region* r) {
+      delete r;
+      open->fetch_sub(1);
+    });
+    res.setStore(make_store(ctx_, identity, std::move(owned)));
     return kj::READY_NOW;
   }
 

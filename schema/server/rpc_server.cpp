@@ -17,7 +17,7 @@
 namespace hc {
 
 struct rpc_server::impl {
-  impl(node& n, metrics_sink& m) : ctx{n, m, {}, {}, 0, 0, 0} {}
+  impl(node& n, metrics_sink& m) : ctx(n, m) {}
   rpc::server_ctx ctx;
   rpc_server_config cfg;
   std::thread thread;
@@ -106,6 +106,7 @@ status rpc_server::start(const rpc_server_config& cfg) {
   impl_->ctx.token = cfg.token;
   impl_->ctx.version = cfg.node_version;
   impl_->ctx.store_arena_bytes = cfg.store_arena_bytes;
+  impl_->ctx.max_stores = cfg.max_stores;
   impl_->ctx.step_spin = cfg.step_spin;
   impl_->ctx.max_store_keys = cfg.max_store_keys;
   std::promise<status> started;

@@ -31,6 +31,11 @@ struct rpc_server_config {
   /// Bytes of the shared-memory arena each Store capability gets (CacheNode.store).
   /// Default: 64 MiB.
   std::size_t store_arena_bytes = std::size_t{64} << 20;
+  /// Most Store capabilities (each with its arena in /dev/shm) open at once over every
+  /// connection; a store() beyond it is refused with out_of_memory. An arena lives until
+  /// its Store is released and the calls using it are done. Default: 64 (4 GiB of arenas
+  /// at the default size).
+  std::size_t max_stores = 64;
   /// Most keys in one Store call. Default: 65536.
   std::size_t max_store_keys = 65536;
   /// How long the RPC thread polls for a step's completion before it sleeps until the

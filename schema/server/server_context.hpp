@@ -19,11 +19,16 @@ namespace hc::rpc {
 using clk = std::chrono::steady_clock;
 
 struct server_ctx {
+  server_ctx(node& node_, metrics_sink& metrics_) : n(node_), metrics(metrics_) {}
   node& n;
   metrics_sink& metrics;
   std::string token;
   std::string version;
   std::size_t store_arena_bytes = 0;
+  std::size_t max_stores = 0;
+  /// Store arenas alive (decremented by the last owner of each: an actor's job may be).
+  std::shared_ptr<std::atomic<std::size_t>> open_arenas =
+      std::make_shared<std::atomic<std::size_t>>(0);
   std::size_t max_store_keys = 0;
   std::uint64_t next_arena = 0;
   /// submit_spinning's budget for a step (rpc_server_config::step_spin).

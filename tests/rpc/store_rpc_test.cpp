@@ -33,6 +33,7 @@ struct StoreRpc : ::testing::Test {
     rpc_server_config rc;
     rc.unix_path = socket;
     rc.store_arena_bytes = 1 << 20;
+    rc.max_stores = 4;
     ASSERT_TRUE(server->start(rc).ok());
     auto cl = client::connect("unix:" + socket);
     ASSERT_TRUE(cl.ok()) << cl.err().message;
@@ -228,6 +229,34 @@ TEST_F(StoreRpc, AKeyWithANulIsRefusedNotTruncated) {
   auto id = c->open_store(std::string("nul\0other", 9));
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.err().code, errc::invalid_argument);
+}
+
+// Each arena holds its bytes of /dev/shm until released: a client that opened stores
+// without end once filled /dev/shm and the kernel's OOM killer took the node.
+TEST_F(StoreRpc, StoresPastTheLimitAreRefusedUntilOneCloses) {
+  std::vector<std::unique_ptr<client_store>> open_now;
+  for (int i = 0; i < 4; ++i) {
+    auto s = c->open_store("limit");
+    ASSERT_TRUE(s.ok()) << s.err().message;
+    open_now.push_back(std::move(*s));
+  }
+  auto more = c->open_store("limit");
+  ASSERT_FALSE(more.ok());
+  EXPECT_EQ(more.err().code, errc::out_of_memory);
+  EXPECT_NE(more.err().message.find("--max-stores"), std::string::npos) << more.err().message;
+  // Another connection counts against the same limit.
+  auto other = client::connect("unix:" + socket);
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE((*other)->open_store("limit").ok());
+  // A released store's arena goes once the node has dropped it (the release is a message
+  // of its own): the limit frees up.
+  open_now.pop_back();
+  bool reopened = false;
+  for (int i = 0; i < 200 && !reopened; ++i) {
+    reopened = c->open_store("limit").ok();
+    if (!reopened) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(reopened);
 }
 
 // A client's event loop runs only inside its calls, so its timer's clock stops between
