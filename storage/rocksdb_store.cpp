@@ -7,6 +7,8 @@
 #include <rocksdb/slice.h>
 #include <rocksdb/write_batch.h>
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdarg>
@@ -199,6 +201,7 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_s
   if (!segs) return segs.err();
   st->segments_ = std::move(*segs);
   if (status ls = st->load_index(corrupt); !ls) return ls.err();
+  st->keep_min_free();
   st->flusher_ = std::thread([p = st.get()] { p->flush_loop(); });
   return st;
 }
@@ -223,7 +226,10 @@ void rocksdb_store::flush_loop() {
       next_flush = clock::now() + cfg_.flush_interval;
       {
         std::lock_guard ilk(mu_);
-        if (db_) write_recency_locked();
+        if (db_) {
+          write_recency_locked();
+          keep_min_free_locked();
+        }
       }
       // Values first, then the index that names them. db_ lives until close() joined this
       // thread. A failed sync or flush is retried next time.
@@ -511,6 +517,37 @@ rocksdb::Status rocksdb_store::put_record_locked(index_map::const_iterator it) {
                   slice(record_value(e.size, e.seq, e.at, e.checksum)));
 }
 
+void rocksdb_store::keep_min_free() {
+  std::lock_guard lk(mu_);
+  if (db_) keep_min_free_locked();
+}
+
+void rocksdb_store::keep_min_free_locked() {
+  written_since_space_check_ = 0;
+  if (cfg_.min_free_bytes == 0) return;
+  struct statvfs fs {};
+  if (::statvfs(cfg_.path.c_str(), &fs) != 0) return;  // nothing to go by: keep the capacity
+  const std::uint64_t avail = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+  // What the live values may take: what they take now plus what is free beyond the reserve.
+  const std::uint64_t room = usage_.bytes + avail;
+  const std::uint64_t fits = room > cfg_.min_free_bytes ? room - cfg_.min_free_bytes : 0;
+  const std::uint64_t capacity = std::min(cfg_.capacity_bytes, fits);
+  const bool short_now = capacity < cfg_.capacity_bytes;
+  if (short_now != short_of_space_)
+    log::warn(short_now ? "L3 store: " + std::to_string(avail >> 20) + " MiB free on " + cfg_.path +
+                              ", less than the " + std::to_string(cfg_.min_free_bytes >> 20) +
+                              " MiB to keep free: capacity lowered to " +
+                              std::to_string(capacity >> 20) + " MiB"
+                        : "L3 store: the disk has room again: capacity back to " +
+                              std::to_string(cfg_.capacity_bytes >> 20) + " MiB");
+  short_of_space_ = short_now;
+  usage_.capacity = capacity;
+  const std::vector<std::string> victims = victims_locked(0, 0);
+  if (victims.empty()) return;
+  usage_.evicted += victims.size();
+  (void)drop_locked(victims);  // a failed index write only leaves the values' records
+}
+
 bool rocksdb_store::free_oldest_segment_locked() {
   const auto sizes = segments_->sizes();
   if (sizes.empty()) return false;
@@ -524,7 +561,8 @@ bool rocksdb_store::free_oldest_segment_locked() {
   ++disk_full_evictions_;
   log::warn("L3 store: the disk is full; dropped the " + std::to_string(victims.size()) +
             " values of its oldest segment (" + std::to_string(sizes.begin()->second) +
-            " bytes) to make room — --l3-capacity is more than the disk holds");
+            " bytes) to make room (the disk filled before the store reached its capacity: "
+            "other files, or no min_free_bytes kept free)");
   (void)drop_locked(victims);  // removes the segment once nothing in it is live
   segments_->remove(oldest);   // and if its index deletes failed: its bytes are dead
   return true;
@@ -559,7 +597,7 @@ status rocksdb_store::publish_locked(const std::string& full, std::uint64_t size
 }
 
 status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const std::byte> value) {
-  if (status ok = l3_check_set(key, value.size(), usage_.capacity); !ok) return ok;
+  if (status ok = l3_check_set(key, value.size(), cfg_.capacity_bytes); !ok) return ok;
   const std::uint64_t need = l3::value_header_bytes + value.size();
   const std::string full = full_key(pool, key);
   std::uint64_t drops_seen = 0;  // disk_full_evictions_ when this put last looked
@@ -570,7 +608,15 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
       touch_locked(it->second);  // idempotent: the first value stays, recency refreshes
       return {};
     }
+    if (need > usage_.capacity)  // short of disk space (min_free_bytes)
+      return {errc::out_of_memory,
+              "L3 value of " + std::to_string(need) + " bytes: the store's capacity is " +
+                  std::to_string(usage_.capacity) + " bytes while its disk is short of space"};
     drops_seen = disk_full_evictions_;
+    written_since_space_check_ += need;
+    if (cfg_.min_free_bytes > 0 &&
+        written_since_space_check_ >= std::min<std::uint64_t>(cfg_.min_free_bytes / 4, 64 << 20))
+      keep_min_free_locked();
   }
   // The checksum and the write run outside the lock: one pwrite of the payload.
   const std::uint64_t checksum = l3::payload_checksum(value);

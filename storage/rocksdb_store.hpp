@@ -100,6 +100,13 @@ struct rocksdb_store_config {
   /// and open an empty store — cached values can be recomputed, a node that cannot start
   /// cannot serve. Default false.
   bool quarantine_corrupt = false;
+  /// Bytes to leave free on the store's filesystem (nginx's proxy_cache min_free): while
+  /// the filesystem has less, the store's capacity shrinks to what leaves them (the least
+  /// recently used values go first), and grows back, up to capacity_bytes, as space
+  /// returns. Checked at open, at every timed flush and after every min_free_bytes / 4
+  /// (at most 64 MiB) of values written. 0 = off: only a full disk makes room (a put that
+  /// finds none drops the oldest segment's values). Default 0.
+  std::uint64_t min_free_bytes = 0;
 };
 
 /// The index memory charged for a value under `key` (its key twice — hash map and recency
@@ -147,6 +154,8 @@ class rocksdb_store final : public l3_store {
   std::uint64_t values_moved() const;
   /// Times a full disk made a put drop the values of the oldest segment, since open.
   std::uint64_t disk_full_evictions() const;
+  /// Checks the filesystem's free space against cfg.min_free_bytes now (see there).
+  void keep_min_free();
 
   /// Test hook: replaces the stored value of a key by `bytes`, an encoded value (header +
   /// payload, value_codec.hpp) — e.g. one with a flipped byte: bytes that decode are served
@@ -186,6 +195,8 @@ class rocksdb_store final : public l3_store {
   /// the active one), whatever their recency, so that its file goes — a log-structured
   /// store frees disk space a segment at a time. False if no segment holds a value.
   bool free_oldest_segment_locked();
+  /// keep_min_free with mu_ held.
+  void keep_min_free_locked();
   /// Publishes a value just appended at `at`: evicts for room, writes its index record.
   status publish_locked(const std::string& full, std::uint64_t size, value_location at,
                         std::uint64_t checksum);
@@ -224,6 +235,8 @@ class rocksdb_store final : public l3_store {
   std::unordered_map<std::uint64_t, std::uint64_t> live_;  ///< segment → live footprint
   std::uint64_t moved_ = 0;                                ///< values_moved()
   std::uint64_t disk_full_evictions_ = 0;                  ///< disk_full_evictions()
+  std::uint64_t written_since_space_check_ = 0;            ///< bytes appended since
+  bool short_of_space_ = false;  ///< the capacity is below cfg_.capacity_bytes for space
 
   std::atomic<bool> dirty_{false};  ///< written since the last background flush
   std::mutex flush_mu_;

@@ -65,6 +65,12 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "--l3-capacity)")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));
+  app.add_option("--l3-min-free", o.l3_min_free,
+                 "Bytes the L3 store leaves free on its filesystem: while it has less, the "
+                 "store evicts its least recently used values (and takes new ones as space "
+                 "returns), so the cache never fills the disk. Default: 5% of the filesystem, "
+                 "at most 4GB; 0 = off (units as --l3-capacity)")
+      ->transform(CLI::AsSizeValue(false));
   app.add_option("--l3-flush-seconds", o.l3_flush_seconds,
                  "Sync the L3 store's value segments and flush its index this often when "
                  "something was written: a crash (kill -9, power loss) loses at most this many "

@@ -15,6 +15,16 @@ class App;
 
 namespace hc {
 
+/// --l3-min-free's default: decided from the filesystem (l3_min_free_for).
+inline constexpr std::uint64_t l3_min_free_auto = UINT64_MAX;
+
+/// The bytes to leave free on a filesystem of `filesystem_bytes` under --l3-min-free's
+/// default: 5 %, at most 4 GiB.
+constexpr std::uint64_t l3_min_free_for(std::uint64_t filesystem_bytes) noexcept {
+  const std::uint64_t five_percent = filesystem_bytes / 20;
+  return five_percent < (std::uint64_t{4} << 30) ? five_percent : std::uint64_t{4} << 30;
+}
+
 struct daemon_options {
   std::string socket = "/tmp/hybridcache.sock";  ///< Unix socket (mode 0600)
   std::string metrics = "127.0.0.1:9464";        ///< /metrics address; "off" = none
@@ -32,6 +42,9 @@ struct daemon_options {
   bool l3 = true;                                          ///< L3 store in <data-dir>/l3
   std::uint64_t l3_capacity = std::uint64_t{64} << 30;     ///< L3 bytes before LRU eviction
   std::uint64_t l3_index_memory = std::uint64_t{1} << 30;  ///< L3 index memory before eviction
+  /// Bytes the L3 store leaves free on its filesystem; l3_min_free_auto (the default): 5 %
+  /// of the filesystem, at most 4 GiB (l3_min_free_for); 0 = off.
+  std::uint64_t l3_min_free = UINT64_MAX;
   double l3_flush_seconds = 5;        ///< L3 memtables flushed this often when written; 0 = off
   bool l3_direct_io = false;          ///< O_DIRECT for the L3 store's value segments
   bool l3_verify_every_read = false;  ///< checksum on every L3 read, not only the first

@@ -64,6 +64,14 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     sc.verify_every_read = o.l3_verify_every_read;
     sc.flush_interval = std::chrono::milliseconds(static_cast<long>(o.l3_flush_seconds * 1000));
     sc.quarantine_corrupt = true;  // a corrupt cache is recomputed, not a reason not to start
+    sc.min_free_bytes = o.l3_min_free;
+    if (o.l3_min_free == hc::l3_min_free_auto) {
+      std::error_code made;
+      fs::create_directories(sc.path, made);
+      std::error_code measured;
+      const fs::space_info fsys = fs::space(sc.path, measured);
+      sc.min_free_bytes = measured ? 0 : hc::l3_min_free_for(fsys.capacity);
+    }
     auto store = hc::rocksdb_store::open(sc);
     if (!store) {
       hc::log::error("cannot open the L3 store in " + sc.path + ": " + store.err().message +
@@ -77,16 +85,9 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     const hc::l3_usage u = (*store)->usage();
     hc::log::info("L3 store " + sc.path + ": " + std::to_string(u.values) + " values, " +
                   std::to_string(u.bytes) + " of " + std::to_string(u.capacity) + " bytes");
-    std::error_code space_ec;
-    const fs::space_info disk = fs::space(sc.path, space_ec);
-    if (!space_ec && u.capacity > u.bytes + disk.available) {
-      const auto mib = [](std::uint64_t b) { return std::to_string(b >> 20) + " MiB"; };
-      hc::log::warn("--l3-capacity (" + mib(u.capacity) + ") is more than " + sc.path +
-                    " can take (" + mib(disk.available) + " free besides the store's " +
-                    mib(u.bytes) +
-                    "): when the disk fills, the store drops the values of its oldest "
-                    "segment, whatever their recency; a lower --l3-capacity keeps LRU order");
-    }
+    hc::log::info("L3 store keeps " + std::to_string(sc.min_free_bytes >> 20) +
+                  " MiB free on its disk (--l3-min-free" +
+                  (o.l3_min_free == hc::l3_min_free_auto ? ": 5% of it, at most 4 GiB)" : ")"));
     l3 = std::move(*store);
   }
 

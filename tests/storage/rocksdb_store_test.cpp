@@ -445,6 +445,43 @@ TEST(RocksdbStore, AFullDiskDropsTheOldestSegmentAndTakesThePut) {
                           "kept, 7: more than the disk, 8: close failed";
 }
 
+// min_free_bytes: the store evicts so that its filesystem keeps that much free, and never
+// fills it (no put meets a full disk).
+TEST(RocksdbStore, TheStoreLeavesMinFreeBytesOnItsDisk) {
+  SKIP_UNLESS_SINGLE_THREADED();
+  if (::geteuid() != 0) GTEST_SKIP() << "a small disk (a tmpfs in a mount namespace) needs root";
+  temp_dir dir;
+  std::filesystem::create_directories(dir.sub("disk"));
+  const std::string disk = dir.sub("disk");
+  const int status = in_small_disk(disk, 16u << 20, [&] {
+    rocksdb_store_config cfg;
+    cfg.path = disk + "/l3";
+    cfg.segment_bytes = 1u << 20;
+    cfg.write_buffer_bytes = 1u << 20;
+    cfg.min_free_bytes = 6u << 20;
+    auto st = rocksdb_store::open(cfg);
+    if (!st) return 2;
+    const int n = 400;  // 25 MiB of values on a 16 MiB disk
+    for (int i = 0; i < n; ++i)
+      if (!(*st)->set(l3_pool::kv_page, std::to_string(i), bytes(static_cast<char>(i), 65536)))
+        return 3;
+    if ((*st)->disk_full_evictions() != 0) return 4;  // the disk never filled
+    const auto free_now = std::filesystem::space(disk).available;
+    // Checked every min_free / 4 written: up to that much (and the active segment's dead
+    // tail) below the mark between checks.
+    if (free_now < (6u << 20) - (3u << 19)) return 5;
+    std::vector<std::byte> out;
+    if (!(*st)->get(l3_pool::kv_page, std::to_string(n - 1), out) ||
+        out != bytes(static_cast<char>(n - 1), 65536))
+      return 6;
+    if ((*st)->usage().capacity >= cfg.capacity_bytes) return 7;  // lowered, and says so
+    return (*st)->close() ? 0 : 8;
+  });
+  if (status == -1) GTEST_SKIP() << "this machine refuses a mount namespace";
+  EXPECT_EQ(status, 0) << "3: a put refused, 4: the disk filled, 5: less than min_free left, "
+                          "6: the newest value lost, 7: capacity not lowered, 8: close failed";
+}
+
 TEST(RocksdbStore, BadDirectoriesAreClearErrors) {
   temp_dir dir;
   rocksdb_store_config cfg;
