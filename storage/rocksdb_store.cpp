@@ -533,13 +533,14 @@ void rocksdb_store::keep_min_free_locked() {
   const std::uint64_t fits = room > cfg_.min_free_bytes ? room - cfg_.min_free_bytes : 0;
   const std::uint64_t capacity = std::min(cfg_.capacity_bytes, fits);
   const bool short_now = capacity < cfg_.capacity_bytes;
-  if (short_now != short_of_space_)
-    log::warn(short_now ? "L3 store: " + std::to_string(avail >> 20) + " MiB free on " + cfg_.path +
-                              ", less than the " + std::to_string(cfg_.min_free_bytes >> 20) +
-                              " MiB to keep free: capacity lowered to " +
-                              std::to_string(capacity >> 20) + " MiB"
-                        : "L3 store: the disk has room again: capacity back to " +
-                              std::to_string(cfg_.capacity_bytes >> 20) + " MiB");
+  if (short_now != short_of_space_ || (short_now && capacity + (capacity >> 3) < usage_.capacity))
+    log::info(short_now ? "L3 store: capacity " + std::to_string(capacity >> 20) + " MiB of the " +
+                              std::to_string(cfg_.capacity_bytes >> 20) +
+                              " MiB configured: what its disk takes while " +
+                              std::to_string(cfg_.min_free_bytes >> 20) + " MiB stay free (" +
+                              std::to_string(avail >> 20) + " MiB free now)"
+                        : "L3 store: capacity back to the " +
+                              std::to_string(cfg_.capacity_bytes >> 20) + " MiB configured");
   short_of_space_ = short_now;
   usage_.capacity = capacity;
   const std::vector<std::string> victims = victims_locked(0, 0);
