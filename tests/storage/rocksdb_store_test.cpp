@@ -411,6 +411,23 @@ int in_small_disk(const std::string& dir, std::size_t bytes, Body body) {
   return WEXITSTATUS(wst) == 100 ? -1 : WEXITSTATUS(wst);
 }
 
+/// A store in `disk`/l3 sized for a disk of a few MiB: 1 MiB segments and memtables.
+rocksdb_store_config small_disk_config(const std::string& disk) {
+  rocksdb_store_config cfg;
+  cfg.path = disk + "/l3";
+  cfg.segment_bytes = 1u << 20;  // 64 KiB values, 16 to a segment
+  cfg.write_buffer_bytes = 1u << 20;
+  return cfg;
+}
+
+/// Puts values "0" .. n-1 of 64 KiB, value i filled with i; false if one is refused.
+bool put_numbered(rocksdb_store& st, int n) {
+  for (int i = 0; i < n; ++i)
+    if (!st.set(l3_pool::kv_page, std::to_string(i), bytes(static_cast<char>(i), 65536)))
+      return false;
+  return true;
+}
+
 // A disk smaller than the capacity: once full, a put drops the values of the oldest
 // segment and is written. The store once refused every put from then on — nothing reached
 // the capacity, so nothing was ever evicted.
@@ -420,16 +437,10 @@ TEST(RocksdbStore, AFullDiskDropsTheOldestSegmentAndTakesThePut) {
   temp_dir dir;
   std::filesystem::create_directories(dir.sub("disk"));
   const int status = in_small_disk(dir.sub("disk"), 8u << 20, [&] {
-    rocksdb_store_config cfg;
-    cfg.path = dir.sub("disk") + "/l3";
-    cfg.segment_bytes = 1u << 20;  // 64 KiB values, 16 to a segment
-    cfg.write_buffer_bytes = 1u << 20;
-    auto st = rocksdb_store::open(cfg);
+    auto st = rocksdb_store::open(small_disk_config(dir.sub("disk")));
     if (!st) return 2;
     const int n = 400;  // 25 MiB of values on an 8 MiB disk
-    for (int i = 0; i < n; ++i)
-      if (!(*st)->set(l3_pool::kv_page, std::to_string(i), bytes(static_cast<char>(i), 65536)))
-        return 3;
+    if (!put_numbered(**st, n)) return 3;
     if ((*st)->disk_full_evictions() == 0) return 4;
     std::vector<std::byte> out;
     for (int i = n - 16; i < n; ++i)  // the newest segment's worth is all there
@@ -454,17 +465,12 @@ TEST(RocksdbStore, TheStoreLeavesMinFreeBytesOnItsDisk) {
   std::filesystem::create_directories(dir.sub("disk"));
   const std::string disk = dir.sub("disk");
   const int status = in_small_disk(disk, 16u << 20, [&] {
-    rocksdb_store_config cfg;
-    cfg.path = disk + "/l3";
-    cfg.segment_bytes = 1u << 20;
-    cfg.write_buffer_bytes = 1u << 20;
+    rocksdb_store_config cfg = small_disk_config(disk);
     cfg.min_free_bytes = 6u << 20;
     auto st = rocksdb_store::open(cfg);
     if (!st) return 2;
     const int n = 400;  // 25 MiB of values on a 16 MiB disk
-    for (int i = 0; i < n; ++i)
-      if (!(*st)->set(l3_pool::kv_page, std::to_string(i), bytes(static_cast<char>(i), 65536)))
-        return 3;
+    if (!put_numbered(**st, n)) return 3;
     if ((*st)->disk_full_evictions() != 0) return 4;  // the disk never filled
     const auto free_now = std::filesystem::space(disk).available;
     // Checked every min_free / 4 written: up to that much (and the active segment's dead
