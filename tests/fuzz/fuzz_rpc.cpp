@@ -65,6 +65,10 @@ struct environment {
     rc.store_arena_bytes = 64 << 10;
     rc.max_store_keys = 64;
     if (status s = server->start(rc); !s) fail("server: " + s.err().message);
+    // The environment is never destroyed (its threads run until exit): the socket file
+    // goes at exit, or every fuzzing run would leave one in /tmp.
+    static const std::string* bound = &socket;
+    std::atexit([] { ::unlink(bound->c_str()); });
     auto c = client::connect("unix:" + socket);
     if (!c) fail("observer: " + c.err().message);
     observer = std::move(*c);
