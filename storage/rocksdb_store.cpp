@@ -303,11 +303,7 @@ status rocksdb_store::load_index(bool& corrupt) {
   for (const auto& [id, size] : segments_->sizes())
     if (!live_.count(id)) segments_->remove(id);
   // A capacity or index limit lowered since the last run takes effect now.
-  const std::vector<std::string> victims = victims_locked(0, 0);
-  if (!victims.empty()) {
-    usage_.evicted += victims.size();
-    if (status d = drop_locked(victims); !d) return d;
-  }
+  if (status d = evict_for_locked(0, 0); !d) return d;
   if (!gc_candidates_locked().empty()) gc_wanted_ = true;  // the thread starts after this
   return {};
 }
@@ -490,6 +486,13 @@ std::vector<std::string> rocksdb_store::victims_locked(std::uint64_t bytes,
   return victims;
 }
 
+status rocksdb_store::evict_for_locked(std::uint64_t bytes, std::uint64_t index) {
+  const std::vector<std::string> victims = victims_locked(bytes, index);
+  if (victims.empty()) return {};
+  usage_.evicted += victims.size();
+  return drop_locked(victims);
+}
+
 status rocksdb_store::drop_locked(const std::vector<std::string>& full_keys) {
   rocksdb::WriteBatch batch;
   for (const std::string& full : full_keys) {
@@ -543,10 +546,7 @@ void rocksdb_store::keep_min_free_locked() {
                               std::to_string(cfg_.capacity_bytes >> 20) + " MiB configured");
   short_of_space_ = short_now;
   usage_.capacity = capacity;
-  const std::vector<std::string> victims = victims_locked(0, 0);
-  if (victims.empty()) return;
-  usage_.evicted += victims.size();
-  (void)drop_locked(victims);  // a failed index write only leaves the values' records
+  (void)evict_for_locked(0, 0);  // a failed index write only leaves the values' records
 }
 
 bool rocksdb_store::free_oldest_segment_locked() {
@@ -571,11 +571,7 @@ bool rocksdb_store::free_oldest_segment_locked() {
 
 status rocksdb_store::publish_locked(const std::string& full, std::uint64_t size, value_location at,
                                      std::uint64_t checksum) {
-  const std::vector<std::string> victims = victims_locked(size, index_bytes_per_value(full.size()));
-  if (!victims.empty()) {
-    if (status d = drop_locked(victims); !d) return d;
-    usage_.evicted += victims.size();
-  }
+  if (status d = evict_for_locked(size, index_bytes_per_value(full.size())); !d) return d;
   entry e;
   e.size = size;
   e.seq = next_seq_++;
@@ -614,9 +610,8 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
               "L3 value of " + std::to_string(need) + " bytes: the store's capacity is " +
                   std::to_string(usage_.capacity) + " bytes while its disk is short of space"};
     drops_seen = disk_full_evictions_;
-    written_since_space_check_ += need;
-    if (cfg_.min_free_bytes > 0 &&
-        written_since_space_check_ >= std::min<std::uint64_t>(cfg_.min_free_bytes / 4, 64 << 20))
+    if (cfg_.min_free_bytes > 0 && (written_since_space_check_ += need) >=
+                                       std::min<std::uint64_t>(cfg_.min_free_bytes / 4, 64 << 20))
       keep_min_free_locked();
   }
   // The checksum and the write run outside the lock: one pwrite of the payload.

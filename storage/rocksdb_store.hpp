@@ -211,6 +211,8 @@ class rocksdb_store final : public l3_store {
   /// The least recently used values to drop so that `bytes` more value bytes and `index`
   /// more index bytes fit both limits.
   std::vector<std::string> victims_locked(std::uint64_t bytes, std::uint64_t index) const;
+  /// Drops (and counts as evicted) victims_locked(bytes, index).
+  status evict_for_locked(std::uint64_t bytes, std::uint64_t index);
   /// The background thread (flush_interval): syncs and flushes when dirty_, compacts
   /// segments when gc_wanted_, until close().
   void flush_loop();
