@@ -69,7 +69,74 @@ cudaError_t launch(void* base, std::size_t slot_bytes, const std::int32_t* src,
   return cudaGetLastError();
 }
 
+/// A launch's runs, by value in the kernel's parameters (128 x 24 + 8 bytes).
+struct run_list {
+  unsigned n;
+  unsigned aligned;  ///< every pointer and size a multiple of 16: uint4 accesses
+  std::size_t bytes[max_runs_per_launch];
+  unsigned char* dst[max_runs_per_launch];
+  const unsigned char* src[max_runs_per_launch];
+};
+
+/// How many words a thread has in flight: across PCIe a read takes a microsecond or two,
+/// so each thread issues several loads before its first store.
+constexpr unsigned words_in_flight = 4;
+
+/// Grid: y = the run, x = a grid-stride loop over its words, `words_in_flight` at a time.
+template <class Word>
+__global__ void runs_kernel(run_list l) {
+  const unsigned i = blockIdx.y;
+  const std::size_t words = l.bytes[i] / sizeof(Word);
+  Word* d = reinterpret_cast<Word*>(l.dst[i]);
+  const Word* s = reinterpret_cast<const Word*>(l.src[i]);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < words;
+       k += stride * words_in_flight) {
+    Word v[words_in_flight];
+#pragma unroll
+    for (unsigned u = 0; u < words_in_flight; ++u)
+      if (k + u * stride < words) v[u] = s[k + u * stride];
+#pragma unroll
+    for (unsigned u = 0; u < words_in_flight; ++u)
+      if (k + u * stride < words) d[k + u * stride] = v[u];
+  }
+}
+
 }  // namespace
+
+cudaError_t launch_copy_runs(void* const* dst, const void* const* src, const std::size_t* bytes,
+                             std::size_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (n > max_runs_per_launch) return cudaErrorInvalidValue;
+  run_list l{};
+  l.n = static_cast<unsigned>(n);
+  l.aligned = 1;
+  std::size_t largest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    l.bytes[i] = bytes[i];
+    l.dst[i] = static_cast<unsigned char*>(dst[i]);
+    l.src[i] = static_cast<const unsigned char*>(src[i]);
+    if ((reinterpret_cast<std::uintptr_t>(dst[i]) | reinterpret_cast<std::uintptr_t>(src[i]) |
+         bytes[i]) %
+            16 !=
+        0)
+      l.aligned = 0;
+    if (bytes[i] > largest) largest = bytes[i];
+  }
+  const std::size_t word = l.aligned ? 16 : 1;
+  const std::size_t per_block = threads_per_block * words_in_flight;
+  std::size_t x = (largest / word + per_block - 1) / per_block;
+  const std::size_t cap = blocks_per_launch / n > 0 ? blocks_per_launch / n : 1;
+  if (x > cap) x = cap;
+  if (x == 0) x = 1;
+  const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(n));
+  if (l.aligned) {
+    runs_kernel<uint4><<<grid, threads_per_block, 0, stream>>>(l);
+  } else {
+    runs_kernel<unsigned char><<<grid, threads_per_block, 0, stream>>>(l);
+  }
+  return cudaGetLastError();
+}
 
 cudaError_t launch_clear_slots(void* base, std::size_t slot_bytes, const std::int32_t* slots,
                                std::size_t n, cudaStream_t stream) {

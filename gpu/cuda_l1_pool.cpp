@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -26,6 +27,37 @@ std::string ipc_handle_of(void* p) {
   if (p == nullptr || cudaIpcGetMemHandle(&h, p) != cudaSuccess) return {};
   return {reinterpret_cast<const char*>(&h), sizeof h};
 }
+
+/// Host memory pinned through pin_host and its address on the device, shared with the
+/// guards pin_host returns (a guard may be dropped on any thread, after the pool).
+class pinned_regions {
+ public:
+  void add(std::byte* host, std::size_t n, std::byte* dev) {
+    std::lock_guard lock(m_);
+    regions_.push_back({host, n, dev});
+  }
+  void remove(const void* host) {
+    std::lock_guard lock(m_);
+    std::erase_if(regions_, [host](const region& r) { return r.host == host; });
+  }
+  /// The device address of host bytes [p, p + n), or null if no pinned region holds them.
+  void* device_address(const std::byte* p, std::size_t n) const {
+    std::lock_guard lock(m_);
+    for (const region& r : regions_)
+      if (p >= r.host && n <= r.size && static_cast<std::size_t>(p - r.host) <= r.size - n)
+        return r.dev + (p - r.host);
+    return nullptr;
+  }
+
+ private:
+  struct region {
+    std::byte* host;
+    std::size_t size;
+    std::byte* dev;
+  };
+  mutable std::mutex m_;
+  std::vector<region> regions_;
+};
 
 class cuda_l1_pool final : public l1_pool {
  public:
@@ -119,6 +151,9 @@ class cuda_l1_pool final : public l1_pool {
     return slot_to_device(s, src, false);
   }
 
+  status queue_read_kv_runs(std::span<const kv_run> runs) override { return kv_runs(runs, true); }
+  status queue_write_kv_runs(std::span<const kv_run> runs) override { return kv_runs(runs, false); }
+
   std::size_t clear_slots(std::span<const slot_id> slots) override {
     std::vector<std::int32_t> ok;
     ok.reserve(slots.size());
@@ -178,11 +213,21 @@ class cuda_l1_pool final : public l1_pool {
   result<std::shared_ptr<void>> pin_host(std::span<std::byte> region) override {
     if (region.empty()) return std::shared_ptr<void>();
     if (status st = use_device(); !st) return st.err();
-    if (status st = check(cudaHostRegister(region.data(), region.size(), cudaHostRegisterPortable),
-                          "cudaHostRegister");
+    constexpr unsigned flags = cudaHostRegisterPortable | cudaHostRegisterMapped;
+    if (status st =
+            check(cudaHostRegister(region.data(), region.size(), flags), "cudaHostRegister");
         !st)
       return st.err();
-    return std::shared_ptr<void>(region.data(), [](void* p) { (void)cudaHostUnregister(p); });
+    void* dev = nullptr;  // where the tier-copy kernel reaches it (kv_runs)
+    if (cudaHostGetDevicePointer(&dev, region.data(), 0) == cudaSuccess) {
+      pinned_->add(region.data(), region.size(), static_cast<std::byte*>(dev));
+    } else {
+      (void)cudaGetLastError();  // not mapped: its copies go by copy engine
+    }
+    return std::shared_ptr<void>(region.data(), [pinned = pinned_](void* p) {
+      pinned->remove(p);
+      (void)cudaHostUnregister(p);
+    });
   }
 
   result<session_events> open_events(session_id s) override {
@@ -268,6 +313,85 @@ class cuda_l1_pool final : public l1_pool {
     return copy(slot_ptr(s), src.data(), src.size(), cudaMemcpyHostToDevice, wait);
   }
 
+  /// Every run D→H (`to_host`) or H→D, queued on the stream after everything before it,
+  /// by the path cuda_pool_shape::tier_copies chooses: one kernel launch per
+  /// max_runs_per_launch runs over the host memory's mapped addresses, or one
+  /// cudaMemcpyBatchAsync (a driver without it: one cudaMemcpyAsync per run). Either way
+  /// one submission instead of one per page, which left the copy engines idle between pages.
+  status kv_runs(std::span<const kv_run> runs, bool to_host) {
+    if (status st = check_kv_runs(runs); !st) return st;
+    if (runs.empty()) return {};
+    if (status st = use_device(); !st) return st;
+    std::vector<void*> dsts(runs.size());
+    std::vector<const void*> srcs(runs.size());
+    std::vector<std::size_t> sizes(runs.size());
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      std::byte* dev = kv_ + static_cast<std::size_t>(runs[i].first) * shape_.token_bytes;
+      dsts[i] = to_host ? static_cast<void*>(runs[i].host.data()) : dev;
+      srcs[i] = to_host ? static_cast<const void*>(dev) : runs[i].host.data();
+      sizes[i] = runs[i].host.size();
+      total += sizes[i];
+    }
+    if (use_kernel(runs.size(), total)) {
+      std::vector<void*> kdst(dsts);  // the host side by its device address
+      std::vector<const void*> ksrc(srcs);
+      bool mapped = true;
+      for (std::size_t i = 0; i < runs.size() && mapped; ++i) {
+        void* h = pinned_->device_address(runs[i].host.data(), runs[i].host.size());
+        mapped = h != nullptr;
+        if (to_host) {
+          kdst[i] = h;
+        } else {
+          ksrc[i] = h;
+        }
+      }
+      if (mapped) {
+        for (std::size_t i = 0; i < runs.size(); i += gpu::max_runs_per_launch) {
+          const std::size_t n = std::min(gpu::max_runs_per_launch, runs.size() - i);
+          if (status st = check(gpu::launch_copy_runs(kdst.data() + i, ksrc.data() + i,
+                                                      sizes.data() + i, n, stream_),
+                                "launch_copy_runs");
+              !st)
+            return st;
+        }
+        return {};
+      }
+    }
+    if (runs.size() > 1 && batched_copies_) {
+      cudaMemcpyAttributes attr{};
+      attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+      attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+      std::size_t first = 0;
+      const cudaError_t e = cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(),
+                                                 runs.size(), &attr, &first, 1, stream_);
+      if (e == cudaSuccess) return {};
+      if (e != cudaErrorNotSupported && e != cudaErrorCallRequiresNewerDriver)
+        return cuda_error(e, "cudaMemcpyBatchAsync");
+      (void)cudaGetLastError();
+      batched_copies_ = false;
+    }
+    const cudaMemcpyKind kind = to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (status st =
+              check(cudaMemcpyAsync(dsts[i], srcs[i], sizes[i], kind, stream_), "cudaMemcpyAsync");
+          !st)
+        return st;
+    return {};
+  }
+
+  bool use_kernel(std::size_t runs, std::size_t bytes) const {
+    switch (shape_.tier_copies) {
+      case tier_copy_path::kernel:
+        return true;
+      case tier_copy_path::copy_engine:
+        return false;
+      case tier_copy_path::automatic:
+        break;
+    }
+    return runs > 1 && bytes / runs < shape_.kernel_below_bytes;
+  }
+
   /// Queues the copy after every change queued before it; `wait`: and waits for it (the
   /// caller's buffer may be pageable memory that goes away once the call returns).
   status copy(void* to, const void* from, std::size_t n, cudaMemcpyKind kind, bool wait) const {
@@ -306,6 +430,8 @@ class cuda_l1_pool final : public l1_pool {
   l1_pool_names names_;
   std::unordered_map<session_id, event_pair> events_;
   cudaStream_t stream_ = nullptr;
+  bool batched_copies_ = true;  ///< false once the driver said it has no cudaMemcpyBatchAsync
+  std::shared_ptr<pinned_regions> pinned_ = std::make_shared<pinned_regions>();
   std::byte* kv_ = nullptr;
   std::byte* ssm_ = nullptr;
 };

@@ -24,12 +24,22 @@
 
 namespace hc {
 
+/// How a batch of KV runs (queue_read_kv_runs / queue_write_kv_runs: a tier copy's pages)
+/// crosses PCIe. `kernel`: one launch whose threads copy every run to or from the host
+/// memory mapped into the device (only for host memory pinned through pin_host; other
+/// memory goes by copy engine); `copy_engine`: one cudaMemcpyBatchAsync, a DMA transfer per
+/// run; `automatic`: the kernel while the runs average under kernel_below_bytes, where
+/// a DMA transfer per run costs more than the transfer itself (BENCHMARKS.md §9).
+enum class tier_copy_path : std::uint8_t { automatic, kernel, copy_engine };
+
 struct cuda_pool_shape {
   std::uint32_t device = 0;     ///< CUDA device ordinal
   std::size_t kv_tokens = 0;    ///< token rows (reserved page included)
   std::size_t token_bytes = 0;  ///< 0: no KV bytes
   std::size_t slots = 0;        ///< slot rows (reserved slot 0 included)
   std::size_t slot_bytes = 0;   ///< 0: no slot bytes
+  tier_copy_path tier_copies = tier_copy_path::automatic;
+  std::size_t kernel_below_bytes = std::size_t{256} << 10;
 };
 
 /// The pools, or why not (see above). Without CUDA in the build: invalid_config.

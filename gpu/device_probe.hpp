@@ -19,6 +19,13 @@ struct device_probe_result {
 };
 
 /// Probes once per call; never throws, never aborts (a missing driver is a result).
+/// The CUDA runtime it initialises does not survive fork(): a process that forks children
+/// which use CUDA must not call it first (probe_devices_in_child).
 device_probe_result probe_devices();
+
+/// probe_devices() in a child process, so that this process stays without CUDA state
+/// and the processes it forks afterwards can use CUDA. A failed fork or a child that
+/// dies is a result too (device_count 0, the reason says what happened).
+device_probe_result probe_devices_in_child();
 
 }  // namespace hc::gpu

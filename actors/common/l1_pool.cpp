@@ -67,6 +67,26 @@ status l1_pool::check_kv(kv_index first, std::size_t n, std::size_t bytes) const
   return {};
 }
 
+status l1_pool::check_kv_runs(std::span<const kv_run> runs) const {
+  for (const kv_run& r : runs)
+    if (status st = check_kv(r.first, r.n, r.host.size()); !st) return st;
+  return {};
+}
+
+status l1_pool::queue_read_kv_runs(std::span<const kv_run> runs) {
+  if (status st = check_kv_runs(runs); !st) return st;
+  for (const kv_run& r : runs)
+    if (status st = queue_read_kv(r.first, r.n, r.host); !st) return st;
+  return {};
+}
+
+status l1_pool::queue_write_kv_runs(std::span<const kv_run> runs) {
+  if (status st = check_kv_runs(runs); !st) return st;
+  for (const kv_run& r : runs)
+    if (status st = queue_write_kv(r.first, r.n, r.host); !st) return st;
+  return {};
+}
+
 std::size_t l1_pool::clear_slots(std::span<const slot_id> slots) {
   std::size_t refused = 0;
   for (slot_id s : slots)

@@ -78,6 +78,18 @@ class l1_pool {
   virtual status queue_write_slot(slot_id s, std::span<const std::byte> src) {
     return write_slot(s, src);
   }
+  /// Tokens [first, first + n) and their host memory (exactly n * token_bytes() bytes).
+  struct kv_run {
+    kv_index first = 0;
+    std::size_t n = 0;
+    std::span<std::byte> host;
+  };
+  /// Many runs in one call, queued as queue_read_kv / queue_write_kv would queue them one
+  /// by one (a device pool submits them together: scattered pages of a tier copy cost one
+  /// submission, not one each). Every run is checked first: one out of range refuses the
+  /// call (invalid_argument) and nothing moves. The defaults loop over the single calls.
+  virtual status queue_read_kv_runs(std::span<const kv_run> runs);
+  virtual status queue_write_kv_runs(std::span<const kv_run> runs);
 
   /// Many clears / copies in one call, in order (a later copy reads what an earlier one
   /// wrote, as clear_slot / copy_slot one after the other would): what a forward batch's
@@ -120,6 +132,7 @@ class l1_pool {
   status check_copy(slot_copy c) const;
   status check_slot_buffer(std::size_t bytes) const;
   status check_kv(kv_index first, std::size_t n, std::size_t bytes) const;
+  status check_kv_runs(std::span<const kv_run> runs) const;  ///< check_kv of each run
 };
 
 /// Splits `copies` into runs that can each be done all at once (in parallel) with the

@@ -1,5 +1,7 @@
 #include "actors/forward_stream/tier_copier.hpp"
 
+#include <vector>
+
 namespace hc {
 namespace {
 
@@ -26,32 +28,31 @@ std::uint64_t run_tier_copy(l1_pool& dev, host_pools& host, const tier_copy& c, 
   const bool d2h = c.dir == tier_copy::direction::device_to_host;
   std::uint64_t moved = 0;
   const std::size_t tb = dev.token_bytes();
-  if (tb != 0) {
+  if (tb != 0 && !c.device_kv.empty()) {
+    std::vector<l1_pool::kv_run> runs;  // one per run of consecutive ids on both sides
     std::size_t i = 0;
-    while (i < c.device_kv.size()) {  // one transfer per run of consecutive ids on both sides
+    while (i < c.device_kv.size()) {
       std::size_t n = 1;
       while (i + n < c.device_kv.size() &&
              c.device_kv[i + n] == c.device_kv[i] + static_cast<kv_index>(n) &&
              c.host_kv[i + n] == c.host_kv[i] + static_cast<kv_index>(n))
         ++n;
-      std::span<std::byte> h = host.kv(c.host_kv[i], n);
-      const status s = d2h ? (queue_only ? dev.queue_read_kv(c.device_kv[i], n, h)
-                                         : dev.read_kv(c.device_kv[i], n, h))
-                           : (queue_only ? dev.queue_write_kv(c.device_kv[i], n, h)
-                                         : dev.write_kv(c.device_kv[i], n, h));
-      if (!s) return 0;  // checked above; a pool refusing it moved nothing more
-      moved += n * tb;
+      runs.push_back({c.device_kv[i], n, host.kv(c.host_kv[i], n)});
       i += n;
     }
+    // All runs in one submission; a device pool queues them, and the slot's copy, on its
+    // stream, and a copy that is not queue_only waits once at the end.
+    const status s = d2h ? dev.queue_read_kv_runs(runs) : dev.queue_write_kv_runs(runs);
+    if (!s) return 0;  // checked above; a pool refusing it moved nothing
+    moved += c.device_kv.size() * tb;
   }
   if (c.device_slot != no_slot && c.host_slot != no_slot && dev.slot_bytes() != 0) {
     std::span<std::byte> h = host.state(c.host_slot);
     const status s =
-        d2h ? (queue_only ? dev.queue_read_slot(c.device_slot, h) : dev.read_slot(c.device_slot, h))
-            : (queue_only ? dev.queue_write_slot(c.device_slot, h)
-                          : dev.write_slot(c.device_slot, h));
+        d2h ? dev.queue_read_slot(c.device_slot, h) : dev.queue_write_slot(c.device_slot, h);
     if (s) moved += dev.slot_bytes();
   }
+  if (!queue_only && moved != 0 && !dev.synchronize()) return 0;
   return moved;
 }
 

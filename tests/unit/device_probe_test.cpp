@@ -7,6 +7,18 @@
 namespace hc {
 namespace {
 
+/// The probe in a child gives this process's answer, and leaves this process without CUDA
+/// state (what hcsim needs before it forks its workers: CUDA does not survive a fork; on
+/// a GPU, scripts/gpu-check.sh's hcsim_cuda fails without it). First in this file, so it
+/// probes before anything in this process touched CUDA (ctest runs each test alone too).
+TEST(DeviceProbe, InAChildItAnswersAsThisProcessWould) {
+  const gpu::device_probe_result child = gpu::probe_devices_in_child();
+  const gpu::device_probe_result here = gpu::probe_devices();
+  EXPECT_EQ(child.built_with_cuda, here.built_with_cuda);
+  EXPECT_EQ(child.device_count, here.device_count);
+  EXPECT_EQ(child.reason, here.reason);
+}
+
 TEST(DeviceProbe, ReportsDevicesOrAReason) {
   const gpu::device_probe_result r = gpu::probe_devices();
   EXPECT_EQ(r.built_with_cuda, HC_HAVE_CUDA == 1);

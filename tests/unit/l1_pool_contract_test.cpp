@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -76,6 +77,13 @@ std::vector<implementation> implementations() {
       {"cuda", no_cuda_device,
        [](const shape& s) -> result<std::unique_ptr<l1_pool>> {
          return make_cuda_l1_pool({0, s.tokens, s.token_bytes, s.slots, s.slot_bytes});
+       }},
+      // Tier copies by DMA only (the default pool copies small runs with a kernel).
+      {"cuda_copy_engine", no_cuda_device,
+       [](const shape& s) -> result<std::unique_ptr<l1_pool>> {
+         cuda_pool_shape c{0, s.tokens, s.token_bytes, s.slots, s.slot_bytes};
+         c.tier_copies = tier_copy_path::copy_engine;
+         return make_cuda_l1_pool(c);
        }},
   };
 }
@@ -271,6 +279,65 @@ TEST_P(L1PoolContract, TierCopiesGoThroughTheInterfaceBothWays) {
   tier_copy bad = up;
   bad.device_kv[0] = 16;  // past the device pool
   EXPECT_EQ(run_tier_copy(*dev, host, bad), 0u) << "nothing moves when an id is out of range";
+}
+
+/// Scattered KV runs in one call (a tier copy's pages): each lands where a single
+/// queue_read_kv / queue_write_kv would put it, and one run out of range refuses the call
+/// before anything moves.
+TEST_P(L1PoolContract, ManyKvRunsMoveInOneCallAndABadRunMovesNothing) {
+  constexpr std::size_t tokens = 256, tb = 64;
+  auto p = make({tokens, tb, 2, 16});
+  ASSERT_TRUE(p);
+  std::vector<std::byte> host = filled(tokens * tb, 8);  // run k's bytes at a shuffled place
+  auto pinned = p->pin_host(host);
+  ASSERT_TRUE(pinned.ok()) << pinned.err().message;
+  std::mt19937 rng(5);
+  std::vector<std::size_t> starts, places;
+  for (std::size_t i = 0; i < tokens / 4; ++i)
+    starts.push_back(i * 4), places.push_back(i * 4);
+  std::shuffle(starts.begin(), starts.end(), rng);
+  std::shuffle(places.begin(), places.end(), rng);
+  std::vector<l1_pool::kv_run> runs;
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    const std::size_t n = 1 + rng() % 4;
+    runs.push_back({static_cast<kv_index>(starts[k]), n,
+                    std::span<std::byte>(host).subspan(places[k] * tb, n * tb)});
+  }
+  ASSERT_TRUE(p->queue_write_kv_runs(runs).ok());
+  ASSERT_TRUE(p->synchronize().ok());
+  for (const l1_pool::kv_run& r : runs) {
+    std::vector<std::byte> back(r.host.size());
+    ASSERT_TRUE(p->read_kv(r.first, r.n, back).ok());
+    ASSERT_EQ(back, std::vector<std::byte>(r.host.begin(), r.host.end())) << "run at " << r.first;
+  }
+  const std::vector<std::byte> written = host;
+  std::fill(host.begin(), host.end(), std::byte{0});
+  ASSERT_TRUE(p->queue_read_kv_runs(runs).ok());
+  ASSERT_TRUE(p->synchronize().ok());
+  for (const l1_pool::kv_run& r : runs) {
+    const std::size_t at = static_cast<std::size_t>(r.host.data() - host.data());
+    ASSERT_TRUE(std::equal(r.host.begin(), r.host.end(), written.begin() + at))
+        << "run at " << r.first;
+  }
+  // A bad last run: the call is refused and the earlier runs did not move either.
+  std::vector<std::byte> other = filled(tokens * tb, 9);
+  auto pinned_other = p->pin_host(other);
+  ASSERT_TRUE(pinned_other.ok());
+  std::vector<l1_pool::kv_run> bad{{0, 4, std::span<std::byte>(other).subspan(0, 4 * tb)},
+                                   {tokens - 1, 2, std::span<std::byte>(other).subspan(0, 2 * tb)}};
+  auto refused = p->queue_write_kv_runs(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.err().code, errc::invalid_argument);
+  bad[1] = {1, 1, std::span<std::byte>(other).subspan(0, tb / 2)};  // wrong host size
+  EXPECT_FALSE(p->queue_read_kv_runs(bad).ok());
+  ASSERT_TRUE(p->synchronize().ok());
+  std::vector<std::byte> first(4 * tb);
+  ASSERT_TRUE(p->read_kv(0, 4, first).ok());
+  const auto r0 = std::find_if(runs.begin(), runs.end(), [](auto& r) { return r.first == 0; });
+  ASSERT_NE(r0, runs.end());
+  EXPECT_TRUE(std::equal(r0->host.begin(), r0->host.end(), first.begin()))
+      << "the refused call moved a run";
+  EXPECT_TRUE(p->queue_read_kv_runs({}).ok()) << "no runs: nothing to do";
 }
 
 /// The fence events a device pool gives each session (empty on host pools), and

@@ -5,13 +5,14 @@
 //   BM_CudaD2DFloor/<bytes>     cudaMemcpy device→device of the same 4 × bytes (HBM)
 //   BM_CudaSlotClear/<bytes>    clear_slots of 8 slots (one launch), waited
 //   BM_CudaMemsetFloor/<bytes>  cudaMemset of the same 8 × bytes
-//   BM_CudaPagesToHost/<bytes>  64 KV pages L1 → pinned L2 through run_tier_copy, scattered
-//                               host pages (the backup path), waited
+//   BM_CudaPagesToHost/<bytes>/<path>  64 KV pages L1 → pinned L2 through run_tier_copy,
+//                               scattered host pages (the backup path), waited; path 0 =
+//                               the pool's automatic choice, 1 = kernel, 2 = copy engine
 //   BM_CudaD2HFloor/<bytes>     cudaMemcpy device→pinned host of the same 64 pages (PCIe)
-//   BM_CudaPagesToDevice/<bytes> and BM_CudaH2DFloor/<bytes>: the load-back direction
+//   BM_CudaPagesToDevice/<bytes>/<path> and BM_CudaH2DFloor/<bytes>: the load-back direction
 //
 // Sizes: an SSM slot of Qwen3-Next-80B at TP4 (≈ 18 MiB, cache-semantics.md §9) and 1 MiB;
-// KV pages of 64 KiB and 1 MiB. Without a usable device each benchmark is skipped with
+// KV pages of 64 KiB, 256 KiB and 1 MiB. Without a usable device each benchmark is skipped with
 // the reason.
 #include <benchmark/benchmark.h>
 
@@ -97,7 +98,9 @@ constexpr std::size_t pages_per_copy = 64;
 void pages(benchmark::State& st, tier_copy::direction dir) {
   if (skip_without_device(st)) return;
   const auto bytes = static_cast<std::size_t>(st.range(0));
-  auto dev = make_cuda_l1_pool({0, 2 * pages_per_copy, bytes, 0, 0});
+  cuda_pool_shape shape{0, 2 * pages_per_copy, bytes, 0, 0};
+  shape.tier_copies = static_cast<tier_copy_path>(st.range(1));
+  auto dev = make_cuda_l1_pool(shape);
   if (!dev) return st.SkipWithError(dev.err().message.c_str());
   host_pool_sizes sizes;
   sizes.kv_tokens = 4 * pages_per_copy;
@@ -141,9 +144,16 @@ BENCHMARK(BM_CudaSlotCopy)->Arg(1 << 20)->Arg(slot_18mib)->UseRealTime();
 BENCHMARK(BM_CudaD2DFloor)->Arg(1 << 20)->Arg(slot_18mib)->UseRealTime();
 BENCHMARK(BM_CudaSlotClear)->Arg(1 << 20)->Arg(slot_18mib)->UseRealTime();
 BENCHMARK(BM_CudaMemsetFloor)->Arg(1 << 20)->Arg(slot_18mib)->UseRealTime();
-BENCHMARK(BM_CudaPagesToHost)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();
-BENCHMARK(BM_CudaD2HFloor)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();
-BENCHMARK(BM_CudaPagesToDevice)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();
-BENCHMARK(BM_CudaH2DFloor)->Arg(64 << 10)->Arg(1 << 20)->UseRealTime();
+// path: 0 = automatic, 1 = kernel, 2 = copy engine (gpu/cuda_l1_pool.hpp tier_copy_path)
+BENCHMARK(BM_CudaPagesToHost)
+    ->ArgNames({"bytes", "path"})
+    ->ArgsProduct({{64 << 10, 256 << 10, 1 << 20}, {0, 1, 2}})
+    ->UseRealTime();
+BENCHMARK(BM_CudaD2HFloor)->Arg(64 << 10)->Arg(256 << 10)->Arg(1 << 20)->UseRealTime();
+BENCHMARK(BM_CudaPagesToDevice)
+    ->ArgNames({"bytes", "path"})
+    ->ArgsProduct({{64 << 10, 256 << 10, 1 << 20}, {0, 1, 2}})
+    ->UseRealTime();
+BENCHMARK(BM_CudaH2DFloor)->Arg(64 << 10)->Arg(256 << 10)->Arg(1 << 20)->UseRealTime();
 
 }  // namespace

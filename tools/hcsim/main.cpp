@@ -152,7 +152,8 @@ int main(int argc, char** argv) {
                                         : strategy::extra_buffer_lazy;
   cfg.device = *parse_device_kind(device);
   if (cfg.device == device_kind::cuda) {  // exit 3: this machine cannot run CUDA mode
-    const gpu::device_probe_result probe = gpu::probe_devices();
+    // In a child: the workers are forked below, and CUDA does not survive a fork.
+    const gpu::device_probe_result probe = gpu::probe_devices_in_child();
     if (probe.device_count <= static_cast<int>(cfg.device_ordinal)) {
       std::fprintf(stderr, "hcsim: --device cuda: no CUDA device %u here: %s\n", cfg.device_ordinal,
                    probe.device_count == 0 ? probe.reason.c_str() : "ordinal out of range");

@@ -236,6 +236,8 @@ class NodeTest(OwnNodeTest):
                 s = node.open(spec)
             except hybridcache.InvalidConfig as e:  # no usable device here: the reason
                 self.assertIn("cuda", str(e))
+                if os.environ.get("HC_EXPECT_CUDA"):  # scripts/gpu-check.sh: a device is there
+                    self.fail(f"HC_EXPECT_CUDA is set but the node refused a cuda instance: {e}")
                 return
             with s:
                 pools = s.pools
