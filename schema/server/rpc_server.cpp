@@ -13,6 +13,7 @@
 #include "schema/server/listener.hpp"
 #include "schema/server/node_service.hpp"
 #include "schema/server/server_context.hpp"
+#include "schema/server/unix_socket_path.hpp"
 
 namespace hc {
 
@@ -24,6 +25,7 @@ struct rpc_server::impl {
   const kj::Executor* executor = nullptr;
   kj::Own<kj::CrossThreadPromiseFulfiller<void>> stop_fulfiller;
   std::string tcp_bound;
+  rpc::socket_file own_socket;  ///< removed at stop only if the path still names it
   bool running = false;
 
   void main(std::promise<status>& started) {
@@ -48,9 +50,10 @@ struct rpc_server::impl {
       capnp::Capability::Client tcp_boot = rpc::make_node_service(ctx, true);
       kj::Vector<kj::Promise<void>> serving;
       if (!cfg.unix_path.empty()) {
-        struct stat sb {};
-        if (::lstat(cfg.unix_path.c_str(), &sb) == 0 && S_ISSOCK(sb.st_mode))
-          ::unlink(cfg.unix_path.c_str());  // stale socket of a previous run
+        if (status s = rpc::claim_unix_socket_path(cfg.unix_path); !s) {
+          started.set_value(s);
+          return;
+        }
         auto addr = io.provider->getNetwork()
                         .parseAddress(kj::str("unix:", cfg.unix_path.c_str()))
                         .wait(io.waitScope);
@@ -58,6 +61,7 @@ struct rpc_server::impl {
         unix_listener = addr->listen();
         ::umask(old);
         ::chmod(cfg.unix_path.c_str(), 0600);
+        own_socket = rpc::socket_file_at(cfg.unix_path);
         serving.add(connections->listen(*unix_listener, unix_boot));
       }
       if (!cfg.tcp_address.empty()) {
@@ -77,7 +81,7 @@ struct rpc_server::impl {
       connections = nullptr;
       tcp_listener = nullptr;
       unix_listener = nullptr;
-      if (!cfg.unix_path.empty()) ::unlink(cfg.unix_path.c_str());
+      if (!cfg.unix_path.empty()) rpc::release_unix_socket_path(cfg.unix_path, own_socket);
     } catch (const kj::Exception& e) {
       try {
         started.set_value(

@@ -16,7 +16,9 @@
 namespace hc {
 
 struct rpc_server_config {
-  /// Unix socket path; "" = none. A stale socket file at the path is replaced.
+  /// Unix socket path; "" = none. A stale socket file at the path (nobody listening) is
+  /// replaced; one that another process serves on is refused, and at stop the path is
+  /// removed only if it is still this server's socket (schema/server/unix_socket_path.hpp).
   std::string unix_path;
   /// TCP "host:port" (port 0 = any); "" = none. Requires `token`.
   std::string tcp_address;

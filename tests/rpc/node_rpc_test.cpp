@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <set>
 #include <thread>
@@ -530,6 +531,61 @@ TEST_F(NodeRpc, ForwardFenceRunsQueuedClearOnlyAtBegin) {
 // Bytes that are not a Cap'n Proto message: the node drops that connection (the client
 // sees end-of-stream) and keeps serving everyone else. poll()'s 30 s bound is a deadlock
 // guard only.
+/// A Unix socket bound at `path` and closed without listening: what a killed node leaves.
+void leave_stale_socket(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0) << std::strerror(errno);
+  ::close(fd);
+}
+
+/// A second server on the socket a live one serves is refused (it used to unlink the
+/// first one's socket and serve in its place); a stale socket is replaced; a path that is
+/// no longer this server's socket at stop is left alone; a file that is not a socket is
+/// refused.
+TEST_F(NodeRpc, ALiveSocketIsNotTakenOverAndOnlyItsOwnIsRemoved) {
+  rpc_server second(*n, metrics);
+  rpc_server_config rc;
+  rc.unix_path = socket;
+  auto refused = second.start(rc);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.err().code, errc::io_error);
+  EXPECT_NE(refused.err().message.find("another process is serving"), std::string::npos)
+      << refused.err().message;
+  EXPECT_TRUE(connect()->ping().ok()) << "the first server keeps its socket";
+
+  const std::string stale = unique_socket_path();
+  leave_stale_socket(stale);
+  rpc_server third(*n, metrics);
+  rc.unix_path = stale;
+  auto started = third.start(rc);
+  ASSERT_TRUE(started.ok()) << started.err().message;
+  auto c = client::connect("unix:" + stale);
+  ASSERT_TRUE(c.ok()) << c.err().message;
+  EXPECT_TRUE((*c)->ping().ok());
+  c = result<std::unique_ptr<client>>(error{errc::io_error, "closed"});
+  // Someone else's socket at the path by the time the server stops: it stays.
+  ASSERT_EQ(::unlink(stale.c_str()), 0);
+  leave_stale_socket(stale);
+  third.stop();
+  EXPECT_TRUE(std::filesystem::exists(stale)) << "stop removed a socket that was not its own";
+  ::unlink(stale.c_str());
+
+  const std::string file = unique_socket_path();
+  { std::ofstream(file) << "not a socket"; }
+  rpc_server fourth(*n, metrics);
+  rc.unix_path = file;
+  auto not_socket = fourth.start(rc);
+  ASSERT_FALSE(not_socket.ok());
+  EXPECT_NE(not_socket.err().message.find("not a socket"), std::string::npos)
+      << not_socket.err().message;
+  EXPECT_TRUE(std::filesystem::exists(file)) << "a file that is not a socket was removed";
+  ::unlink(file.c_str());
+}
+
 TEST_F(NodeRpc, GarbageOnTheWireDropsOnlyThatConnection) {
   auto c = connect();
   auto s = std::move(*c->open(small_spec()));
