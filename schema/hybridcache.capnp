@@ -51,7 +51,7 @@ struct InstanceSpec {
   pageSize @4 :UInt32 = 1;        # tokens per KV page (P)
   kvTokens @5 :UInt64;            # usable L1 KV tokens (multiple of pageSize; + pageSize < 2^31)
   kvBytesPerToken @6 :UInt64;     # bytes of one token's KV over all full-attention layers
-  ssmSlots @7 :UInt32;            # usable L1 SSM slots (ids 1..ssmSlots < 2^31; slot 0 reserved)
+  ssmSlots @7 :UInt32;            # usable L1 SSM slots (ids 1..ssmSlots, at most 2^24; slot 0 reserved)
   ssmSlotBytes @8 :UInt64;        # bytes of one slot (conv + temporal state, all SSM layers)
   chunkSize @9 :UInt32 = 64;      # C = max(model chunk size, pageSize): FLA 64, Mamba2 256/128
   strategy @10 :Strategy;

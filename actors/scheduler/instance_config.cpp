@@ -27,6 +27,10 @@ status validate(const instance_spec& s, const spec_limits& lim) {
   if (s.ssm_slots > max_pool_ids - 1)
     return bad("ssmSlots (" + std::to_string(s.ssm_slots) + ") must be at most " +
                std::to_string(max_pool_ids - 1) + ": slot ids are 32-bit");
+  if (s.ssm_slots > lim.max_ssm_slots)
+    return bad("ssmSlots (" + std::to_string(s.ssm_slots) + ") must be at most " +
+               std::to_string(lim.max_ssm_slots) +
+               ": a slot holds a whole SSM state (a slot count, not bytes)");
   if (s.slots_per_request > s.ssm_slots)
     return bad("slotsPerRequest (" + std::to_string(s.slots_per_request) +
                ") must be at most ssmSlots (" + std::to_string(s.ssm_slots) + ")");

@@ -17,6 +17,11 @@ namespace hc {
 struct spec_limits {
   std::size_t max_pool_bytes = std::size_t{64} << 30;  ///< per pool. Default: 64 GiB
   std::size_t max_rows = 1 << 20;
+  /// Most SSM slots of an instance. A slot is a whole SSM state (hundreds of KiB to tens of
+  /// MiB on a device), so real pools hold thousands; the node's own bookkeeping costs ~5
+  /// bytes a slot whatever the slot's size, so a spec with billions (a byte count given
+  /// as a slot count) would take gigabytes and tens of seconds to open. Default: 2^24.
+  std::size_t max_ssm_slots = std::size_t{1} << 24;
 };
 
 /// Rejects invalid or oversize specs with invalid_config naming the option(s).

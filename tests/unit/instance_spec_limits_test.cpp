@@ -45,10 +45,26 @@ TEST(InstanceSpecLimits, KvTokensCountThePagedPoolsReservedPage) {
 
 TEST(InstanceSpecLimits, SsmSlotsUpToTheLastInt32IdAreAccepted) {
   instance_spec s = small();
+  spec_limits no_cap;  // the id limit alone
+  no_cap.max_ssm_slots = max_pool_ids;
   s.ssm_slots = max_pool_ids - 1;  // + slot 0
-  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
+  EXPECT_TRUE(validate(s, no_cap).ok()) << validate(s, no_cap).err().message;
   s.ssm_slots = max_pool_ids;
+  const status v = validate(s, no_cap);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.err().message.find("32-bit"), std::string::npos) << v.err().message;
+}
+
+/// A slot count of billions (bytes given as slots) would take the node gigabytes of
+/// bookkeeping and tens of seconds to open: refused past spec_limits::max_ssm_slots.
+TEST(InstanceSpecLimits, SsmSlotsPastTheNodesCapAreRefused) {
+  instance_spec s = small();
+  s.ssm_slots = spec_limits{}.max_ssm_slots;
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
+  s.ssm_slots += 1;
   expect_refused(s, "ssmSlots");
+  s.ssm_slots = max_pool_ids - 1;
+  expect_refused(s, "a slot count, not bytes");
 }
 
 TEST(InstanceSpecLimits, SlotsPerRequestCannotExceedTheSlots) {

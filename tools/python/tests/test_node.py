@@ -374,8 +374,7 @@ class OutOfMemoryTest(OwnNodeTest):
         with hybridcache.connect(socket=self.node_process.socket, timeout=120) as node:
             other = node.open(small_spec("py-oom-other"))
             big = small_spec("py-oom")
-            big.ssm_slot_bytes = 0  # no pool bytes: only the node's own slot tables (GiBs)
-            big.ssm_slots = 2**31 - 2
+            big.hicache_bytes = 3 << 29  # L2 host pools of 1.5 GiB: past the address space
             with self.assertRaises(hybridcache.OutOfMemory) as caught:
                 node.open(big)
             self.assertIn("not enough memory", str(caught.exception))
