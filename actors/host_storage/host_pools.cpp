@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <new>
 #include <string>
 
 namespace hc {
@@ -59,23 +60,33 @@ result<host_pool_sizes> size_host_pools(const host_pool_request& req) {
   return s;
 }
 
-host_pools::host_pools(const host_pool_sizes& sizes, std::size_t page_size)
+host_bytes heap_host_bytes(std::size_t n) {
+  if (n == 0) return {};
+  std::shared_ptr<std::byte> p(new std::byte[n](), std::default_delete<std::byte[]>());
+  return {p, {p.get(), n}};
+}
+
+host_pools::host_pools(const host_pool_sizes& sizes, std::size_t page_size,
+                       host_bytes_source source)
     : page_size_(page_size == 0 ? 1 : page_size),
       token_bytes_(sizes.kv_bytes_per_token),
       state_bytes_(sizes.state_bytes),
       tokens_(sizes.kv_tokens + page_size_),  // + the unused page 0
       slots_(sizes.slots),
-      kv_(tokens_ * token_bytes_),
-      states_(slots_ * state_bytes_) {}
+      kv_(source(tokens_ * token_bytes_)),
+      states_(source(slots_ * state_bytes_)) {
+  if (kv_.bytes.size() != tokens_ * token_bytes_ || states_.bytes.size() != slots_ * state_bytes_)
+    throw std::bad_alloc();  // a source that gave less than asked
+}
 
 std::span<std::byte> host_pools::kv(kv_index first, std::size_t tokens) {
   assert(first >= 0 && static_cast<std::size_t>(first) + tokens <= tokens_);
-  return {kv_.data() + static_cast<std::size_t>(first) * token_bytes_, tokens * token_bytes_};
+  return kv_.bytes.subspan(static_cast<std::size_t>(first) * token_bytes_, tokens * token_bytes_);
 }
 
 std::span<std::byte> host_pools::state(slot_id s) {
   assert(s >= 1 && static_cast<std::size_t>(s) <= slots_);
-  return {states_.data() + static_cast<std::size_t>(s - 1) * state_bytes_, state_bytes_};
+  return states_.bytes.subspan(static_cast<std::size_t>(s - 1) * state_bytes_, state_bytes_);
 }
 
 }  // namespace hc

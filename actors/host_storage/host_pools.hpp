@@ -23,8 +23,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
-#include <vector>
 
 #include "actors/common/ids.hpp"
 #include "actors/common/status.hpp"
@@ -57,9 +57,22 @@ struct host_pool_sizes {
 /// than the device pools or do not fit in the available host memory.
 result<host_pool_sizes> size_host_pools(const host_pool_request& req);
 
+/// Zeroed bytes for one pool and what keeps them alive.
+struct host_bytes {
+  std::shared_ptr<std::byte> owner;
+  std::span<std::byte> bytes;
+};
+/// Where the pools' bytes come from; throws std::bad_alloc when the memory is not there.
+using host_bytes_source = host_bytes (*)(std::size_t n);
+/// operator new, value-initialised: every page is touched as it is zeroed (fine for the
+/// small pools of tests; the node maps large pools populated by the kernel instead,
+/// gpu/anonymous_memory.hpp, which on a VM is ~50x faster).
+host_bytes heap_host_bytes(std::size_t n);
+
 class host_pools {
  public:
-  host_pools(const host_pool_sizes& sizes, std::size_t page_size);
+  host_pools(const host_pool_sizes& sizes, std::size_t page_size,
+             host_bytes_source source = heap_host_bytes);
 
   /// Bytes of `tokens` consecutive token ids starting at `first` (a page: first = page*P).
   std::span<std::byte> kv(kv_index first, std::size_t tokens = 1);
@@ -71,8 +84,8 @@ class host_pools {
   std::size_t kv_tokens() const noexcept { return tokens_; }
   std::size_t slots() const noexcept { return slots_; }
   /// The whole KV and state regions (to page-lock them for device copies).
-  std::span<std::byte> kv_region() noexcept { return kv_; }
-  std::span<std::byte> state_region() noexcept { return states_; }
+  std::span<std::byte> kv_region() noexcept { return kv_.bytes; }
+  std::span<std::byte> state_region() noexcept { return states_.bytes; }
 
  private:
   std::size_t page_size_;
@@ -80,8 +93,8 @@ class host_pools {
   std::size_t state_bytes_;
   std::size_t tokens_;
   std::size_t slots_;
-  std::vector<std::byte> kv_;
-  std::vector<std::byte> states_;
+  host_bytes kv_;
+  host_bytes states_;
 };
 
 }  // namespace hc

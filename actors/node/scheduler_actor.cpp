@@ -24,6 +24,7 @@
 #include "actors/node/host_storage_actor.hpp"
 #include "actors/node/messages.hpp"
 #include "actors/node/radix_cache_actor.hpp"
+#include "gpu/anonymous_memory.hpp"
 #include "gpu/cuda_l1_pool.hpp"
 #include "gpu/shm_l1_pool.hpp"
 #include "storage/l3_keys.hpp"
@@ -63,6 +64,14 @@ std::uint64_t host_memory_available() {
   return 0;
 }
 
+/// The L2 pools' bytes: mapped and populated by the kernel (a large pool in seconds, not
+/// minutes of page faults), committed at open as the §5.1 memory check assumes.
+host_bytes mapped_host_bytes(std::size_t n) {
+  if (n == 0) return {};
+  std::shared_ptr<std::byte> p = map_anonymous(n);
+  return {p, {p.get(), n}};
+}
+
 /// The L2 pools and L3 access of a new instance (§5.1 sizing); none without a host tier.
 result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_config& cc) {
   tier_wiring w;
@@ -82,7 +91,7 @@ result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_
   if (!sizes) return sizes.err();
   cc.host_kv_tokens = sizes->kv_tokens;
   cc.host_slots = sizes->slots;
-  w.host = std::make_shared<host_pools>(*sizes, spec.page_size);
+  w.host = std::make_shared<host_pools>(*sizes, spec.page_size, mapped_host_bytes);
   w.prefetch.threshold_tokens = spec.prefetch_threshold;
   w.prefetch.termination = spec.prefetch_policy;
   if (spec.hicache_storage && st.cfg.l3) {

@@ -84,5 +84,29 @@ TEST(HostPools, APageIsContiguousAndSlotsDoNotOverlap) {
   EXPECT_EQ(h.kv(16, 4).size(), 32u) << "the last page is addressable";
 }
 
+/// The pools' bytes come from the source they are given (the node maps them: see
+/// AnonymousMemory below), start zeroed, and a source that gives less than asked is a
+/// bad_alloc, which the node turns into an out_of_memory refusal of the open.
+TEST(HostPools, BytesComeFromTheirSourceZeroedAndAShortOneIsRefused) {
+  host_pool_sizes sz;
+  sz.kv_tokens = 16;
+  sz.slots = 3;
+  sz.kv_bytes_per_token = 8;
+  sz.state_bytes = 24;
+  static std::size_t asked;
+  asked = 0;
+  host_pools h(sz, 4, [](std::size_t n) {
+    asked += n;
+    return heap_host_bytes(n);
+  });
+  EXPECT_EQ(asked, (16u + 4u) * 8u + 3u * 24u) << "page 0 included";
+  for (std::byte b : h.kv_region())
+    ASSERT_EQ(b, std::byte{0});
+  for (std::byte b : h.state_region())
+    ASSERT_EQ(b, std::byte{0});
+  EXPECT_THROW(host_pools(sz, 4, [](std::size_t n) { return heap_host_bytes(n / 2); }),
+               std::bad_alloc);
+}
+
 }  // namespace
 }  // namespace hc::test
