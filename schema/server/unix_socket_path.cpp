@@ -21,7 +21,9 @@ status claim_unix_socket_path(const std::string& path) {
                                 std::to_string(sizeof sa.sun_path - 1) + " bytes"};
   sa.sun_family = AF_UNIX;
   std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: a live listener whose backlog is full answers EAGAIN at once instead of
+  // holding this start until it accepts.
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return {errc::io_error, std::string("socket: ") + std::strerror(errno)};
   int rc;
   do {
