@@ -70,13 +70,18 @@ TEST(HostPoolSizing, HostPoolsPastTheInt32IdsAreRefused) {
   EXPECT_TRUE(size_host_pools(r).ok());
 }
 
-TEST(HostPools, APageIsContiguousAndSlotsDoNotOverlap) {
+/// 16 tokens of 8 bytes (page 4) and 3 states of 24 bytes.
+host_pool_sizes small_sizes() {
   host_pool_sizes sz;
   sz.kv_tokens = 16;
   sz.slots = 3;
   sz.kv_bytes_per_token = 8;
   sz.state_bytes = 24;
-  host_pools h(sz, 4);
+  return sz;
+}
+
+TEST(HostPools, APageIsContiguousAndSlotsDoNotOverlap) {
+  host_pools h(small_sizes(), 4);
   auto page = h.kv(4, 4);
   EXPECT_EQ(page.size(), 32u);
   EXPECT_EQ(h.kv(5).data(), page.data() + 8) << "token 5 follows token 4 in its page";
@@ -84,15 +89,11 @@ TEST(HostPools, APageIsContiguousAndSlotsDoNotOverlap) {
   EXPECT_EQ(h.kv(16, 4).size(), 32u) << "the last page is addressable";
 }
 
-/// The pools' bytes come from the source they are given (the node maps them: see
-/// AnonymousMemory below), start zeroed, and a source that gives less than asked is a
+/// The pools' bytes come from the source they are given (the node maps them:
+/// gpu/anonymous_memory.hpp), start zeroed, and a source that gives less than asked is a
 /// bad_alloc, which the node turns into an out_of_memory refusal of the open.
 TEST(HostPools, BytesComeFromTheirSourceZeroedAndAShortOneIsRefused) {
-  host_pool_sizes sz;
-  sz.kv_tokens = 16;
-  sz.slots = 3;
-  sz.kv_bytes_per_token = 8;
-  sz.state_bytes = 24;
+  const host_pool_sizes sz = small_sizes();
   static std::size_t asked;
   asked = 0;
   host_pools h(sz, 4, [](std::size_t n) {
