@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -313,58 +314,69 @@ class cuda_l1_pool final : public l1_pool {
     return copy(slot_ptr(s), src.data(), src.size(), cudaMemcpyHostToDevice, wait);
   }
 
+  /// One copy per run: device memory and the host memory as the host sees it.
+  struct run_copies {
+    std::vector<void*> dst;
+    std::vector<const void*> src;
+    std::vector<std::size_t> bytes;
+  };
+
   /// Every run D→H (`to_host`) or H→D, queued on the stream after everything before it,
-  /// by the path cuda_pool_shape::tier_copies chooses: one kernel launch per
-  /// max_runs_per_launch runs over the host memory's mapped addresses, or one
-  /// cudaMemcpyBatchAsync (a driver without it: one cudaMemcpyAsync per run). Either way
-  /// one submission instead of one per page, which left the copy engines idle between pages.
+  /// by the path cuda_pool_shape::tier_copies chooses (by_kernel, by_copy_engine). Either
+  /// way one submission instead of one per page, which left the copy engines idle between
+  /// pages.
   status kv_runs(std::span<const kv_run> runs, bool to_host) {
     if (status st = check_kv_runs(runs); !st) return st;
     if (runs.empty()) return {};
     if (status st = use_device(); !st) return st;
-    std::vector<void*> dsts(runs.size());
-    std::vector<const void*> srcs(runs.size());
-    std::vector<std::size_t> sizes(runs.size());
+    run_copies c;
     std::size_t total = 0;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      std::byte* dev = kv_ + static_cast<std::size_t>(runs[i].first) * shape_.token_bytes;
-      dsts[i] = to_host ? static_cast<void*>(runs[i].host.data()) : dev;
-      srcs[i] = to_host ? static_cast<const void*>(dev) : runs[i].host.data();
-      sizes[i] = runs[i].host.size();
-      total += sizes[i];
+    for (const kv_run& r : runs) {
+      std::byte* dev = kv_ + static_cast<std::size_t>(r.first) * shape_.token_bytes;
+      c.dst.push_back(to_host ? static_cast<void*>(r.host.data()) : dev);
+      c.src.push_back(to_host ? static_cast<const void*>(dev) : r.host.data());
+      c.bytes.push_back(r.host.size());
+      total += r.host.size();
     }
-    if (use_kernel(runs.size(), total)) {
-      std::vector<void*> kdst(dsts);  // the host side by its device address
-      std::vector<const void*> ksrc(srcs);
-      bool mapped = true;
-      for (std::size_t i = 0; i < runs.size() && mapped; ++i) {
-        void* h = pinned_->device_address(runs[i].host.data(), runs[i].host.size());
-        mapped = h != nullptr;
-        if (to_host) {
-          kdst[i] = h;
-        } else {
-          ksrc[i] = h;
-        }
-      }
-      if (mapped) {
-        for (std::size_t i = 0; i < runs.size(); i += gpu::max_runs_per_launch) {
-          const std::size_t n = std::min(gpu::max_runs_per_launch, runs.size() - i);
-          if (status st = check(gpu::launch_copy_runs(kdst.data() + i, ksrc.data() + i,
-                                                      sizes.data() + i, n, stream_),
-                                "launch_copy_runs");
-              !st)
-            return st;
-        }
-        return {};
+    if (use_kernel(runs.size(), total))
+      if (std::optional<status> st = by_kernel(c, to_host)) return *st;
+    return by_copy_engine(c, to_host);
+  }
+
+  /// One kernel launch per max_runs_per_launch runs, over the host memory's addresses on
+  /// the device; nullopt (nothing queued) when some run's host memory was not pinned
+  /// through pin_host, which the kernel cannot reach.
+  std::optional<status> by_kernel(run_copies c, bool to_host) const {
+    for (std::size_t i = 0; i < c.bytes.size(); ++i) {
+      const auto* h = static_cast<const std::byte*>(to_host ? c.dst[i] : c.src[i]);
+      void* mapped = pinned_->device_address(h, c.bytes[i]);
+      if (mapped == nullptr) return std::nullopt;
+      if (to_host) {
+        c.dst[i] = mapped;
+      } else {
+        c.src[i] = mapped;
       }
     }
-    if (runs.size() > 1 && batched_copies_) {
+    for (std::size_t i = 0; i < c.bytes.size(); i += gpu::max_runs_per_launch) {
+      const std::size_t n = std::min(gpu::max_runs_per_launch, c.bytes.size() - i);
+      if (status st = check(gpu::launch_copy_runs(c.dst.data() + i, c.src.data() + i,
+                                                  c.bytes.data() + i, n, stream_),
+                            "launch_copy_runs");
+          !st)
+        return st;
+    }
+    return status{};
+  }
+
+  /// One cudaMemcpyBatchAsync (a driver without it: one cudaMemcpyAsync per run).
+  status by_copy_engine(run_copies& c, bool to_host) {
+    if (c.bytes.size() > 1 && batched_copies_) {
       cudaMemcpyAttributes attr{};
       attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
       attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
       std::size_t first = 0;
-      const cudaError_t e = cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(),
-                                                 runs.size(), &attr, &first, 1, stream_);
+      const cudaError_t e = cudaMemcpyBatchAsync(c.dst.data(), c.src.data(), c.bytes.data(),
+                                                 c.bytes.size(), &attr, &first, 1, stream_);
       if (e == cudaSuccess) return {};
       if (e != cudaErrorNotSupported && e != cudaErrorCallRequiresNewerDriver)
         return cuda_error(e, "cudaMemcpyBatchAsync");
@@ -372,9 +384,9 @@ class cuda_l1_pool final : public l1_pool {
       batched_copies_ = false;
     }
     const cudaMemcpyKind kind = to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
-    for (std::size_t i = 0; i < runs.size(); ++i)
-      if (status st =
-              check(cudaMemcpyAsync(dsts[i], srcs[i], sizes[i], kind, stream_), "cudaMemcpyAsync");
+    for (std::size_t i = 0; i < c.bytes.size(); ++i)
+      if (status st = check(cudaMemcpyAsync(c.dst[i], c.src[i], c.bytes[i], kind, stream_),
+                            "cudaMemcpyAsync");
           !st)
         return st;
     return {};
