@@ -127,7 +127,7 @@ struct prometheus_metrics::impl {
           .Register(*reg);
   static constexpr const char* fault_kinds[] = {
       "l3_write_error", "l3_full",     "l3_read_error",    "l3_corrupt_value", "l3_timeout",
-      "client_gone",    "shm_removed", "l3_corrupt_store", "rpc_accept_error"};
+      "client_gone",    "shm_removed", "l3_corrupt_store", "rpc_accept_error", "rpc_backpressure"};
   /// The RPCs the server times (schema/server: `timed` and ping).
   static constexpr const char* rpc_methods[] = {
       "ping",        "open",         "step",        "close",     "begin_forward",

@@ -56,7 +56,9 @@ class metrics_sink {
   /// slow I/O), "client_gone" (a session whose connection closed without close()),
   /// "shm_removed" (an instance's L1 shared-memory names were removed from under the node),
   /// "l3_corrupt_store" (the L3 index was corrupt at start: moved aside, the store empty),
-  /// "rpc_accept_error" (a streak of failed accepts began: out of file descriptors).
+  /// "rpc_accept_error" (a streak of failed accepts began: out of file descriptors),
+  /// "rpc_backpressure" (the server stopped reading a connection: too many calls
+  /// unanswered or replies unread — a client that floods calls or does not read).
   virtual void fault(std::string_view kind) = 0;
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // The connections of the RPC server: each accepted stream gets its own two-party RPC
-// system with the flow limit; a connection ends on its own when its client disconnects,
-// which drops its capabilities (and closes its sessions).
+// system with the flow limit and read backpressure (bounded_message_stream); a connection
+// ends on its own when its client disconnects, which drops its capabilities (and closes its
+// sessions).
 
 #include <capnp/rpc-twoparty.h>
 #include <capnp/rpc.h>
@@ -14,19 +15,32 @@
 #include <cstdint>
 #include <functional>
 
+#include "schema/server/bounded_message_stream.hpp"
+
 namespace hc::rpc {
 
-/// One client connection: its two-party network and RPC system (with the flow limit).
+/// How a connection reads: Cap'n Proto's flow limit (words of unanswered calls) and the
+/// bounds of bounded_message_stream; `on_pause` hears each time one stops reading.
+struct read_limits {
+  std::size_t flow_limit_words = std::size_t{8} << 20;
+  read_bounds bounds;
+  std::function<void()> on_pause;
+};
+
+/// One client connection: its two-party network and RPC system, reading under `limits`.
 /// Dropping it drops the client's capabilities, which closes its sessions.
 struct connection {
-  connection(kj::Own<kj::AsyncIoStream>&& s, capnp::Capability::Client bootstrap,
-             std::size_t flow_limit_words)
+  connection(kj::Own<kj::AsyncIoStream>&& s, capnp::Capability::Client bootstrap, kj::Timer& timer,
+             const read_limits& limits)
       : stream(kj::mv(s)),
-        network(*stream, capnp::rpc::twoparty::Side::SERVER),
+        messages(*stream, timer, limits.bounds, limits.on_pause),
+        network(messages, capnp::rpc::twoparty::Side::SERVER),
         rpc(capnp::makeRpcServer(network, kj::mv(bootstrap))) {
-    rpc.setFlowLimit(flow_limit_words);
+    messages.set_backlog_source([this] { return network.getCurrentQueueSize(); });
+    rpc.setFlowLimit(limits.flow_limit_words);
   }
   kj::Own<kj::AsyncIoStream> stream;
+  bounded_message_stream messages;
   capnp::TwoPartyVatNetwork network;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
 };
@@ -42,8 +56,8 @@ struct connection {
 class connection_set final : private kj::TaskSet::ErrorHandler {
  public:
   using accept_observer = std::function<void(const kj::Exception* e, std::size_t failures)>;
-  connection_set(std::size_t flow_limit_words, kj::Timer& timer, accept_observer on_accept_error)
-      : flow_(flow_limit_words),
+  connection_set(read_limits limits, kj::Timer& timer, accept_observer on_accept_error)
+      : limits_(std::move(limits)),
         timer_(timer),
         on_accept_error_(std::move(on_accept_error)),
         tasks_(*this) {}
@@ -69,7 +83,7 @@ class connection_set final : private kj::TaskSet::ErrorHandler {
 
  private:
   void serve(kj::Own<kj::AsyncIoStream>&& s, capnp::Capability::Client bootstrap) {
-    auto c = kj::heap<connection>(kj::mv(s), kj::mv(bootstrap), flow_);
+    auto c = kj::heap<connection>(kj::mv(s), kj::mv(bootstrap), timer_, limits_);
     auto done = c->network.onDisconnect();
     tasks_.add(done.attach(kj::mv(c)));
   }
@@ -84,7 +98,7 @@ class connection_set final : private kj::TaskSet::ErrorHandler {
   }
 
   void taskFailed(kj::Exception&&) override {}  // a broken connection ends only itself
-  std::size_t flow_;
+  read_limits limits_;
   kj::Timer& timer_;
   accept_observer on_accept_error_;
   std::size_t failures_ = 0;  ///< consecutive failed accepts (all listeners)

@@ -32,8 +32,12 @@ struct rpc_server::impl {
     try {
       auto io = kj::setupAsyncIo();
       kj::Own<kj::ConnectionReceiver> unix_listener, tcp_listener;
+      rpc::read_limits limits;
+      limits.flow_limit_words = cfg.flow_limit_words;
+      limits.bounds = {cfg.max_calls_in_flight, cfg.max_reply_backlog_bytes};
+      limits.on_pause = [m = &ctx.metrics] { m->fault("rpc_backpressure"); };
       auto connections = kj::heap<rpc::connection_set>(
-          cfg.flow_limit_words, io.provider->getTimer(),
+          std::move(limits), io.provider->getTimer(),
           [m = &ctx.metrics](const kj::Exception* e, std::size_t failures) {
             if (e == nullptr) {
               log::info("rpc server: accepting connections again after " +

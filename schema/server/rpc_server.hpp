@@ -26,10 +26,18 @@ struct rpc_server_config {
   std::string token;
   /// Version string reported by ping.
   std::string node_version = "0.1.0";
-  /// Per connection: once this many words (8 bytes) of calls are unanswered, the server
-  /// stops reading that connection until some are answered, so one flooding client
-  /// cannot grow the node's queues without bound. Default: 8 Mi words (64 MiB).
+  /// Per connection, three bounds on what a client can make the node hold: while one is
+  /// reached the server stops reading that connection (the client's writes wait in its
+  /// socket; nothing is dropped) and reads on once it is below again, so one flooding or
+  /// non-reading client cannot grow the node's memory without bound
+  /// (schema/server/bounded_message_stream.hpp; fault `rpc_backpressure`).
+  /// Words (8 bytes) of calls unanswered (Cap'n Proto's flow limit). Default: 8 Mi words
+  /// (64 MiB).
   std::size_t flow_limit_words = std::size_t{8} << 20;
+  /// Calls unanswered. Default: 1024.
+  std::size_t max_calls_in_flight = 1024;
+  /// Bytes of replies queued for a client that does not read them. Default: 64 MiB.
+  std::size_t max_reply_backlog_bytes = std::size_t{64} << 20;
   /// Bytes of the shared-memory arena each Store capability gets (CacheNode.store).
   /// Default: 64 MiB.
   std::size_t store_arena_bytes = std::size_t{64} << 20;

@@ -53,6 +53,7 @@ struct node_fixture : ::testing::Test {
   std::size_t max_idle_instances = 4;  ///< set in a derived fixture's constructor
   std::size_t max_sessions = 1024;     ///< likewise
   std::string tcp_token;               ///< non-empty: also serve TCP on 127.0.0.1 with it
+  rpc_server_config server_limits;     ///< its read bounds are used (likewise)
   std::string address() const { return "unix:" + socket; }
 
   void SetUp() override {
@@ -66,6 +67,8 @@ struct node_fixture : ::testing::Test {
     n = std::make_unique<node>(cfg);
     server = std::make_unique<rpc_server>(*n, metrics);
     rpc_server_config rc;
+    rc.max_calls_in_flight = server_limits.max_calls_in_flight;
+    rc.max_reply_backlog_bytes = server_limits.max_reply_backlog_bytes;
     rc.unix_path = socket;
     if (!tcp_token.empty()) {
       rc.tcp_address = "127.0.0.1:0";
