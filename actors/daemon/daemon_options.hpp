@@ -25,6 +25,15 @@ constexpr std::uint64_t l3_min_free_for(std::uint64_t filesystem_bytes) noexcept
   return five_percent < (std::uint64_t{4} << 30) ? five_percent : std::uint64_t{4} << 30;
 }
 
+/// --max-request-tokens' default: decided from the machine's memory (request_tokens_for).
+inline constexpr std::uint64_t max_request_tokens_auto = UINT64_MAX;
+
+/// The tokens live requests may hold under --max-request-tokens' default on a machine of
+/// `memory_bytes`: a quarter of it at 8 bytes a token (the token and its row's KV id).
+constexpr std::uint64_t request_tokens_for(std::uint64_t memory_bytes) noexcept {
+  return memory_bytes / 4 / 8;
+}
+
 struct daemon_options {
   std::string socket = "/tmp/hybridcache.sock";  ///< Unix socket (mode 0600)
   std::string metrics = "127.0.0.1:9464";        ///< /metrics address; "off" = none
@@ -35,10 +44,13 @@ struct daemon_options {
   std::size_t actor_poll_attempts = 100;  ///< polls of an idle scheduler thread before it sleeps
   std::string log_level = "info";         ///< error | warn | info | debug
   std::size_t max_step_commands = 65536;  ///< commands per step
-  std::size_t max_command_tokens = std::size_t{1} << 20;   ///< tokens per command
-  std::size_t max_pool_bytes = std::size_t{64} << 30;      ///< bytes per L1 pool
-  std::size_t max_idle_instances = 4;                      ///< kept without sessions
-  std::size_t max_sessions = 1024;                         ///< open at once
+  std::size_t max_command_tokens = std::size_t{1} << 20;  ///< tokens per command
+  std::size_t max_pool_bytes = std::size_t{64} << 30;     ///< bytes per L1 pool
+  std::size_t max_idle_instances = 4;                     ///< kept without sessions
+  std::size_t max_sessions = 1024;                        ///< open at once
+  /// Tokens held by live requests over every session; max_request_tokens_auto (the
+  /// default): request_tokens_for(the machine's memory); 0 = no limit.
+  std::uint64_t max_request_tokens = max_request_tokens_auto;
   bool l3 = true;                                          ///< L3 store in <data-dir>/l3
   std::uint64_t l3_capacity = std::uint64_t{64} << 30;     ///< L3 bytes before LRU eviction
   std::uint64_t l3_index_memory = std::uint64_t{1} << 30;  ///< L3 index memory before eviction

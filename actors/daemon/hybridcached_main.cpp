@@ -127,6 +127,16 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   nc.limits.max_pool_bytes = o.max_pool_bytes;
   nc.max_idle_instances = o.max_idle_instances;
   nc.max_sessions = o.max_sessions;
+  nc.max_request_tokens = o.max_request_tokens;
+  if (o.max_request_tokens == hc::max_request_tokens_auto) {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    nc.max_request_tokens = pages > 0 && page > 0
+                                ? hc::request_tokens_for(static_cast<std::uint64_t>(pages) *
+                                                         static_cast<std::uint64_t>(page))
+                                : 0;
+    hc::log::info("live requests may hold " + std::to_string(nc.max_request_tokens) +
+                  " tokens (--max-request-tokens: a quarter of this machine's memory)");
+  }
   nc.l3 = l3;
   std::atomic<bool> actor_failed{false};
   nc.on_actor_failure = [&actor_failed](const std::string&) {

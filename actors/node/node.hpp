@@ -38,6 +38,11 @@ struct node_config {
   /// Most sessions open at once, over every instance; an open beyond it is refused
   /// (out_of_memory, naming the limit). Default: 1024.
   std::size_t max_sessions = 1024;
+  /// Most tokens the live requests of all sessions hold at once (their prompts and
+  /// appended outputs, ~8 bytes a token with their rows' KV ids); a create or append past
+  /// it fails with out_of_memory naming --max-request-tokens (token_budget.hpp). 0 = no
+  /// limit. Default: 0 (hybridcached: a quarter of the machine's memory).
+  std::uint64_t max_request_tokens = 0;
   /// Prefix of the POSIX shm names of the L1 pools. Default: "/hybridcache-<pid>".
   std::string shm_prefix;
   /// Instances whose last session closed keep their tree and pools, so a worker that

@@ -45,6 +45,8 @@ struct instance {
 
 struct node_state {
   node_config cfg;
+  /// Tokens held by live requests over every session (node_config::max_request_tokens).
+  std::shared_ptr<token_budget> live_tokens;
   session_registry* registry = nullptr;
   std::unordered_map<std::string, instance> instances;
   msg::storage_actor host;
@@ -300,8 +302,10 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
   // The instance's radix_cache creates the session's request table, attaches it to its
   // stream and answers with that stream: the session's route (steps to the one, fences
   // and byte access to the other) is registered before the open completes.
-  self->request(in.radix, caf::infinite, msg::attach_atom::value, sid, request_config_of(job->spec),
-                job->spec.ns, std::move(shm))
+  request_config rc = request_config_of(job->spec);
+  rc.live_tokens = st.live_tokens;
+  self->request(in.radix, caf::infinite, msg::attach_atom::value, sid, std::move(rc), job->spec.ns,
+                std::move(shm))
       .then(
           [self, &st, job, fp, id = in.id, radix = in.radix](msg::stream_actor stream) {
             auto at = st.instances.find(fp);
@@ -469,6 +473,7 @@ msg::scheduler_actor_type::behavior_type scheduler_actor(msg::scheduler_actor_ty
                                                          session_registry* registry) {
   auto st = std::make_shared<node_state>();
   st->cfg = std::move(cfg);
+  st->live_tokens = std::make_shared<token_budget>(st->cfg.max_request_tokens);
   st->registry = registry;
   // Blocking L3 I/O: on its own thread, never on the scheduler's.
   st->host = self->spawn<caf::detached + caf::linked>(host_storage_actor, st->cfg.l3,

@@ -35,6 +35,25 @@ request_manager::request_manager(const request_config& cfg, radix_cache& cache)
     cfg_.shared_rows = {};  // a caller's mistake: rows stay private, results keep their lists
 }
 
+request_manager::~request_manager() {
+  if (!cfg_.live_tokens) return;
+  for (const auto& [h, r] : reqs_)
+    cfg_.live_tokens->give(r.tokens.size());
+}
+
+namespace {
+
+/// out_of_memory for n more tokens than the node's budget holds.
+error over_budget(const std::string& what, std::size_t n, const token_budget& b) {
+  return {errc::out_of_memory,
+          what + ": " + std::to_string(n) + " more tokens would pass the node's limit on tokens " +
+              "held by live requests (" + std::to_string(b.held()) + " of " +
+              std::to_string(b.limit()) +
+              " held; --max-request-tokens): finish or abort requests, or raise it"};
+}
+
+}  // namespace
+
 void request_manager::publish_row(const request_record& r, std::size_t from, std::size_t to) {
   if (cfg_.shared_rows.empty() || r.row == no_row) return;
   to = std::min({to, r.row_kv.size(), cfg_.max_context_len});
@@ -163,6 +182,8 @@ node_ref request_manager::locked_prefix(const request_record& r) noexcept {
 status request_manager::create(request_handle h, namespace_id ns, std::vector<token_id> prompt) {
   if (reqs_.count(h)) return {errc::invalid_argument, req_name(h) + " already exists"};
   if (prompt.empty()) return {errc::invalid_argument, req_name(h) + ": empty prompt"};
+  if (cfg_.live_tokens && !cfg_.live_tokens->take(prompt.size()))
+    return over_budget(req_name(h), prompt.size(), *cfg_.live_tokens);
   request_record r;
   r.handle = h;
   r.ns = ns;
@@ -172,9 +193,18 @@ status request_manager::create(request_handle h, namespace_id ns, std::vector<to
   return {};
 }
 
+void request_manager::drop(request_handle h) {
+  auto it = reqs_.find(h);
+  if (it == reqs_.end()) return;
+  if (cfg_.live_tokens) cfg_.live_tokens->give(it->second.tokens.size());
+  reqs_.erase(it);
+}
+
 status request_manager::append_tokens(request_handle h, std::span<const token_id> tokens) {
   auto r = get(h);
   if (!r) return r.err();
+  if (cfg_.live_tokens && !cfg_.live_tokens->take(tokens.size()))
+    return over_budget(req_name(h), tokens.size(), *cfg_.live_tokens);
   (*r)->tokens.insert((*r)->tokens.end(), tokens.begin(), tokens.end());
   return {};
 }
@@ -608,7 +638,7 @@ result<finish_info> request_manager::finish(request_handle h) {
   // writing a boundary snapshot into the only track slot.
   const bool is_insert = !lazy() || (r.lazy_is_insert && !pending_step(r, /*overwrite=*/true));
   if (status s = release(r, is_insert, &info); !s) return s.err();
-  reqs_.erase(h);
+  drop(h);
   return info;
 }
 
@@ -616,7 +646,7 @@ status request_manager::abort(request_handle h) {
   auto rr = get(h);
   if (!rr) return rr.err();
   if (status s = release(**rr, /*is_insert=*/false, nullptr); !s) return s;
-  reqs_.erase(h);
+  drop(h);
   return {};
 }
 

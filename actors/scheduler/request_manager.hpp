@@ -13,6 +13,7 @@
 // (a step is one message to that one owner); replay and tests run it on one thread.
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -25,6 +26,7 @@
 #include "actors/radix_cache/slot_allocator.hpp"
 #include "actors/scheduler/forward_ops.hpp"
 #include "actors/scheduler/request.hpp"
+#include "actors/scheduler/token_budget.hpp"
 #include "actors/scheduler/tracking.hpp"
 
 namespace hc {
@@ -64,6 +66,10 @@ struct request_config {
   /// Empty (default): rows are private and results carry the lists. Owned by the caller;
   /// must outlive the manager; needs max_context_len > 0.
   std::span<kv_index> shared_rows{};
+  /// The node's budget of tokens held by live requests (shared by every session): create
+  /// and append take their tokens from it and are refused with out_of_memory past its
+  /// limit; a finished, aborted or dropped request gives them back. nullptr = no budget.
+  std::shared_ptr<token_budget> live_tokens{};
 };
 
 struct match_info {
@@ -110,6 +116,10 @@ class request_manager {
  public:
   /// `cache` must outlive the manager.
   request_manager(const request_config& cfg, radix_cache& cache);
+  /// Gives the live requests' tokens back to the budget (their requests are dropped).
+  ~request_manager();
+  request_manager(const request_manager&) = delete;
+  request_manager& operator=(const request_manager&) = delete;
 
   const request_config& config() const noexcept { return cfg_; }
 
@@ -249,6 +259,8 @@ class request_manager {
   /// Copies row_kv[from, to) of an admitted request to its shared row (a no-op when the
   /// rows are private).
   void publish_row(const request_record& r, std::size_t from, std::size_t to);
+  /// Erases a request's record, giving its tokens back to the budget.
+  void drop(request_handle h);
   void note_writers(node_ref last);
   /// After an insert of `value` (row positions [from, value.size()) are the request's own
   /// ids): marks the nodes that adopted them, or the offered slot, with the session's

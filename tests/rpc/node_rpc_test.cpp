@@ -698,8 +698,38 @@ TEST_F(TcpNode, OnlyTheTokenOpensTheNode) {
 // The node's limits hit on purpose: typed errors naming the limit, and the node (and the
 // session that hit them) keeps serving.
 struct NodeLimits : node_fixture {
-  NodeLimits() { max_sessions = 3; }
+  NodeLimits() {
+    max_sessions = 3;
+    max_request_tokens = 1000;
+  }
 };
+
+// Live requests' tokens are held over every session of the node: one session's requests
+// can fill the budget, the next create anywhere is refused naming the flag, and a session
+// that closes (or drops) with requests alive gives theirs back. Before the budget, a
+// worker that never finished its requests grew the node by 4 MB per 1M-token create until
+// the kernel killed it (896 creates: 4 GB).
+TEST_F(NodeLimits, LiveRequestTokensAreBoundedOverAllSessionsAndGivenBackAtClose) {
+  auto c = connect();
+  auto a = c->open(small_spec("budget-a"));
+  auto b = c->open(small_spec("budget-b"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto r = (*a)->step(
+      std::vector<command>{create(1, iota_tokens(1, 400)), create(2, iota_tokens(1, 400))});
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  for (const auto& one : *r)
+    ASSERT_TRUE(one.ok()) << one.error;
+  r = (*b)->step(
+      std::vector<command>{create(1, iota_tokens(1, 300)), create(2, iota_tokens(1, 8))});
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  EXPECT_EQ((*r)[0].code, errc::out_of_memory);
+  EXPECT_NE((*r)[0].error.find("--max-request-tokens"), std::string::npos) << (*r)[0].error;
+  EXPECT_TRUE((*r)[1].ok()) << "a create that fits still runs: " << (*r)[1].error;
+  ASSERT_TRUE((*a)->close().ok());
+  r = (*b)->step(std::vector<command>{create(3, iota_tokens(1, 900))});
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  EXPECT_TRUE((*r)[0].ok()) << "the closed session gave its 800 back: " << (*r)[0].error;
+}
 
 TEST_F(NodeLimits, TooManySessionsAndOversizeStepsAreTypedErrorsAndServingGoesOn) {
   auto c = connect();
