@@ -38,7 +38,7 @@ request_manager::request_manager(const request_config& cfg, radix_cache& cache)
 request_manager::~request_manager() {
   if (!cfg_.live_tokens) return;
   for (const auto& [h, r] : reqs_)
-    cfg_.live_tokens->give(r.tokens.size());
+    cfg_.live_tokens->give(r.tokens.size() + request_record_tokens);
 }
 
 namespace {
@@ -182,8 +182,8 @@ node_ref request_manager::locked_prefix(const request_record& r) noexcept {
 status request_manager::create(request_handle h, namespace_id ns, std::vector<token_id> prompt) {
   if (reqs_.count(h)) return {errc::invalid_argument, req_name(h) + " already exists"};
   if (prompt.empty()) return {errc::invalid_argument, req_name(h) + ": empty prompt"};
-  if (cfg_.live_tokens && !cfg_.live_tokens->take(prompt.size()))
-    return over_budget(req_name(h), prompt.size(), *cfg_.live_tokens);
+  if (cfg_.live_tokens && !cfg_.live_tokens->take(prompt.size() + request_record_tokens))
+    return over_budget(req_name(h), prompt.size() + request_record_tokens, *cfg_.live_tokens);
   request_record r;
   r.handle = h;
   r.ns = ns;
@@ -196,7 +196,7 @@ status request_manager::create(request_handle h, namespace_id ns, std::vector<to
 void request_manager::drop(request_handle h) {
   auto it = reqs_.find(h);
   if (it == reqs_.end()) return;
-  if (cfg_.live_tokens) cfg_.live_tokens->give(it->second.tokens.size());
+  if (cfg_.live_tokens) cfg_.live_tokens->give(it->second.tokens.size() + request_record_tokens);
   reqs_.erase(it);
 }
 

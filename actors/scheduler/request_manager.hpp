@@ -67,8 +67,9 @@ struct request_config {
   /// must outlive the manager; needs max_context_len > 0.
   std::span<kv_index> shared_rows{};
   /// The node's budget of tokens held by live requests (shared by every session): create
-  /// and append take their tokens from it and are refused with out_of_memory past its
-  /// limit; a finished, aborted or dropped request gives them back. nullptr = no budget.
+  /// (its prompt + request_record_tokens) and append take from it and are refused with
+  /// out_of_memory past its limit; a finished, aborted or dropped request gives its tokens
+  /// back. nullptr = no budget.
   std::shared_ptr<token_budget> live_tokens{};
 };
 

@@ -728,7 +728,7 @@ TEST_F(NodeLimits, LiveRequestTokensAreBoundedOverAllSessionsAndGivenBackAtClose
   ASSERT_TRUE((*a)->close().ok());
   r = (*b)->step(std::vector<command>{create(3, iota_tokens(1, 900))});
   ASSERT_TRUE(r.ok()) << r.err().message;
-  EXPECT_TRUE((*r)[0].ok()) << "the closed session gave its 800 back: " << (*r)[0].error;
+  EXPECT_TRUE((*r)[0].ok()) << "the closed session gave its two requests back: " << (*r)[0].error;
 }
 
 TEST_F(NodeLimits, TooManySessionsAndOversizeStepsAreTypedErrorsAndServingGoesOn) {
