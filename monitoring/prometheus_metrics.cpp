@@ -8,6 +8,8 @@
 #include <prometheus/text_serializer.h>
 
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "actors/common/command.hpp"
 #include "actors/common/invariant.hpp"
@@ -182,7 +184,13 @@ prometheus_metrics::~prometheus_metrics() = default;
 status prometheus_metrics::serve(const std::string& address) {
   if (impl_->exposer) return {errc::invalid_argument, "metrics already served"};
   try {
-    impl_->exposer = std::make_unique<pm::Exposer>(address, 2);
+    // civetweb serves a connection on one of its worker threads until the request has been
+    // read, by default for up to 30 s: two idle connections (a port scanner, a health check
+    // that only connects, a stuck client) held both default workers and every scrape
+    // failed for 30 s. Four workers, and a connection that has not sent its request (or
+    // taken the reply) within 3 s is dropped.
+    impl_->exposer = std::make_unique<pm::Exposer>(std::vector<std::string>{
+        "listening_ports", address, "num_threads", "4", "request_timeout_ms", "3000"});
     impl_->exposer->RegisterCollectable(impl_->reg);
     impl_->exposer->RegisterCollectable(impl_->invariants);
     auto ports = impl_->exposer->GetListeningPorts();

@@ -1,0 +1,62 @@
+// The /metrics endpoint stays scrapable while connections that send nothing are open (a
+// port scanner, a health check that only connects, a stuck client): civetweb used to hold
+// a worker on each for 30 s, and two of them took both workers — every scrape failed
+// meanwhile (a Prometheus scrape times out after 10 s by default).
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "monitoring/prometheus_metrics.hpp"
+
+namespace hc::test {
+namespace {
+
+int connect_to(const std::string& address) {
+  const auto colon = address.rfind(':');
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address.substr(colon + 1))));
+  if (::inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr) != 1) return -1;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST(MetricsEndpoint, IdleConnectionsDoNotBlockAScrape) {
+  prometheus_metrics m;
+  ASSERT_TRUE(m.serve("127.0.0.1:0").ok());
+  std::vector<int> idle;  // twice the endpoint's worker threads, none sending a byte
+  for (int i = 0; i < 8; ++i) {
+    const int fd = connect_to(m.address());
+    ASSERT_GE(fd, 0);
+    idle.push_back(fd);
+  }
+  const int scrape = connect_to(m.address());
+  ASSERT_GE(scrape, 0);
+  // Before: answered after civetweb's 30 s; now within a few seconds. 20 s is the guard.
+  const timeval guard{20, 0};
+  ASSERT_EQ(::setsockopt(scrape, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof guard), 0);
+  const std::string get = "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(::write(scrape, get.data(), get.size()), static_cast<ssize_t>(get.size()));
+  std::string reply;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(scrape, buf, sizeof buf)) > 0;)
+    reply.append(buf, static_cast<std::size_t>(n));
+  ::close(scrape);
+  for (int fd : idle)
+    ::close(fd);
+  ASSERT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << "no answer within 20 s: " << reply.substr(0, 80);
+  EXPECT_NE(reply.find("hybridcache_sessions"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hc::test
