@@ -58,7 +58,9 @@ class metrics_sink {
   /// "l3_corrupt_store" (the L3 index was corrupt at start: moved aside, the store empty),
   /// "rpc_accept_error" (a streak of failed accepts began: out of file descriptors),
   /// "rpc_backpressure" (the server stopped reading a connection: too many calls
-  /// unanswered or replies unread — a client that floods calls or does not read).
+  /// unanswered or replies unread — a client that floods calls or does not read),
+  /// "rpc_login_refused" (a TCP connection closed without a login: none within the login
+  /// timeout, or too many connections waiting to log in).
   virtual void fault(std::string_view kind) = 0;
 };
 

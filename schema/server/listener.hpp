@@ -11,6 +11,7 @@
 #include <kj/timer.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -25,6 +26,20 @@ struct read_limits {
   std::size_t flow_limit_words = std::size_t{8} << 20;
   read_bounds bounds;
   std::function<void()> on_pause;
+};
+
+/// What a listener serves each connection: its bootstrap capability, built per connection
+/// (`logged_in`: what a locked bootstrap calls when the client logged in).
+using bootstrap_factory = std::function<capnp::Capability::Client(std::function<void()> logged_in)>;
+
+/// For a listener whose clients must log in (TCP): a connection that has not logged in
+/// within `within` is closed, and while `max_waiting` connections wait to log in a new one
+/// is closed at once — so connections without the token (a scanner, a flood) cannot hold
+/// the node's file descriptors, which its Unix-socket clients and its L3 store need too.
+struct login_rule {
+  bool required = false;
+  std::chrono::milliseconds within{10'000};
+  std::size_t max_waiting = 256;
 };
 
 /// One client connection: its two-party network and RPC system, reading under `limits`.
@@ -62,39 +77,75 @@ class connection_set final : private kj::TaskSet::ErrorHandler {
         on_accept_error_(std::move(on_accept_error)),
         tasks_(*this) {}
 
-  kj::Promise<void> listen(kj::ConnectionReceiver& l, capnp::Capability::Client bootstrap) {
+  /// Serves every connection `l` accepts with `bootstrap(...)`, under `login`.
+  kj::Promise<void> listen(kj::ConnectionReceiver& l, bootstrap_factory bootstrap,
+                           login_rule login = {}) {
     // evalNow: kj's accept() makes the syscall at once, and throws when it fails.
     return kj::evalNow([&l] { return l.accept(); })
         .then(
-            [this, &l, bootstrap](kj::Own<kj::AsyncIoStream>&& s) mutable -> kj::Promise<void> {
+            [this, &l, bootstrap,
+             login](kj::Own<kj::AsyncIoStream>&& s) mutable -> kj::Promise<void> {
               // Serving it needs more descriptors than the accepted one (kj registers it with
               // its event port): a failure here is a failed accept too, and drops the stream.
-              KJ_IF_MAYBE (e, kj::runCatchingExceptions([&] { serve(kj::mv(s), bootstrap); })) {
-                return retry(l, kj::mv(bootstrap), *e);
+              KJ_IF_MAYBE (e,
+                           kj::runCatchingExceptions([&] { serve(kj::mv(s), bootstrap, login); })) {
+                return retry(l, kj::mv(bootstrap), login, *e);
               }
               if (failures_ > 0 && on_accept_error_) on_accept_error_(nullptr, failures_);
               failures_ = 0;
-              return listen(l, kj::mv(bootstrap));
+              return listen(l, kj::mv(bootstrap), login);
             },
-            [this, &l, bootstrap](kj::Exception&& e) mutable {
-              return retry(l, kj::mv(bootstrap), e);
+            [this, &l, bootstrap, login](kj::Exception&& e) mutable {
+              return retry(l, kj::mv(bootstrap), login, e);
             });
   }
+  /// Called for each connection closed for want of a login (late, or too many waiting).
+  void on_login_refused(std::function<void()> f) { on_login_refused_ = std::move(f); }
+  /// Connections waiting to log in now.
+  std::size_t waiting_to_log_in() const noexcept { return waiting_; }
 
  private:
-  void serve(kj::Own<kj::AsyncIoStream>&& s, capnp::Capability::Client bootstrap) {
-    auto c = kj::heap<connection>(kj::mv(s), kj::mv(bootstrap), timer_, limits_);
-    auto done = c->network.onDisconnect();
-    tasks_.add(done.attach(kj::mv(c)));
+  void serve(kj::Own<kj::AsyncIoStream>&& s, const bootstrap_factory& bootstrap,
+             const login_rule& login) {
+    if (!login.required) {
+      auto c = kj::heap<connection>(kj::mv(s), bootstrap({}), timer_, limits_);
+      auto done = c->network.onDisconnect();
+      tasks_.add(done.attach(kj::mv(c)));
+      return;
+    }
+    if (waiting_ >= login.max_waiting) {
+      if (on_login_refused_) on_login_refused_();
+      return;  // dropping the stream closes it
+    }
+    // `waiting` is true until the client logged in, timed out or left; then the count is
+    // given back once.
+    auto waiting = std::make_shared<bool>(true);
+    ++waiting_;
+    auto stop_waiting = [this, waiting] {
+      if (!*waiting) return;
+      *waiting = false;
+      --waiting_;
+    };
+    auto c = kj::heap<connection>(kj::mv(s), bootstrap(stop_waiting), timer_, limits_);
+    tasks_.add(c->network.onDisconnect()
+                   .exclusiveJoin(timer_.afterDelay(login.within.count() * kj::MILLISECONDS)
+                                      .then([this, waiting]() -> kj::Promise<void> {
+                                        if (!*waiting) return kj::NEVER_DONE;  // serve on
+                                        if (on_login_refused_) on_login_refused_();
+                                        return kj::READY_NOW;  // ends it
+                                      }))
+                   // A copy: then() would keep a reference to the local lambda.
+                   .then([stop_waiting] { stop_waiting(); })
+                   .attach(kj::mv(c)));
   }
-  kj::Promise<void> retry(kj::ConnectionReceiver& l, capnp::Capability::Client bootstrap,
+  kj::Promise<void> retry(kj::ConnectionReceiver& l, bootstrap_factory bootstrap, login_rule login,
                           const kj::Exception& e) {
     if (++failures_ == 1 && on_accept_error_) on_accept_error_(&e, failures_);
     const std::uint64_t pause_ms =
         std::min<std::uint64_t>(1000, std::uint64_t{5} << std::min<std::size_t>(failures_ - 1, 8));
-    return timer_.afterDelay(pause_ms * kj::MILLISECONDS).then([this, &l, bootstrap]() mutable {
-      return listen(l, kj::mv(bootstrap));
-    });
+    return timer_.afterDelay(pause_ms * kj::MILLISECONDS)
+        .then(
+            [this, &l, bootstrap, login]() mutable { return listen(l, kj::mv(bootstrap), login); });
   }
 
   void taskFailed(kj::Exception&&) override {}  // a broken connection ends only itself
@@ -102,6 +153,8 @@ class connection_set final : private kj::TaskSet::ErrorHandler {
   kj::Timer& timer_;
   accept_observer on_accept_error_;
   std::size_t failures_ = 0;  ///< consecutive failed accepts (all listeners)
+  std::size_t waiting_ = 0;   ///< connections waiting to log in (all listeners)
+  std::function<void()> on_login_refused_;
   kj::TaskSet tasks_;
 };
 

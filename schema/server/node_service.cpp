@@ -24,7 +24,8 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 class node_impl final : public wire::CacheNode::Server {
  public:
-  node_impl(server_ctx& ctx, bool locked) : ctx_(ctx), locked_(locked) {}
+  node_impl(server_ctx& ctx, bool locked, std::function<void()> on_login = {})
+      : ctx_(ctx), locked_(locked), on_login_(std::move(on_login)) {}
 
   kj::Promise<void> ping(PingContext c) override {
     if (refused(c.getResults())) return kj::READY_NOW;
@@ -84,6 +85,7 @@ class node_impl final : public wire::CacheNode::Server {
     }
     wc::put_error(res.initError(), {});
     res.setNode(kj::heap<node_impl>(ctx_, false));
+    if (on_login_) on_login_();
     return kj::READY_NOW;
   }
 
@@ -155,13 +157,15 @@ class node_impl final : public wire::CacheNode::Server {
 
   server_ctx& ctx_;
   bool locked_;
+  std::function<void()> on_login_;  ///< locked only: tells the connection it logged in
 };
 #pragma GCC diagnostic pop
 
 }  // namespace
 
-kj::Own<wire::CacheNode::Server> make_node_service(server_ctx& ctx, bool locked) {
-  return kj::heap<node_impl>(ctx, locked);
+kj::Own<wire::CacheNode::Server> make_node_service(server_ctx& ctx, bool locked,
+                                                   std::function<void()> on_login) {
+  return kj::heap<node_impl>(ctx, locked, std::move(on_login));
 }
 
 }  // namespace hc::rpc

@@ -5,11 +5,15 @@
 
 #include <kj/memory.h>
 
+#include <functional>
+
 #include "hybridcache.capnp.h"
 #include "schema/server/server_context.hpp"
 
 namespace hc::rpc {
 
-kj::Own<wire::CacheNode::Server> make_node_service(server_ctx& ctx, bool locked);
+/// `on_login` (locked only) hears each successful login on this capability.
+kj::Own<wire::CacheNode::Server> make_node_service(server_ctx& ctx, bool locked,
+                                                   std::function<void()> on_login = {});
 
 }  // namespace hc::rpc

@@ -50,8 +50,14 @@ struct rpc_server::impl {
                       "); retrying, the clients wait in the backlog — out of file "
                       "descriptors? raise the node's limit (ulimit -n, LimitNOFILE=)");
           });
-      capnp::Capability::Client unix_boot = rpc::make_node_service(ctx, false);
-      capnp::Capability::Client tcp_boot = rpc::make_node_service(ctx, true);
+      connections->on_login_refused([m = &ctx.metrics] { m->fault("rpc_login_refused"); });
+      auto unix_node =
+          std::make_shared<capnp::Capability::Client>(rpc::make_node_service(ctx, false));
+      rpc::bootstrap_factory unix_boot = [unix_node](std::function<void()>) { return *unix_node; };
+      rpc::bootstrap_factory tcp_boot = [c = &ctx](std::function<void()> logged_in) {
+        return capnp::Capability::Client(rpc::make_node_service(*c, true, std::move(logged_in)));
+      };
+      rpc::login_rule tcp_login{true, cfg.login_timeout, cfg.max_waiting_logins};
       kj::Vector<kj::Promise<void>> serving;
       if (!cfg.unix_path.empty()) {
         if (status s = rpc::claim_unix_socket_path(cfg.unix_path); !s) {
@@ -74,7 +80,7 @@ struct rpc_server::impl {
         tcp_listener = addr->listen();
         const std::string host = cfg.tcp_address.substr(0, cfg.tcp_address.rfind(':'));
         tcp_bound = host + ":" + std::to_string(tcp_listener->getPort());
-        serving.add(connections->listen(*tcp_listener, tcp_boot));
+        serving.add(connections->listen(*tcp_listener, tcp_boot, tcp_login));
       }
       auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
       stop_fulfiller = kj::mv(paf.fulfiller);

@@ -38,6 +38,12 @@ struct rpc_server_config {
   std::size_t max_calls_in_flight = 1024;
   /// Bytes of replies queued for a client that does not read them. Default: 64 MiB.
   std::size_t max_reply_backlog_bytes = std::size_t{64} << 20;
+  /// TCP clients must log in: a connection that has not within `login_timeout` is closed,
+  /// and while `max_waiting_logins` connections wait to log in a new one is closed at once
+  /// (fault `rpc_login_refused`), so connections without the token cannot take the node's
+  /// file descriptors. Defaults: 10 s, 256.
+  std::chrono::milliseconds login_timeout{10'000};
+  std::size_t max_waiting_logins = 256;
   /// Bytes of the shared-memory arena each Store capability gets (CacheNode.store).
   /// Default: 64 MiB.
   std::size_t store_arena_bytes = std::size_t{64} << 20;

@@ -3,11 +3,13 @@
 // access, and forward fences seen through the shared slot bytes.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <capnp/any.h>
 #include <capnp/ez-rpc.h>
 #include <capnp/rpc.capnp.h>
 #include <capnp/serialize.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -80,6 +82,18 @@ int raw_connect(const std::string& path) {
 }
 
 using NodeRpc = node_fixture;
+
+/// A client logged in over TCP, retried (the node learns of a closed waiting connection
+/// on its own loop) until it connects; nullptr after 10 s (a hang guard).
+std::unique_ptr<client> inspect_until_connected(const std::string& address,
+                                                const std::string& token) {
+  for (int i = 0; i < 1000; ++i) {
+    auto c = client::connect(address, token);
+    if (c.ok()) return std::move(*c);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return nullptr;
+}
 
 TEST_F(NodeRpc, PingReportsTheProtocolVersion) {
   auto c = connect();
@@ -693,6 +707,73 @@ TEST_F(TcpNode, OnlyTheTokenOpensTheNode) {
   store.setIdentity("x");
   EXPECT_EQ(store.send().wait(ws).getError().getCode(), wire::ErrorCode::UNAUTHENTICATED);
   EXPECT_TRUE(connect()->ping().ok()) << "the Unix socket needs no token";
+}
+
+/// A raw TCP connection to "host:port", or -1.
+int raw_tcp_connect(const std::string& address) {
+  const auto colon = address.rfind(':');
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address.substr(colon + 1))));
+  if (::inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr) != 1) return -1;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// Whether the node closed `fd` (a read sees the end) within `guard_s` seconds; false when
+/// the read timed out instead.
+bool closed_by_node(int fd, int guard_s) {
+  const timeval guard{guard_s, 0};
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof guard) != 0) return false;
+  char b;
+  return ::read(fd, &b, 1) == 0;
+}
+
+// TCP connections that do not log in cannot hold the node's file descriptors (which its
+// Unix-socket clients and L3 store need too): closed after the login timeout, and at once
+// while too many wait. Before, a connection without the token stayed open for ever.
+struct TcpLogin : TcpNode {
+  TcpLogin() {
+    server_limits.login_timeout = std::chrono::milliseconds(300);
+    server_limits.max_waiting_logins = 2;
+  }
+};
+
+TEST_F(TcpLogin, AConnectionThatDoesNotLogInIsClosedAndOneThatDoesStays) {
+  const int idle = raw_tcp_connect(server->tcp_address());
+  ASSERT_GE(idle, 0);
+  auto c = client::connect(server->tcp_address(), tcp_token);
+  ASSERT_TRUE(c.ok()) << c.err().message;
+  EXPECT_TRUE(closed_by_node(idle, 10)) << "no login within 300 ms: closed";
+  ::close(idle);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // twice the login timeout
+  EXPECT_TRUE((*c)->ping().ok()) << "a connection that logged in is served on";
+  EXPECT_GE(metric("hybridcache_faults_total{kind=\"rpc_login_refused\"}"), 1);
+}
+
+struct TcpLoginQueue : TcpNode {
+  TcpLoginQueue() {
+    server_limits.login_timeout = std::chrono::milliseconds(60'000);
+    server_limits.max_waiting_logins = 2;
+  }
+};
+
+TEST_F(TcpLoginQueue, ConnectionsPastTheWaitingLimitAreClosedAtOnce) {
+  const int first = raw_tcp_connect(server->tcp_address());
+  const int second = raw_tcp_connect(server->tcp_address());
+  const int third = raw_tcp_connect(server->tcp_address());
+  ASSERT_TRUE(first >= 0 && second >= 0 && third >= 0);
+  EXPECT_TRUE(closed_by_node(third, 10)) << "two wait to log in: the third is closed at once";
+  ::close(third);
+  ::close(first);  // one fewer waiting: a client with the token gets in
+  auto c = inspect_until_connected(server->tcp_address(), tcp_token);
+  EXPECT_TRUE(c != nullptr && c->ping().ok());
+  ::close(second);
+  EXPECT_TRUE(connect()->ping().ok()) << "Unix-socket clients were never affected";
 }
 
 // The node's limits hit on purpose: typed errors naming the limit, and the node (and the

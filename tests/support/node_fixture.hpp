@@ -71,6 +71,8 @@ struct node_fixture : ::testing::Test {
     rpc_server_config rc;
     rc.max_calls_in_flight = server_limits.max_calls_in_flight;
     rc.max_reply_backlog_bytes = server_limits.max_reply_backlog_bytes;
+    rc.login_timeout = server_limits.login_timeout;
+    rc.max_waiting_logins = server_limits.max_waiting_logins;
     rc.unix_path = socket;
     if (!tcp_token.empty()) {
       rc.tcp_address = "127.0.0.1:0";
