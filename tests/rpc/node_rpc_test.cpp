@@ -32,6 +32,7 @@
 #include "schema/convert.hpp"
 #include "tests/support/commands.hpp"
 #include "tests/support/node_fixture.hpp"
+#include "tests/support/raw_tcp.hpp"
 #include "tests/support/tree_fixture.hpp"
 
 namespace hc::test {
@@ -707,21 +708,6 @@ TEST_F(TcpNode, OnlyTheTokenOpensTheNode) {
   store.setIdentity("x");
   EXPECT_EQ(store.send().wait(ws).getError().getCode(), wire::ErrorCode::UNAUTHENTICATED);
   EXPECT_TRUE(connect()->ping().ok()) << "the Unix socket needs no token";
-}
-
-/// A raw TCP connection to "host:port", or -1.
-int raw_tcp_connect(const std::string& address) {
-  const auto colon = address.rfind(':');
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address.substr(colon + 1))));
-  if (::inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr) != 1) return -1;
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 /// Whether the node closed `fd` (a read sees the end) within `guard_s` seconds; false when

@@ -4,8 +4,6 @@
 // meanwhile (a Prometheus scrape times out after 10 s by default).
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,34 +11,21 @@
 #include <vector>
 
 #include "monitoring/prometheus_metrics.hpp"
+#include "tests/support/raw_tcp.hpp"
 
 namespace hc::test {
 namespace {
-
-int connect_to(const std::string& address) {
-  const auto colon = address.rfind(':');
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<std::uint16_t>(std::stoi(address.substr(colon + 1))));
-  if (::inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr) != 1) return -1;
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 TEST(MetricsEndpoint, IdleConnectionsDoNotBlockAScrape) {
   prometheus_metrics m;
   ASSERT_TRUE(m.serve("127.0.0.1:0").ok());
   std::vector<int> idle;  // twice the endpoint's worker threads, none sending a byte
   for (int i = 0; i < 8; ++i) {
-    const int fd = connect_to(m.address());
+    const int fd = raw_tcp_connect(m.address());
     ASSERT_GE(fd, 0);
     idle.push_back(fd);
   }
-  const int scrape = connect_to(m.address());
+  const int scrape = raw_tcp_connect(m.address());
   ASSERT_GE(scrape, 0);
   // Before: answered after civetweb's 30 s; now within a few seconds. 20 s is the guard.
   const timeval guard{20, 0};
