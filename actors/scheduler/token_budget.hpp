@@ -1,9 +1,9 @@
 #pragma once
 // The tokens live requests hold over every session of a node: each request's prompt and
 // appended outputs, which the node keeps to match and cache them (with the KV ids of its
-// row, about 8 bytes a token), and request_record_tokens for the request itself. A create or append
-// that would pass the limit is refused, so one worker that leaks requests (never finishes or aborts
-// them) cannot take the node's memory from every other tenant.
+// row, about 8 bytes a token), and request_record_tokens for the request itself. A create
+// or append that would pass the limit is refused, so one worker that leaks requests (never
+// finishes or aborts them) cannot take the node's memory from every other tenant.
 //
 // Thread safety: take / give / held from any thread (each session's request_manager runs
 // on its instance's actor).

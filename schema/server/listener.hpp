@@ -101,8 +101,6 @@ class connection_set final : private kj::TaskSet::ErrorHandler {
   }
   /// Called for each connection closed for want of a login (late, or too many waiting).
   void on_login_refused(std::function<void()> f) { on_login_refused_ = std::move(f); }
-  /// Connections waiting to log in now.
-  std::size_t waiting_to_log_in() const noexcept { return waiting_; }
 
  private:
   void serve(kj::Own<kj::AsyncIoStream>&& s, const bootstrap_factory& bootstrap,
