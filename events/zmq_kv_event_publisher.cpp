@@ -2,6 +2,7 @@
 
 #include <zmq.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -28,10 +29,22 @@ std::int64_t from_be64(const zmq::message_t& m) {
   return static_cast<std::int64_t>(v);
 }
 
-struct kept {
+struct batch {
   std::uint64_t seq;
   std::string topic, payload;
+  std::size_t bytes() const noexcept { return topic.size() + payload.size(); }
 };
+/// Shared, so that a replay takes the batches from under the lock without copying them and
+/// sends the payloads without copying them either (zero-copy messages hold a reference).
+using kept = std::shared_ptr<const batch>;
+
+/// A zero-copy message over a kept batch's payload: ZeroMQ drops the reference when sent.
+zmq::message_t payload_message(const kept& k) {
+  auto* hold = new kept(k);
+  return zmq::message_t(
+      const_cast<char*>(k->payload.data()), k->payload.size(),
+      [](void*, void* hint) { delete static_cast<kept*>(hint); }, hold);
+}
 
 }  // namespace
 
@@ -41,7 +54,8 @@ struct zmq_kv_event_publisher::impl {
   std::unique_ptr<zmq::socket_t> replay;
   std::mutex mu;  ///< pub and the kept batches
   std::deque<kept> buffer;
-  std::size_t capacity = 10000;
+  std::size_t buffer_bytes = 0;  ///< of the kept batches
+  publisher_config cfg;
 };
 
 zmq_kv_event_publisher::zmq_kv_event_publisher(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
@@ -49,7 +63,8 @@ zmq_kv_event_publisher::zmq_kv_event_publisher(std::unique_ptr<impl> i) : impl_(
 result<std::unique_ptr<zmq_kv_event_publisher>> zmq_kv_event_publisher::start(
     const publisher_config& cfg) {
   auto i = std::make_unique<impl>();
-  i->capacity = cfg.buffer == 0 ? 1 : cfg.buffer;
+  i->cfg = cfg;
+  i->cfg.buffer = std::max<std::size_t>(cfg.buffer, 1);
   std::unique_ptr<zmq_kv_event_publisher> p;
   try {
     i->pub.set(zmq::sockopt::linger, 0);
@@ -59,6 +74,10 @@ result<std::unique_ptr<zmq_kv_event_publisher>> zmq_kv_event_publisher::start(
     if (!cfg.replay_endpoint.empty()) {
       i->replay = std::make_unique<zmq::socket_t>(i->ctx, zmq::socket_type::router);
       i->replay->set(zmq::sockopt::linger, 0);
+      // Past a client's high-water mark a send waits (up to replay_stall) instead of the
+      // ROUTER dropping the message; a client gone fails the send (EHOSTUNREACH).
+      i->replay->set(zmq::sockopt::router_mandatory, 1);
+      i->replay->set(zmq::sockopt::sndtimeo, static_cast<int>(cfg.replay_stall.count()));
       try {
         i->replay->bind(cfg.replay_endpoint);
       } catch (const zmq::error_t& e) {
@@ -98,8 +117,14 @@ void zmq_kv_event_publisher::publish(const std::string& topic, std::span<const k
     // A send failure loses this batch for live subscribers; replay still has it.
   }
   if (impl_->replay) {
-    impl_->buffer.push_back({seq, topic, std::move(payload)});
-    if (impl_->buffer.size() > impl_->capacity) impl_->buffer.pop_front();
+    auto k = std::make_shared<const batch>(batch{seq, topic, std::move(payload)});
+    impl_->buffer_bytes += k->bytes();
+    impl_->buffer.push_back(std::move(k));
+    while (impl_->buffer.size() > impl_->cfg.buffer ||
+           (impl_->buffer_bytes > impl_->cfg.buffer_bytes && impl_->buffer.size() > 1)) {
+      impl_->buffer_bytes -= impl_->buffer.front()->bytes();
+      impl_->buffer.pop_front();
+    }
   }
   seq_ = seq;
 }
@@ -121,26 +146,43 @@ void zmq_kv_event_publisher::serve_replay() {
       if (req.size() < 2) continue;  // [identity, ..., start]
       const zmq::message_t& id = req.front();
       const std::int64_t start = from_be64(req.back());
-      std::vector<kept> out;
+      std::vector<kept> out;  // references: the batches stay shared with the buffer
       {
         std::lock_guard lk(impl_->mu);
         for (const kept& k : impl_->buffer)
-          if (start >= 0 && k.seq >= static_cast<std::uint64_t>(start)) out.push_back(k);
+          if (start >= 0 && k->seq >= static_cast<std::uint64_t>(start)) out.push_back(k);
       }
+      // A batch that cannot be queued within replay_stall, or past replay_limit, ends the
+      // replay there, without the end marker.
+      const auto give_up = std::chrono::steady_clock::now() + impl_->cfg.replay_limit;
+      // The routing frame is where a client that does not read (its high-water mark
+      // reached for replay_stall) or is gone fails; the rest of a message the ROUTER
+      // accepted is queued whatever the mark.
+      auto route = [&] {
+        if (stop_ || std::chrono::steady_clock::now() >= give_up) return false;
+        if (!s.send(zmq::message_t(id.data(), id.size()), zmq::send_flags::sndmore)) return false;
+        s.send(zmq::message_t(), zmq::send_flags::sndmore);
+        return true;
+      };
+      bool whole = true;
       for (const kept& k : out) {
-        s.send(zmq::buffer(id.data(), id.size()), zmq::send_flags::sndmore);
-        s.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
-        s.send(zmq::buffer(k.topic), zmq::send_flags::sndmore);
-        s.send(zmq::buffer(be64(static_cast<std::int64_t>(k.seq))), zmq::send_flags::sndmore);
-        s.send(zmq::buffer(k.payload), zmq::send_flags::none);
+        const std::string seq_bytes = be64(static_cast<std::int64_t>(k->seq));
+        if (!route()) {
+          whole = false;
+          break;
+        }
+        s.send(zmq::message_t(k->topic.data(), k->topic.size()), zmq::send_flags::sndmore);
+        s.send(zmq::message_t(seq_bytes.data(), seq_bytes.size()), zmq::send_flags::sndmore);
+        s.send(payload_message(k), zmq::send_flags::none);
       }
-      s.send(zmq::buffer(id.data(), id.size()), zmq::send_flags::sndmore);
-      s.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
-      s.send(zmq::buffer(std::string()), zmq::send_flags::sndmore);
-      s.send(zmq::buffer(be64(-1)), zmq::send_flags::sndmore);
-      s.send(zmq::buffer(std::string()), zmq::send_flags::none);
+      if (whole && route()) {
+        const std::string end = be64(-1);
+        s.send(zmq::message_t(), zmq::send_flags::sndmore);
+        s.send(zmq::message_t(end.data(), end.size()), zmq::send_flags::sndmore);
+        s.send(zmq::message_t(), zmq::send_flags::none);
+      }
     } catch (const zmq::error_t&) {
-      // A client that went away mid-reply: its messages are dropped; serve the next.
+      // A client gone (EHOSTUNREACH) mid-replay: the rest is not sent; serve the next.
     }
   }
 }

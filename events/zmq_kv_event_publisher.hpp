@@ -4,7 +4,11 @@
 //   with the payload of kv_event_encoding.hpp and one sequence across all topics.
 //   ROUTER (replay, optional): a DEALER sends [empty, start sequence (8 bytes BE)] and gets
 //   [empty, topic, sequence, payload] for every kept batch from `start` on, then
-//   [empty, "", -1 (8 bytes BE, all ones), ""] as the end.
+//   [empty, "", -1 (8 bytes BE, all ones), ""] as the end. Every batch is delivered or the
+//   end marker is not sent: a client that does not take the replay within
+//   publisher_config's bounds is cut off (it sees no end marker), never sent a replay with
+//   holes (a ROUTER drops what passes its high-water mark: before, a replay of more than
+//   ~1,000 batches lost the rest, end marker included, without a word).
 // Topic = "kv/<instance fingerprint>/<namespace>" (the node's instance_fingerprint; the
 // default namespace is ""), so a subscriber can filter by prefix.
 //
@@ -12,6 +16,7 @@
 // served by the publisher's own thread.
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -33,6 +38,15 @@ struct publisher_config {
   std::string replay_endpoint;
   /// Batches kept for replay (the oldest go first). Default: 10000.
   std::size_t buffer = 10000;
+  /// Bytes of batches kept for replay (topics and payloads; the oldest go first, the
+  /// newest batch always stays). A page-1 insert of 16 K tokens is a ~230 KB batch, so the
+  /// batch count alone let the buffer reach gigabytes. Default: 256 MiB.
+  std::size_t buffer_bytes = std::size_t{256} << 20;
+  /// A replay waits at most this long for a client to take its next message (then stops
+  /// without the end marker, so the client knows it is cut short)...
+  std::chrono::milliseconds replay_stall{2000};
+  /// ...and takes at most this long in all (one thread serves every client in turn).
+  std::chrono::milliseconds replay_limit{60000};
 };
 
 class zmq_kv_event_publisher final : public kv_event_sink {

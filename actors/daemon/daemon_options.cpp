@@ -129,6 +129,13 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "Event batches kept for replay (the oldest go first)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+  app.add_option("--kv-events-buffer-bytes", o.kv_events_buffer_bytes,
+                 "Bytes of event batches kept for replay, whatever their count (the oldest go "
+                 "first; a page-1 insert of 16K tokens is a ~230 KB batch; units accepted: "
+                 "256MB)")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));
 #if HC_RACE_DEMO
   app.add_option("--race-demo", o.race_demo,
                  "Debug only: turn an ordering rule off so that hcsim reports mismatches "

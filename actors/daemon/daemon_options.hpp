@@ -67,6 +67,7 @@ struct daemon_options {
   std::string kv_events = "off";         ///< ZMQ PUB endpoint of the KV events; "off" = none
   std::string kv_events_replay = "off";  ///< ZMQ ROUTER endpoint for replay; "off" = none
   std::size_t kv_events_buffer = 10000;  ///< batches kept for replay
+  std::size_t kv_events_buffer_bytes = std::size_t{256} << 20;  ///< their bytes at most
 };
 
 /// Declares every flag of hybridcached on `app`, each bound to its field of `o` (which

@@ -106,6 +106,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     pc.endpoint = o.kv_events;
     pc.replay_endpoint = o.kv_events_replay == "off" ? "" : o.kv_events_replay;
     pc.buffer = o.kv_events_buffer;
+    pc.buffer_bytes = o.kv_events_buffer_bytes;
     auto p = hc::events::zmq_kv_event_publisher::start(pc);
     if (!p) {
       hc::log::error(p.err().message);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "actors/forward_stream/stream_rules.hpp"
+#include "actors/node/inspect_document.hpp"
 #include "actors/node/jobs.hpp"
 #include "actors/node/l3_jobs.hpp"
 #include "actors/radix_cache/instance_stats.hpp"
@@ -59,6 +60,8 @@ using drain_ptr = std::shared_ptr<drain_job>;
 using store_ptr = std::shared_ptr<store_job>;
 /// A region of a session's shared memory; null where the session has none.
 using rows_ptr = std::shared_ptr<shm_region>;
+/// An instance's device pages for inspect --blocks (radix_cache -> scheduler).
+using block_listing_ptr = std::shared_ptr<const block_listing>;
 /// A session's shared memory: its request rows (InstanceSpec.sharedRows) and its token
 /// arena (InstanceSpec.sharedTokens).
 struct session_shm {
@@ -114,8 +117,9 @@ using cache_actor = caf::typed_actor<
     caf::replies_to<drain_atom>::with<bool>,
     /// What the instance holds and served (summed by the scheduler for `stats`).
     caf::replies_to<stats_atom>::with<instance_stats>,
-    /// Its tree summary; with true, also every device KV page ("blocks").
-    caf::replies_to<inspect_atom, bool>::with<std::string>>;
+    /// Its tree summary as JSON text; with true, also every device KV page (or why not:
+    /// more than the given count), for the scheduler to render; null with false.
+    caf::replies_to<inspect_atom, bool, std::uint64_t>::with<std::string, block_listing_ptr>>;
 
 /// scheduler (one per node): the instances and the sessions.
 using scheduler_actor_type = caf::typed_actor<
@@ -137,6 +141,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::drain_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::store_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::rows_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::session_shm)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::block_listing_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::forward_ops)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::request_config)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(hc::msg::tier_kind)

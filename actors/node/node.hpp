@@ -43,6 +43,10 @@ struct node_config {
   /// it fails with out_of_memory naming --max-request-tokens (token_budget.hpp). 0 = no
   /// limit. Default: 0 (hybridcached: a quarter of the machine's memory).
   std::uint64_t max_request_tokens = 0;
+  /// Most device KV pages one `inspect --blocks` answer lists, over all instances (an
+  /// instance holding more is refused before its pages are hashed; inspect_document.hpp):
+  /// at ~90 bytes a page their text stays within one RPC message. Default: 500,000.
+  std::uint64_t max_inspect_blocks = 500'000;
   /// Prefix of the POSIX shm names of the L1 pools. Default: "/hybridcache-<pid>".
   std::string shm_prefix;
   /// Instances whose last session closed keep their tree and pools, so a worker that

@@ -1,4 +1,5 @@
 #include "actors/node/radix_cache_actor.hpp"
+#include "actors/node/inspect_document.hpp"
 #include "actors/node/json_text.hpp"
 
 #include <map>
@@ -175,7 +176,11 @@ instance_stats stats_of(const state& st) {
   return out;
 }
 
-std::string inspect(state& st, bool blocks) {
+/// The instance's part of `inspect` as JSON text; with `blocks`, also its device pages
+/// (rendered by the scheduler: this actor only does what needs the tree) — or why not,
+/// when it holds more than `max_blocks`.
+std::pair<std::string, msg::block_listing_ptr> inspect(state& st, bool blocks,
+                                                       std::uint64_t max_blocks) {
   const radix_cache& c = *st.cache;
   const instance_stats stats = stats_of(st);
   nlohmann::json doc = {{"instance", st.instance},
@@ -189,20 +194,17 @@ std::string inspect(state& st, bool blocks) {
           bool is_served) { (is_served ? served : doc)[std::string(name)] = stats.*f; });
   doc["served"] = std::move(served);
   doc["host"] = nlohmann::json::parse(st.tiers->inspect());
-  if (blocks) {
-    std::map<namespace_id, std::string> names;
+  if (!blocks) return {json_text(doc), nullptr};
+  doc["event_topic"] = st.event_topic;
+  auto listing = std::make_shared<block_listing>();
+  if (const std::uint64_t pages = c.tree().device_page_count(); pages > max_blocks) {
+    listing->refused = too_many_blocks(std::to_string(st.instance), pages, max_blocks);
+  } else {  // hashes the pages whose digests the tree does not keep: ~0.1 µs a page
+    listing->blocks = c.tree().device_blocks();
     for (const auto& [name, id] : st.namespaces)
-      names[id] = name;
-    nlohmann::json list = nlohmann::json::array();
-    for (const device_block& b : st.cache->tree().device_blocks())
-      list.push_back({{"hash", b.hash},
-                      {"parent", b.parent_hash ? nlohmann::json(*b.parent_hash) : nlohmann::json()},
-                      {"checkpoint", b.checkpoint},
-                      {"namespace", names[b.ns]}});
-    doc["blocks"] = std::move(list);
-    doc["event_topic"] = st.event_topic;
+      listing->names[id] = name;
   }
-  return json_text(doc);
+  return {json_text(doc), std::move(listing)};
 }
 
 }  // namespace
@@ -323,7 +325,11 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
           m.stream_claimed(batch);
         }
       },
-      [st](msg::inspect_atom, bool blocks) -> std::string { return inspect(*st, blocks); },
+      [st](msg::inspect_atom, bool blocks,
+           std::uint64_t max_blocks) -> caf::result<std::string, msg::block_listing_ptr> {
+        auto [text, listing] = inspect(*st, blocks, max_blocks);
+        return {std::move(text), std::move(listing)};
+      },
       [st](msg::stats_atom) -> instance_stats { return stats_of(*st); },
       [st, self](msg::drain_atom) -> caf::result<bool> {
         auto done = self->make_response_promise<bool>();

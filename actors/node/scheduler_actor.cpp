@@ -6,6 +6,7 @@
 // Steps, fences and byte access never pass through it: they go from the caller's thread
 // straight to the session's radix_cache or forward_stream (node.cpp).
 #include "actors/node/scheduler_actor.hpp"
+#include "actors/node/inspect_document.hpp"
 #include "actors/node/json_text.hpp"
 
 #include <nlohmann/json.hpp>
@@ -365,12 +366,14 @@ void sum_stats(msg::scheduler_actor_type::pointer self, node_state& st, const ms
   finish();
 }
 
-/// Gathers every actor's inspect JSON into one document.
+/// Gathers every actor's inspect JSON into one document. The instances' parts are spliced in
+/// as the text they came as, and their device pages written straight into it.
 void gather_inspect(msg::scheduler_actor_type::pointer self, node_state& st,
                     const msg::stats_ptr& job) {
   struct fan_in {
     msg::stats_ptr job;
     nlohmann::json doc;
+    std::vector<inspect_part> instances;
     std::size_t pending = 0;
   };
   auto f = std::make_shared<fan_in>();
@@ -382,46 +385,47 @@ void gather_inspect(msg::scheduler_actor_type::pointer self, node_state& st,
   f->doc["invariant_violations"] = invariant_violations();
   f->doc["first_invariant_violation"] = first_invariant_violation();
   f->doc["host_storage"] = nullptr;
-  f->doc["instances"] = nlohmann::json::array();
   if (st.cfg.kv_events)
     f->doc["kv_events"] = {{"last_sequence", st.cfg.kv_events->last_sequence()}};
   f->pending = 1;
   for (const auto& [fp, in] : st.instances)
     f->pending += in.stream ? 2 : 1;
-  auto finish = [f] {
+  auto finish = [f, max_blocks = st.cfg.max_inspect_blocks] {
     if (--f->pending != 0) return;
-    f->job->inspect_json = json_text(f->doc);
+    if (status s = assemble_inspect(f->doc, f->instances, max_blocks, f->job->inspect_json); !s)
+      f->job->err = s.err();
     f->job->complete();
   };
   auto on_err = [finish](caf::error&) { finish(); };
-  // An actor's inspect reply is JSON; a malformed one shows as a string, never throws.
-  auto parse = [](const std::string& s) {
-    auto j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
-    return j.is_discarded() ? nlohmann::json(s) : j;
-  };
+  // The host's reply is small JSON; a malformed one shows as a string, never throws.
   self->request(st.host, caf::infinite, msg::inspect_atom::value)
       .then(
-          [f, finish, parse](std::string& s) {
-            f->doc["host_storage"] = parse(s);
+          [f, finish](std::string& s) {
+            auto j = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+            f->doc["host_storage"] = j.is_discarded() ? nlohmann::json(s) : std::move(j);
             finish();
           },
           on_err);
-  std::size_t i = 0;
   for (const auto& [fp, in] : st.instances) {
-    f->doc["instances"].push_back({{"fingerprint", fp}, {"tree", nullptr}, {"stream", nullptr}});
-    auto ask = [&](const char* part, const auto& a, auto... args) {
-      if (!a) return;  // the stream is known once the instance attached a session
-      self->request(a, caf::infinite, msg::inspect_atom::value, args...)
+    const std::size_t i = f->instances.size();
+    f->instances.push_back({fp});
+    self->request(in.radix, caf::infinite, msg::inspect_atom::value, job->inspect_blocks,
+                  st.cfg.max_inspect_blocks)
+        .then(
+            [f, finish, i](std::string& text, msg::block_listing_ptr& blocks) {
+              f->instances[i].tree = std::move(text);
+              f->instances[i].blocks = std::move(blocks);
+              finish();
+            },
+            on_err);
+    if (in.stream)  // known once the instance attached a session
+      self->request(in.stream, caf::infinite, msg::inspect_atom::value)
           .then(
-              [f, finish, parse, i, part](std::string& s) {
-                f->doc["instances"][i][part] = parse(s);
+              [f, finish, i](std::string& text) {
+                f->instances[i].stream = std::move(text);
                 finish();
               },
               on_err);
-    };
-    ask("tree", in.radix, job->inspect_blocks);
-    ask("stream", in.stream);
-    ++i;
   }
 }
 

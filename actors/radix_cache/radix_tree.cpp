@@ -597,29 +597,67 @@ void radix_tree::record_restored(radix_node* n) {
   if (cfg_.state_events) record_store(n);
 }
 
-std::vector<device_block> radix_tree::device_blocks() {
+std::vector<device_block> radix_tree::device_blocks() const {
   std::vector<device_block> out;
-  std::vector<radix_node*> stack(root_->children.begin(), root_->children.end());
+  if (!hasher_) return out;
+  out.reserve(device_page_count());
+  // Each entry carries its parent's last digest, so that a node whose digests the tree
+  // does not keep (no events, no tier has needed them) is hashed here, into `scratch`, and
+  // not kept: listing a page-1 tree of 1 M tokens once used to leave 32 MB of digests.
+  struct entry {
+    const radix_node* node;
+    std::optional<page_digest> prior;
+  };
+  std::vector<entry> stack;
+  for (const radix_node* c : root_->children)
+    stack.push_back({c, std::nullopt});
+  std::vector<page_digest> scratch;
   while (!stack.empty()) {
-    radix_node* n = stack.back();
+    const entry e = stack.back();
     stack.pop_back();
+    const radix_node* n = e.node;
     if (n->evicted()) continue;  // host only: nothing of it (or below it) is on the device
-    ensure_hashes(n);
+    const std::size_t pages = n->key.size() / cfg_.page_size;
+    std::span<const page_digest> hashes = n->hashes;
+    if (hashes.size() != pages) {
+      scratch.clear();
+      const std::span<const token_id> key(n->key);
+      for (std::size_t i = 0; i < pages; ++i)
+        scratch.push_back(
+            hasher_->hash_page(i == 0 ? (e.prior ? &*e.prior : nullptr) : &scratch[i - 1],
+                               key.subspan(i * cfg_.page_size, cfg_.page_size)));
+      hashes = scratch;
+    }
     std::optional<std::int64_t> parent;
-    if (n->parent != root_ && !n->parent->hashes.empty())
-      parent = block_hash_of(n->parent->hashes.back());
-    for (std::size_t i = 0; i < n->hashes.size(); ++i) {
+    if (e.prior) parent = block_hash_of(*e.prior);
+    for (std::size_t i = 0; i < hashes.size(); ++i) {
       device_block b;
-      b.hash = block_hash_of(n->hashes[i]);
+      b.hash = block_hash_of(hashes[i]);
       b.parent_hash = parent;
-      b.checkpoint = i + 1 == n->hashes.size() && !n->is_tombstone();
+      b.checkpoint = i + 1 == hashes.size() && !n->is_tombstone();
       b.ns = n->ns;
       parent = b.hash;
       out.push_back(b);
     }
-    stack.insert(stack.end(), n->children.begin(), n->children.end());
+    const std::optional<page_digest> last =
+        hashes.empty() ? std::nullopt : std::optional<page_digest>(hashes.back());
+    for (const radix_node* c : n->children)
+      stack.push_back({c, last});
   }
   return out;
+}
+
+std::size_t radix_tree::device_page_count() const {
+  std::size_t pages = 0;
+  std::vector<const radix_node*> stack(root_->children.begin(), root_->children.end());
+  while (!stack.empty()) {
+    const radix_node* n = stack.back();
+    stack.pop_back();
+    if (n->evicted()) continue;
+    pages += n->key.size() / cfg_.page_size;
+    stack.insert(stack.end(), n->children.begin(), n->children.end());
+  }
+  return pages;
 }
 
 void radix_tree::record_remove(radix_node* n) {

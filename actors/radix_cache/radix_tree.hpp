@@ -309,9 +309,12 @@ class radix_tree {
 
   /// Moves out the recorded KV events (empty unless enabled).
   std::vector<kv_event> drain_events();
-  /// Every page of KV on the device, parents before children (computes missing digests:
-  /// needs a page_hasher). What the events of state_events describe.
-  std::vector<device_block> device_blocks();
+  /// Every page of KV on the device, parents before children: what the events of
+  /// state_events describe (empty without a page_hasher). Digests the tree does not keep
+  /// are computed for the call and dropped; O(device pages) time and result.
+  std::vector<device_block> device_blocks() const;
+  /// How many pages device_blocks() would list, counted without hashing (O(nodes)).
+  std::size_t device_page_count() const;
 
   /// Chained page digests of the path root..node (computed on demand).
   std::span<const page_digest> node_hashes(node_ref ref);

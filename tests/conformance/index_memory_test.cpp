@@ -4,8 +4,12 @@
 // tokens owns more heap (the measurement sees the tree, not noise).
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <vector>
 
+#include "actors/radix_cache/radix_cache.hpp"
+#include "storage/sha256_page_hasher.hpp"
 #include "tools/replay/index_memory.hpp"
 
 namespace hc::replay {
@@ -51,6 +55,31 @@ TEST(IndexMemory, AnEarlierPointOfTheTraceOwnsLess) {
   ASSERT_TRUE(part.ok());
   ASSERT_LT(part->cached_tokens, full->cached_tokens);
   EXPECT_LT(part->bytes_at_end, full->bytes_at_end);
+}
+
+// `inspect --blocks` lists every device page with its chained digest; a tree that keeps no
+// digests (no KV events, no tier) computes them for the listing and keeps none: listing a
+// page-1 tree used to leave 32 bytes per cached token behind (8× the index), for good.
+TEST(IndexMemory, ListingTheDevicePagesLeavesNothingBehind) {
+  SKIP_WITHOUT_HEAP_ACCOUNTING();
+  sha256_page_hasher hasher;
+  cache_config cfg;
+  cfg.kv_tokens = 1 << 16;
+  cfg.slots = 64;
+  radix_cache cache(cfg, &hasher);
+  std::mt19937_64 rng(7);
+  for (int c = 0; c < 32; ++c) {  // 32 conversations of 2,048 tokens
+    std::vector<token_id> key(2048);
+    for (auto& t : key)
+      t = static_cast<token_id>(1 + rng() % 150000);
+    std::vector<kv_index> ids;
+    ASSERT_TRUE(cache.kv().alloc_extend(0, 0, key.size(), ids));
+    ASSERT_TRUE(cache.tree().insert(0, key, ids, cache.slots().alloc_one()).ok());
+  }
+  (void)hasher.hash_page(nullptr, std::vector<token_id>{1});  // OpenSSL's one-time set-up
+  const std::size_t before = heap_in_use();
+  EXPECT_EQ(cache.tree().device_blocks().size(), 32u * 2048u);
+  EXPECT_LT(heap_in_use(), before + 4096) << "the listing's digests stayed in the tree";
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 //
 // Groups: A. T2 pool   B. T3 trace   C. T4/T5 events   D. T9 prev_prefix_len
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+#include <thread>
 
 #include <algorithm>
 
@@ -206,6 +209,29 @@ TEST(PageHash, IsChainedSha256OfLittleEndianTokens) {
   page_digest chained = h.hash_page(&d, one);
   EXPECT_NE(chained, d);
   EXPECT_EQ(block_hash_of(d), static_cast<std::int64_t>(0x67abdd721024f0ffULL));
+  // Chained pages of several tokens (ids past 2^24, so every byte counts) against OpenSSL's
+  // one-shot digest of the bytes the definition names, built here by hand; and from
+  // another thread (the hasher keeps a digest context per thread).
+  const std::vector<token_id> page{0x01020304, 7, 0x7ffffffe, 151935};
+  auto expected = [&](const page_digest* prior) {
+    std::vector<unsigned char> bytes;
+    if (prior) bytes.assign(prior->bytes.begin(), prior->bytes.end());
+    for (token_id t : page)
+      for (int b = 0; b < 4; ++b)
+        bytes.push_back(
+            static_cast<unsigned char>((static_cast<std::uint32_t>(t) >> (8 * b)) & 0xff));
+    page_digest want;
+    unsigned int len = 0;
+    EXPECT_EQ(
+        EVP_Digest(bytes.data(), bytes.size(), want.bytes.data(), &len, EVP_sha256(), nullptr), 1);
+    return want;
+  };
+  const page_digest first = h.hash_page(nullptr, page);
+  EXPECT_EQ(first, expected(nullptr));
+  EXPECT_EQ(h.hash_page(&first, page), expected(&first));
+  page_digest elsewhere;
+  std::thread([&] { elsewhere = h.hash_page(&first, page); }).join();
+  EXPECT_EQ(elsewhere, expected(&first));
 }
 
 // ---- D. T9 test_insert_prev_prefix_len -------------------------------------------------

@@ -768,8 +768,70 @@ struct NodeLimits : node_fixture {
   NodeLimits() {
     max_sessions = 3;
     max_request_tokens = 1000;
+    max_inspect_blocks = 100;
   }
 };
+
+/// Caches `n` tokens (1..n, page 1) in the session's instance as one finished request.
+void cache_prompt(client_session& s, request_handle req, int first, std::size_t n) {
+  auto r = s.step(std::vector<command>{create(req, iota_tokens(first, n)), cmd::match{req},
+                                       cmd::alloc_req{req}, cmd::alloc_kv{req, 0, 0, true},
+                                       cmd::finish{req, 0}});
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  for (const command_result& e : *r)
+    ASSERT_TRUE(e.ok()) << e.error;
+}
+
+// `inspect --blocks` lists every device page up to the node's limit (100 here; 500,000 in
+// hybridcached, what one RPC message carries), over all instances. Past it the answer is a
+// typed error naming the counts and the way out (the KV events) — an instance past it
+// alone is refused before its pages are hashed — and the node serves on. Before the
+// limit, a page-1 instance of 1 M cached tokens took 13 s of the instance's actor and 1 GB
+// to build a document that the RPC layer then could not send.
+TEST_F(NodeLimits, InspectBlocksPastTheLimitIsATypedErrorAndServingGoesOn) {
+  auto c = connect();
+  auto a = c->open(small_spec("blocks-a"));
+  auto b = c->open(small_spec("blocks-b"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  cache_prompt(**a, 1, 1, 40);
+  cache_prompt(**b, 1, 1000, 50);
+  auto listed = c->inspect(true);
+  ASSERT_TRUE(listed.ok()) << listed.err().message;
+  const auto doc = nlohmann::json::parse(*listed);
+  std::size_t pages = 0;
+  for (const auto& in : doc["instances"]) {
+    const auto& blocks = in["tree"]["blocks"];
+    ASSERT_TRUE(blocks.is_array()) << in.dump();
+    pages += blocks.size();
+    for (const auto& blk : blocks) {
+      ASSERT_TRUE(blk["hash"].is_number_integer() && blk["checkpoint"].is_boolean() &&
+                  blk["namespace"] == "" &&
+                  (blk["parent"].is_null() || blk["parent"].is_number_integer()))
+          << blk.dump();
+    }
+  }
+  EXPECT_EQ(pages, 90u) << "40 + 50 cached tokens at page 1";
+
+  cache_prompt(**b, 2, 5000, 30);  // 120 pages together: more than the 100 one answer lists
+  auto together = c->inspect(true);
+  ASSERT_FALSE(together.ok());
+  EXPECT_EQ(together.err().code, errc::out_of_memory);
+  EXPECT_NE(together.err().message.find("120 device KV pages"), std::string::npos)
+      << together.err().message;
+  EXPECT_NE(together.err().message.find("KV events"), std::string::npos) << together.err().message;
+
+  cache_prompt(**b, 3, 9000, 30);  // 110 in instance b alone
+  auto alone = c->inspect(true);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_EQ(alone.err().code, errc::out_of_memory);
+  EXPECT_NE(alone.err().message.find("holds 110 device KV pages"), std::string::npos)
+      << alone.err().message;
+
+  EXPECT_TRUE(c->inspect(false).ok()) << "the summary has no pages to list";
+  auto r = (*a)->step(std::vector<command>{lookup(iota_tokens(1, 40))});
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  EXPECT_EQ((*r)[0].as<res::lookup>().prefix_len, 40u) << "the instances serve on";
+}
 
 // Live requests' tokens are held over every session of the node: one session's requests
 // can fill the budget, the next create anywhere is refused naming the flag, and a session

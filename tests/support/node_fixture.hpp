@@ -53,8 +53,9 @@ struct node_fixture : ::testing::Test {
   std::size_t max_idle_instances = 4;    ///< set in a derived fixture's constructor
   std::size_t max_sessions = 1024;       ///< likewise
   std::uint64_t max_request_tokens = 0;  ///< likewise (0: no limit)
-  std::string tcp_token;                 ///< non-empty: also serve TCP on 127.0.0.1 with it
-  rpc_server_config server_limits;       ///< its read bounds are used (likewise)
+  std::uint64_t max_inspect_blocks = node_config{}.max_inspect_blocks;  ///< likewise
+  std::string tcp_token;            ///< non-empty: also serve TCP on 127.0.0.1 with it
+  rpc_server_config server_limits;  ///< its read bounds are used (likewise)
   std::string address() const { return "unix:" + socket; }
 
   void SetUp() override {
@@ -66,6 +67,7 @@ struct node_fixture : ::testing::Test {
     cfg.max_idle_instances = max_idle_instances;
     cfg.max_sessions = max_sessions;
     cfg.max_request_tokens = max_request_tokens;
+    cfg.max_inspect_blocks = max_inspect_blocks;
     n = std::make_unique<node>(cfg);
     server = std::make_unique<rpc_server>(*n, metrics);
     rpc_server_config rc;
