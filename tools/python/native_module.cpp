@@ -417,9 +417,9 @@ class py_node {
     connection* c = conn_.get();
     return c->call<stats_t>([c] { return value_or_raise(c->live().stats()); });
   }
-  std::string inspect() {
+  std::string inspect(bool blocks) {
     connection* c = conn_.get();
-    return c->call<std::string>([c] { return value_or_raise(c->live().inspect()); });
+    return c->call<std::string>([c, blocks] { return value_or_raise(c->live().inspect(blocks)); });
   }
   void drain() {
     connection* c = conn_.get();
@@ -881,7 +881,7 @@ PYBIND11_MODULE(_native, m) {
            py::arg("token"), py::arg("timeout"))
       .def("ping", &py_node::ping)
       .def("stats", &py_node::stats)
-      .def("inspect", &py_node::inspect)
+      .def("inspect", &py_node::inspect, py::arg("blocks") = false)
       .def("drain", &py_node::drain)
       .def("open", &py_node::open, py::arg("spec"))
       .def("store", &py_node::store, py::arg("identity"));

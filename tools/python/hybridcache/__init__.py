@@ -382,9 +382,12 @@ class Node:
         """The node's totals (what ``hcctl stats`` prints), by name."""
         return dict(self._n.stats())
 
-    def inspect(self) -> dict:
-        """Instances, trees and pools as one document (what ``hcctl inspect --json`` prints)."""
-        return json.loads(self._n.inspect())
+    def inspect(self, blocks: bool = False) -> dict:
+        """Instances, trees and pools as one document (what ``hcctl inspect --json`` prints).
+        With ``blocks``, also every device KV page of each instance (``tree["blocks"]``:
+        hash, parent, checkpoint, namespace, as the KV events name them) — at most 500,000
+        over all instances: past that :class:`OutOfMemory` (follow the KV events instead)."""
+        return json.loads(self._n.inspect(blocks))
 
     def drain(self) -> None:
         """Returns once no tier work is in flight and every close received is done."""

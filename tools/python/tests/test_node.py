@@ -60,6 +60,19 @@ class NodeTest(OwnNodeTest):
             self.assertIn("instances", node.inspect())
             node.drain()
 
+    def test_inspect_lists_the_device_pages_with_blocks(self):
+        with self.connect() as node, node.open(small_spec("py-blocks")) as s:
+            r = s.step([cmd.Create(req=1, tokens=list(range(1, 13))), cmd.Match(req=1),
+                        cmd.AllocReq(req=1), cmd.AllocKv(req=1, to_end=True), cmd.Finish(req=1)])
+            self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+            trees = {i["fingerprint"]: i["tree"] for i in node.inspect(blocks=True)["instances"]}
+            tree = next(t for f, t in trees.items() if "py-blocks" in f)
+            self.assertEqual(len(tree["blocks"]), 12, "12 cached tokens at page 1")
+            self.assertIsNone(tree["blocks"][0]["parent"])
+            for prev, blk in zip(tree["blocks"], tree["blocks"][1:]):
+                self.assertEqual(blk["parent"], prev["hash"], "one chain, parents first")
+            self.assertNotIn("blocks", node.inspect()["instances"][0]["tree"])
+
     def test_a_request_runs_through_a_session(self):
         with self.connect() as node, node.open(small_spec()) as s:
             r = s.step([cmd.Create(req=1, tokens=list(range(1, 17))), cmd.Match(req=1),
