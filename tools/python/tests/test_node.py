@@ -329,7 +329,9 @@ class NodeTest(OwnNodeTest):
         # A child has the connection's memory but not its I/O thread, and shares its socket
         # with the parent: its calls once waited out the timeout, and releasing the objects
         # there aborted the child (a join of a thread it does not have).
-        node = hybridcache.connect(socket=self.node_process.socket, timeout=2)
+        # Timeouts as hang guards only (a loaded 2-vCPU CI box can take seconds to open):
+        # the child must fail at once, not after them.
+        node = hybridcache.connect(socket=self.node_process.socket, timeout=30)
         s = node.open(small_spec("py-fork"))
         pid = os.fork()
         if pid == 0:  # the child: an exit code per failure, nothing raised past os._exit
@@ -347,7 +349,7 @@ class NodeTest(OwnNodeTest):
                     except hybridcache.Unavailable:
                         pass
                 if code == 0:
-                    with hybridcache.connect(socket=self.node_process.socket, timeout=5) as fresh:
+                    with hybridcache.connect(socket=self.node_process.socket, timeout=30) as fresh:
                         with fresh.open(small_spec("py-fork")) as mine:
                             if not mine.step([cmd.Check()])[0].ok:
                                 code = 4
