@@ -5,7 +5,6 @@
 #include <bit>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 namespace hc {
 namespace {
@@ -59,21 +58,15 @@ page_digest sha256_page_hasher::hash_page(const page_digest* prior,
   page_digest d;
   unsigned int len = 0;
   EVP_MD_CTX* ctx = thread_context();
-  if (ctx != nullptr && EVP_DigestInit_ex2(ctx, sha256(), nullptr) == 1 &&
-      (prior == nullptr || EVP_DigestUpdate(ctx, prior->bytes.data(), prior->bytes.size()) == 1) &&
-      update_tokens(ctx, page) && EVP_DigestFinal_ex(ctx, d.bytes.data(), &len) == 1 &&
-      len == d.bytes.size())
-    return d;
-  // No context (out of memory): the one-shot call, which allocates its own.
-  std::vector<unsigned char> buf;
-  buf.reserve((prior ? 32 : 0) + page.size() * 4);
-  if (prior) buf.insert(buf.end(), prior->bytes.begin(), prior->bytes.end());
-  for (token_id t : page) {
-    const auto u = static_cast<std::uint32_t>(t);
-    for (int b = 0; b < 4; ++b)
-      buf.push_back(static_cast<unsigned char>((u >> (8 * b)) & 0xffu));
+  std::unique_ptr<EVP_MD_CTX, ctx_free> own;  // the thread's could not be made: one for the call
+  if (ctx == nullptr) {
+    own.reset(EVP_MD_CTX_new());
+    ctx = own.get();
   }
-  EVP_Digest(buf.data(), buf.size(), d.bytes.data(), &len, EVP_sha256(), nullptr);
+  if (ctx == nullptr || EVP_DigestInit_ex2(ctx, sha256(), nullptr) != 1 ||
+      (prior != nullptr && EVP_DigestUpdate(ctx, prior->bytes.data(), prior->bytes.size()) != 1) ||
+      !update_tokens(ctx, page) || EVP_DigestFinal_ex(ctx, d.bytes.data(), &len) != 1)
+    return page_digest{};  // OpenSSL out of memory: zeros, as EVP_Digest's failure left them
   return d;
 }
 

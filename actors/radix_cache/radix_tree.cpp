@@ -529,20 +529,28 @@ void radix_tree::free_slot(slot_id s) {
   must(slots_.free_one(s), "tree freed a slot it does not own");
 }
 
+namespace {
+/// The chained digests of `key`'s pages (`page` tokens each) after `prior` (nullptr: a
+/// first page below the root), into `out`.
+void hash_pages(const page_hasher& h, std::size_t page, const page_digest* prior,
+                std::span<const token_id> key, std::vector<page_digest>& out) {
+  const std::size_t pages = key.size() / page;
+  out.clear();
+  out.reserve(pages);  // `prior` may point at the last one pushed
+  for (std::size_t i = 0; i < pages; ++i) {
+    out.push_back(h.hash_page(prior, key.subspan(i * page, page)));
+    prior = &out.back();
+  }
+}
+}  // namespace
+
 void radix_tree::ensure_hashes(radix_node* n) {
   if (n == root_ || !hasher_) return;
-  const std::size_t pages = n->key.size() / cfg_.page_size;
-  if (n->hashes.size() == pages) return;
+  if (n->hashes.size() == n->key.size() / cfg_.page_size) return;
   ensure_hashes(n->parent);
   const page_digest* prior =
       n->parent == root_ || n->parent->hashes.empty() ? nullptr : &n->parent->hashes.back();
-  n->hashes.clear();
-  n->hashes.reserve(pages);
-  const std::span<const token_id> key(n->key);
-  for (std::size_t i = 0; i < pages; ++i) {
-    n->hashes.push_back(hasher_->hash_page(prior, key.subspan(i * cfg_.page_size, cfg_.page_size)));
-    prior = &n->hashes.back();
-  }
+  hash_pages(*hasher_, cfg_.page_size, prior, n->key, n->hashes);
 }
 
 std::size_t radix_tree::prefix_length(node_ref ref) const {
@@ -620,12 +628,7 @@ std::vector<device_block> radix_tree::device_blocks() const {
     const std::size_t pages = n->key.size() / cfg_.page_size;
     std::span<const page_digest> hashes = n->hashes;
     if (hashes.size() != pages) {
-      scratch.clear();
-      const std::span<const token_id> key(n->key);
-      for (std::size_t i = 0; i < pages; ++i)
-        scratch.push_back(
-            hasher_->hash_page(i == 0 ? (e.prior ? &*e.prior : nullptr) : &scratch[i - 1],
-                               key.subspan(i * cfg_.page_size, cfg_.page_size)));
+      hash_pages(*hasher_, cfg_.page_size, e.prior ? &*e.prior : nullptr, n->key, scratch);
       hashes = scratch;
     }
     std::optional<std::int64_t> parent;
