@@ -408,7 +408,7 @@ void gather_inspect(msg::scheduler_actor_type::pointer self, node_state& st,
           on_err);
   for (const auto& [fp, in] : st.instances) {
     const std::size_t i = f->instances.size();
-    f->instances.push_back({fp});
+    f->instances.emplace_back().fingerprint = fp;
     self->request(in.radix, caf::infinite, msg::inspect_atom::value, job->inspect_blocks,
                   st.cfg.max_inspect_blocks)
         .then(
