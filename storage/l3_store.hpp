@@ -36,6 +36,7 @@ struct l3_usage {
   std::uint64_t capacity = 0;  ///< capacity_bytes
   std::uint64_t evicted = 0;   ///< values evicted for room since start
   std::uint64_t corrupt = 0;   ///< values found corrupt (and deleted) since start
+  bool loading = false;        ///< still reading its index: misses, refuses sets (loading_store)
 };
 
 class l3_store {

@@ -112,7 +112,15 @@ class node_log_forwarder final : public rocksdb::Logger {
 
 }  // namespace
 
-result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_config& cfg) {
+result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_config& cfg,
+                                                           const rocksdb_load_options& load) {
+  auto st = open_unloaded(cfg);
+  if (!st) return st;
+  return rocksdb_store::load(std::move(*st), load);
+}
+
+result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_unloaded(
+    const rocksdb_store_config& cfg) {
   if (cfg.path.empty()) return error{errc::invalid_config, "L3 store: the path is empty"};
   if (cfg.capacity_bytes == 0)
     return error{errc::invalid_config, "L3 store: capacity must be positive"};
@@ -123,22 +131,39 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_c
   bool corrupt = false;
   auto st = open_as_is(cfg, corrupt);
   if (st || !corrupt || !cfg.quarantine_corrupt) return st;
-  // The failed store is closed (its lock released): move the directory aside, start empty.
+  return quarantine(cfg, st.err());  // the failed store is closed: its lock is released
+}
+
+result<std::unique_ptr<rocksdb_store>> rocksdb_store::load(std::unique_ptr<rocksdb_store> st,
+                                                           const rocksdb_load_options& options) {
+  bool corrupt = false;
+  status s = st->load_index(corrupt, options);
+  if (s) return st;
+  const rocksdb_store_config cfg = st->cfg_;
+  st.reset();  // closed: its lock released
+  if (!corrupt || !cfg.quarantine_corrupt) return s.err();
+  auto fresh = quarantine(cfg, s.err());
+  if (!fresh) return fresh;
+  return rocksdb_store::load(std::move(*fresh), options);  // empty: nothing to read
+}
+
+result<std::unique_ptr<rocksdb_store>> rocksdb_store::quarantine(const rocksdb_store_config& cfg,
+                                                                 const error& why) {
   const std::string aside = cfg.path + ".corrupt";
   std::error_code ec;
   std::filesystem::remove_all(aside, ec);
   std::filesystem::rename(cfg.path, aside, ec);
   if (ec)
     return error{errc::io_error,
-                 st.err().message + "; moving it aside to " + aside + " failed: " + ec.message()};
+                 why.message + "; moving it aside to " + aside + " failed: " + ec.message()};
   // The index stays for inspection; the values, unreadable without it, would only hold
   // up to the whole capacity of the disk the fresh store needs.
   std::filesystem::remove_all(aside + "/values", ec);
-  corrupt = false;
+  bool corrupt = false;
   auto fresh = open_as_is(cfg, corrupt);
   if (!fresh) return fresh;
   (*fresh)->quarantined_ =
-      st.err().message + "; its index moved to " + aside + ", the store starts empty";
+      why.message + "; its index moved to " + aside + ", the store starts empty";
   return fresh;
 }
 
@@ -200,9 +225,6 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_s
   auto segs = value_segments::open({cfg.path + "/values", cfg.segment_bytes, cfg.direct_io});
   if (!segs) return segs.err();
   st->segments_ = std::move(*segs);
-  if (status ls = st->load_index(corrupt); !ls) return ls.err();
-  st->keep_min_free();
-  st->flusher_ = std::thread([p = st.get()] { p->flush_loop(); });
   return st;
 }
 
@@ -251,11 +273,33 @@ void rocksdb_store::wake_gc() {
   flush_cv_.notify_all();
 }
 
-status rocksdb_store::load_index(bool& corrupt) {
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read_options(), meta_));
+std::uint64_t rocksdb_store::index_records_estimate() const {
+  std::uint64_t estimate = 0;
+  if (!db_->GetIntProperty(meta_, "rocksdb.estimate-num-keys", &estimate)) return 0;
+  return estimate;
+}
+
+status rocksdb_store::load_index(bool& corrupt, const rocksdb_load_options& options) {
+  // Sized once: growing the table by rehashing took a third of the time (BENCHMARKS.md §13).
+  const std::uint64_t estimate = index_records_estimate();
+  index_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(estimate, 1ull << 32)));
+  // A scan reads every table block once: none of them is worth RocksDB's block cache.
+  rocksdb::ReadOptions scan = read_options();
+  scan.fill_cache = false;
+  scan.readahead_size = 2u << 20;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(scan, meta_));
   const std::string prefix(1, record_prefix);
   std::vector<std::string> stale;  // records naming bytes that are not there
+  std::uint64_t records = 0;
+  // Nothing appends yet: the segments' sizes hold for the whole scan.
+  const std::map<std::uint64_t, std::uint64_t> segment_sizes = segments_->sizes();
   for (it->Seek(slice(prefix)); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    if (++records % 65536 == 0 && options.stop != nullptr &&
+        options.stop->load(std::memory_order_relaxed))
+      return {errc::io_error,
+              "L3 store: loading the index stopped after " + std::to_string(records) + " records"};
+    if (options.progress && options.progress_every > 0 && records % options.progress_every == 0)
+      options.progress(records, estimate);
     const rocksdb::Slice v = it->value();
     std::string full(it->key().data() + 1, it->key().size() - 1);
     if (v.size() != record_bytes || full.empty()) continue;  // not ours; ignored
@@ -266,9 +310,9 @@ status rocksdb_store::load_index(bool& corrupt) {
     e.seq = f[1];
     e.at = {f[2], f[3]};
     e.checksum = f[4];
-    const auto seg = segments_->segment(e.at.segment);
-    if (e.size < l3::value_header_bytes || !seg ||
-        e.at.offset + segments_->footprint(e.size - l3::value_header_bytes) > seg->size()) {
+    const auto seg = segment_sizes.find(e.at.segment);
+    if (e.size < l3::value_header_bytes || seg == segment_sizes.end() ||
+        e.at.offset + segments_->footprint(e.size - l3::value_header_bytes) > seg->second) {
       stale.push_back(it->key().ToString());
       continue;
     }
@@ -300,11 +344,13 @@ status rocksdb_store::load_index(bool& corrupt) {
     dirty_ = true;
   }
   // Segments nothing points at (their records were lost in a crash, or all dropped).
-  for (const auto& [id, size] : segments_->sizes())
+  for (const auto& [id, size] : segment_sizes)
     if (!live_.count(id)) segments_->remove(id);
   // A capacity or index limit lowered since the last run takes effect now.
   if (status d = evict_for_locked(0, 0); !d) return d;
   if (!gc_candidates_locked().empty()) gc_wanted_ = true;  // the thread starts after this
+  keep_min_free_locked();  // nothing else runs yet: mu_ is not needed
+  flusher_ = std::thread([this] { flush_loop(); });
   return {};
 }
 

@@ -40,6 +40,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -109,6 +110,17 @@ struct rocksdb_store_config {
   std::uint64_t min_free_bytes = 0;
 };
 
+/// How the index is read at open (rocksdb_store::load). All optional.
+struct rocksdb_load_options {
+  /// Set (by another thread) to give up: load() then fails with io_error "stopped" at the
+  /// next 65,536 records, having changed nothing on disk. Null = never.
+  const std::atomic<bool>* stop = nullptr;
+  /// Called from the loading thread every `progress_every` index records read, with the
+  /// count so far and RocksDB's estimate of the total (0 if it has none).
+  std::function<void(std::uint64_t records, std::uint64_t estimate)> progress;
+  std::uint64_t progress_every = 1u << 20;
+};
+
 /// The index memory charged for a value under `key` (its key twice — hash map and recency
 /// order — plus their nodes and the allocator's overhead). An estimate, a little above
 /// what was measured (RSS growth over 1 M values, glibc malloc, 2026-11-24): 236 / 332 /
@@ -124,8 +136,24 @@ class rocksdb_store final : public l3_store {
   /// written by another format), io_error (RocksDB could not open it — e.g. another
   /// process holds its lock, or its index is corrupt and cfg.quarantine_corrupt is off;
   /// the message says what RocksDB said).
-  static result<std::unique_ptr<rocksdb_store>> open(const rocksdb_store_config& cfg);
-  /// What open() found corrupt and moved aside (cfg.quarantine_corrupt), or "" if nothing.
+  static result<std::unique_ptr<rocksdb_store>> open(const rocksdb_store_config& cfg,
+                                                     const rocksdb_load_options& load = {});
+  /// open() in two steps, for a caller that serves while the index is read (the index of
+  /// millions of values takes seconds; BENCHMARKS.md §13): open_unloaded opens the
+  /// database and the segment directory and checks the format — every error of open()
+  /// but those found reading the index (a corrupt table file) — and load() then reads the
+  /// index, on any thread. Nothing but load(), index_records_estimate(), quarantined() and
+  /// destruction may be called on a store that was not loaded. load() takes the store: on
+  /// a corruption it hands back a fresh, empty store in its place when
+  /// cfg.quarantine_corrupt says so, as open() does; stopped (options.stop), it fails
+  /// having deleted nothing — the clean-up that ends a load (records naming lost bytes,
+  /// segments no record names) needs the whole index.
+  static result<std::unique_ptr<rocksdb_store>> open_unloaded(const rocksdb_store_config& cfg);
+  static result<std::unique_ptr<rocksdb_store>> load(std::unique_ptr<rocksdb_store> unloaded,
+                                                     const rocksdb_load_options& options = {});
+  /// RocksDB's estimate of the index records (0 if it has none): what load() will read.
+  std::uint64_t index_records_estimate() const;
+  /// What open() or load() found corrupt and moved aside (cfg.quarantine_corrupt), or "".
   const std::string& quarantined() const noexcept { return quarantined_; }
   ~rocksdb_store() override;
 
@@ -176,11 +204,17 @@ class rocksdb_store final : public l3_store {
   using index_map = std::unordered_map<std::string, entry>;  // key: pool byte + key
 
   rocksdb_store() = default;
-  /// open() of cfg.path as it is; `corrupt` is set when RocksDB reported a corruption.
+  /// open_unloaded() of cfg.path as it is; `corrupt` is set when RocksDB reported a
+  /// corruption.
   static result<std::unique_ptr<rocksdb_store>> open_as_is(const rocksdb_store_config& cfg,
                                                            bool& corrupt);
-  /// Reads the index into memory; `corrupt` as for open_as_is.
-  status load_index(bool& corrupt);
+  /// Moves a store that failed with `why` (a corruption) aside and opens an empty one in
+  /// its place (cfg.quarantine_corrupt). The failed store must be closed already.
+  static result<std::unique_ptr<rocksdb_store>> quarantine(const rocksdb_store_config& cfg,
+                                                           const error& why);
+  /// Reads the index into memory, then starts the background thread; `corrupt` as for
+  /// open_as_is.
+  status load_index(bool& corrupt, const rocksdb_load_options& options);
   /// Deletes the index records of the given entries in one batch; their space is dead.
   status drop_locked(const std::vector<std::string>& full_keys);
   void touch_locked(entry& e);

@@ -97,6 +97,14 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "this node wrote was hashed from the bytes it was given; the header is "
                  "checked on every read either way (BENCHMARKS.md §5.0 measures both)")
       ->capture_default_str();
+  app.add_option("--l3-background-load-above", o.l3_background_load_above,
+                 "At start the L3 store reads its index (about 3 s per million values, "
+                 "BENCHMARKS.md §13). An index of more records than this is read while the "
+                 "node already serves: until the log says 'L3 store ready' the L3 tier misses "
+                 "and skips its backups, so a large store does not hold the node (or a startup "
+                 "probe) for seconds; a smaller index is read before the node serves. "
+                 "0 = always while serving")
+      ->capture_default_str();
   app.add_option("--store-arena-bytes", o.store_arena_bytes,
                  "Shared-memory arena of each external Store client (CacheNode.store), through "
                  "which its values move (units accepted: 64MB)")

@@ -60,6 +60,9 @@ struct daemon_options {
   double l3_flush_seconds = 5;        ///< L3 memtables flushed this often when written; 0 = off
   bool l3_direct_io = false;          ///< O_DIRECT for the L3 store's value segments
   bool l3_verify_every_read = false;  ///< checksum on every L3 read, not only the first
+  /// An L3 index of more records than this (RocksDB's estimate) is read while the node
+  /// serves (the tier misses meanwhile); a smaller one before it serves. 0 = always while.
+  std::uint64_t l3_background_load_above = 100000;
   std::size_t store_arena_bytes = std::size_t{64} << 20;  ///< arena per Store capability
   std::size_t max_stores = 64;                            ///< Store capabilities open at once
   std::uint32_t step_spin_us = 200;      ///< RPC thread's poll for a step's completion; 0 = off

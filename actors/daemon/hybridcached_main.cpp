@@ -19,6 +19,7 @@
 
 #include "actors/common/log.hpp"
 #include "actors/daemon/daemon_options.hpp"
+#include "actors/daemon/l3_start.hpp"
 #include "actors/node/node.hpp"
 #include "events/zmq_kv_event_publisher.hpp"
 #include "monitoring/prometheus_metrics.hpp"
@@ -51,12 +52,15 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     }
   }
 
-  // The L3 store outlives the node (the node's actors use it until shutdown) and is
-  // closed — memtables flushed, the directory unlocked — when run() returns.
-  std::shared_ptr<hc::l3_store> l3;
-  bool l3_quarantined = false;  // counted as a fault once the metrics exist
+  // Declared before the L3 store: the store's loading thread counts faults in it.
+  hc::prometheus_metrics metrics;
+  // What can keep the node from using its --data-dir (another node holds it, another
+  // format, a corrupt CURRENT or MANIFEST) is checked here, before it serves; the index is
+  // read before it serves if small, else while it serves (start_l3_store: the tier misses
+  // meanwhile), so that a large L3 does not delay the start.
+  std::unique_ptr<hc::rocksdb_store> unloaded;
+  hc::rocksdb_store_config sc;
   if (o.l3) {
-    hc::rocksdb_store_config sc;
     sc.path = (fs::path(o.data_dir) / "l3").string();
     sc.capacity_bytes = o.l3_capacity;
     sc.index_memory_bytes = o.l3_index_memory;
@@ -72,26 +76,18 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
       const fs::space_info fsys = fs::space(sc.path, measured);
       sc.min_free_bytes = measured ? 0 : hc::l3_min_free_for(fsys.capacity);
     }
-    auto store = hc::rocksdb_store::open(sc);
+    auto store = hc::rocksdb_store::open_unloaded(sc);
     if (!store) {
       hc::log::error("cannot open the L3 store in " + sc.path + ": " + store.err().message +
                      " (another hybridcached on this --data-dir? or --l3 off)");
       return 2;
     }
-    if (!(*store)->quarantined().empty()) {
-      hc::log::warn("the L3 store's index was corrupt: " + (*store)->quarantined());
-      l3_quarantined = true;
-    }
-    const hc::l3_usage u = (*store)->usage();
-    hc::log::info("L3 store " + sc.path + ": " + std::to_string(u.values) + " values, " +
-                  std::to_string(u.bytes) + " of " + std::to_string(u.capacity) + " bytes");
     hc::log::info("L3 store keeps " + std::to_string(sc.min_free_bytes >> 20) +
                   " MiB free on its disk (--l3-min-free" +
                   (o.l3_min_free == hc::l3_min_free_auto ? ": 5% of it, at most 4 GiB)" : ")"));
-    l3 = std::move(*store);
+    unloaded = std::move(*store);
   }
 
-  hc::prometheus_metrics metrics;
   if (o.metrics != "off") {
     if (hc::status s = metrics.serve(o.metrics); !s) {
       hc::log::error(s.err().message);
@@ -99,7 +95,17 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     }
     hc::log::info("metrics at http://" + metrics.address() + "/metrics");
   }
-  if (l3_quarantined) metrics.fault("l3_corrupt_store");
+  // The L3 store outlives the node (the node's actors use it until shutdown) and is
+  // closed — memtables flushed, the directory unlocked — when run() returns.
+  std::shared_ptr<hc::l3_store> l3;
+  if (unloaded) {
+    auto started = hc::start_l3_store(std::move(unloaded), sc, o.l3_background_load_above, metrics);
+    if (!started) {
+      hc::log::error("cannot read the L3 store in " + sc.path + ": " + started.err().message);
+      return 2;
+    }
+    l3 = std::move(*started);
+  }
   std::unique_ptr<hc::events::zmq_kv_event_publisher> kv_events;
   if (o.kv_events != "off") {
     hc::events::publisher_config pc;

@@ -17,6 +17,7 @@ struct state {
   const clock* time = nullptr;
   double since(clock_ns t0) const { return seconds_between(t0, time->now()); }
   std::uint64_t writes = 0, write_failures = 0, reads = 0, pages_written = 0, pages_read = 0;
+  std::uint64_t writes_skipped = 0;  ///< backups not written: the store was reading its index
   std::uint64_t ext_calls = 0, ext_gets = 0, ext_hits = 0, ext_sets = 0;
   std::vector<std::byte> scratch;
   std::uint64_t corrupt_seen = 0;  ///< the store's corrupt count already reported
@@ -117,6 +118,11 @@ void write(state& st, l3_write_job& j) {
     ++st.write_failures;
     return;
   }
+  if (st.store->usage().loading) {  // it refuses every set until its index is read
+    j.skipped = true;
+    ++st.writes_skipped;
+    return;
+  }
   host_pools& h = *j.host;
   const std::size_t p = h.page_size();
   std::vector<std::span<const std::byte>> pages;
@@ -202,13 +208,15 @@ msg::storage_actor::behavior_type host_storage_actor(msg::storage_actor::pointer
         nlohmann::json l3 = nullptr;
         if (st->store) {
           const l3_usage u = st->store->usage();
-          l3 = {{"bytes", u.bytes},
+          l3 = {{"loading", u.loading},
+                {"bytes", u.bytes},
                 {"values", u.values},
                 {"capacity", u.capacity},
                 {"evicted", u.evicted},
                 {"corrupt", u.corrupt},
                 {"backups", st->writes},
                 {"backup_failures", st->write_failures},
+                {"backups_skipped_loading", st->writes_skipped},
                 {"pages_written", st->pages_written},
                 {"prefetch_reads", st->reads},
                 {"pages_read", st->pages_read},

@@ -25,6 +25,7 @@ struct l3_write_job {
   slot_id state_slot = no_slot;       ///< host slot of the node's state
   // out
   l3::write_report report;
+  bool skipped = false;  ///< not written: the store was still reading its index (no failure)
   bool state_written = false;
   std::uint64_t bytes = 0;
   double seconds = 0;

@@ -133,6 +133,7 @@ void tier_pipeline::store_to_l3(node_ref n) {
       .then(
           [this, n](l3_write_ptr& j) {  // the node stays with the sender
             if (j->report.failed) ++n_.l3_write_failures;
+            if (j->skipped) ++n_.l3_writes_skipped;
             radix_tree& tr = cache_.tree();
             if (j->state_slot != no_slot) (void)tr.release_host_mamba(n);
             (void)tr.release_host(n);
@@ -303,6 +304,7 @@ std::string tier_pipeline::inspect() const {
                                   {"backups_refused", n_.backups_refused},
                                   {"l3_writes", n_.l3_writes},
                                   {"l3_write_failures", n_.l3_write_failures},
+                                  {"l3_writes_skipped", n_.l3_writes_skipped},
                                   {"prefetches_in_flight", prefetches_.size()},
                                   {"prefetch_occupied_tokens", planner_->occupied_tokens()},
                                   {"prefetch", std::move(outcomes)},

@@ -114,6 +114,7 @@ class tier_pipeline {
   std::vector<caf::typed_response_promise<bool>> drains_;  ///< waiting for in_flight_ == 0
   struct counters {
     std::uint64_t backups_sent = 0, backups_refused = 0, l3_writes = 0, l3_write_failures = 0;
+    std::uint64_t l3_writes_skipped = 0;  ///< the L3 store was still reading its index
     std::uint64_t loads = 0, demotions = 0;
   } n_;
 };

@@ -10,7 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <future>
+
 #include "monitoring/prometheus_metrics.hpp"
+#include "storage/loading_store.hpp"
 #include "storage/memory_store.hpp"
 #include "tests/support/faulty_store.hpp"
 #include "tests/support/node_fixture.hpp"
@@ -136,6 +139,57 @@ TEST_F(TiersRpc, WarmRestartServesThePrefixFromL3ByteForByte) {
   EXPECT_GT(metric(R"(hybridcache_tier_bandwidth_bytes_per_second{direction="read",tier="l2"})"),
             0);
   EXPECT_GT(metric(R"(hybridcache_backup_seconds_count{result="ok"})"), 0);
+}
+
+// hybridcached reads a large L3 index while it serves (actors/daemon/l3_start.cpp): a
+// node whose store is still loading serves at once — a prefetch finds nothing and the
+// request recomputes, a backup is skipped (neither a failure nor a fault) and inspect says
+// so; once the index is read the same prompt is an L3 hit. The store's opener here waits
+// for the test, so the loading state holds for as long as the test needs it.
+TEST_F(TiersRpc, AStoreStillReadingItsIndexMissesSkipsBackupsThenServes) {
+  ASSERT_NO_FATAL_FAILURE(serve_store_and_restart());
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  auto loading = std::make_shared<loading_store>(
+      std::uint64_t{1} << 24,
+      [behind = store,
+       released](const std::atomic<bool>& stop) -> result<std::shared_ptr<l3_store>> {
+        while (released.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready)
+          if (stop.load()) return error{errc::io_error, "stopped"};
+        return behind;  // the faulty store over `mem`, holding the prompt
+      });
+  store = loading;
+  restart();
+  toy_worker& wk = open();
+  const res::prefetch p = wk.prefetch(2);
+  EXPECT_EQ(p.outcome, "revoked") << "nothing is found while the index is read";
+  EXPECT_EQ(p.storage_hit_tokens, 0u);
+  expect_recompute(wk);
+  const std::uint64_t values = mem.usage().values;
+  wk.K = iota_tokens(7000, prompt_len);
+  wk.serve(3);
+  ASSERT_TRUE(after_drain(*c, [&] {
+    const auto h = host_of_instance();
+    return h.value("l3_writes", 0u) >= 1 &&
+           h.value("l3_writes_skipped", 0u) == h.value("l3_writes", 0u);
+  })) << host_of_instance().dump();
+  EXPECT_EQ(host_of_instance().value("l3_write_failures", 1u), 0u);
+  EXPECT_EQ(mem.usage().values, values) << "nothing was written";
+  auto doc = nlohmann::json::parse(*c->inspect());
+  EXPECT_TRUE(doc["host_storage"]["l3"]["loading"].get<bool>()) << doc["host_storage"].dump();
+  EXPECT_GE(doc["host_storage"]["l3"]["backups_skipped_loading"].get<int>(), 1);
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="l3_write_error"})"), 0);
+  EXPECT_EQ(metric(R"(hybridcache_backup_seconds_count{result="failed"})"), 0);
+
+  release.set_value();
+  ASSERT_TRUE(loading->wait().ok());
+  toy_worker& w2 = open();  // the first prompt again, on the same node
+  const res::prefetch hit = w2.prefetch(2);
+  EXPECT_EQ(hit.outcome, "completed") << "the prompt stored before the restart is found";
+  EXPECT_EQ(hit.storage_hit_tokens, prompt_len);
+  w2.abort_and_check_idle(2);
+  doc = nlohmann::json::parse(*c->inspect());
+  EXPECT_FALSE(doc["host_storage"]["l3"]["loading"].get<bool>());
 }
 
 TEST_F(TiersRpc, AnEvictedPrefixIsLoadedBackFromTheHostByteForByte) {

@@ -2,8 +2,9 @@
 // defaults (L3 in <data-dir>/l3, RocksDB) serves a request whose instance has a host tier;
 // it is stopped with SIGTERM and started again on the same data directory; a request with
 // the same prompt then gets an L3 hit through a storage prefetch, and every restored byte
-// equals the toy model's. A second daemon on the same data directory is refused with an
-// error naming the L3 directory.
+// equals the toy model's — whether the restarted daemon read its L3 index before it served
+// or while it served (--l3-background-load-above 0). A second daemon on the same data
+// directory is refused with an error naming the L3 directory.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -37,10 +38,12 @@ bool poll_until(Pred p) {
 /// One hybridcached process; SIGKILLed on destruction if still running.
 class daemon_process {
  public:
-  daemon_process(const std::string& data_dir, const std::string& socket, const std::string& log)
+  daemon_process(const std::string& data_dir, const std::string& socket, const std::string& log,
+                 const std::vector<std::string>& extra = {})
       : socket_(socket), log_(log) {
-    const std::vector<std::string> args = {HC_DAEMON_PATH, "--socket",   socket,  "--metrics",
-                                           "off",          "--data-dir", data_dir};
+    std::vector<std::string> args = {HC_DAEMON_PATH, "--socket",   socket,  "--metrics",
+                                     "off",          "--data-dir", data_dir};
+    args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (const auto& a : args)
       argv.push_back(const_cast<char*>(a.c_str()));
@@ -108,7 +111,9 @@ class daemon_process {
   std::string socket_, log_;
 };
 
-TEST(WarmRestart, AStoredPrefixIsAnL3HitAfterTheDaemonRestarts) {
+/// The warm restart; `restart_args` are the restarted daemon's extra options, under which
+/// it reads its L3 index while it serves (`in_background`) or before.
+void warm_restart(const std::vector<std::string>& restart_args, bool in_background) {
   temp_dir dir;
   const std::string data = (dir.path() / "data").string();
   const std::string sock = (dir.path() / "node.sock").string();
@@ -135,10 +140,16 @@ TEST(WarmRestart, AStoredPrefixIsAnL3HitAfterTheDaemonRestarts) {
     ASSERT_EQ(d.stop(), 0) << d.log();
   }
   ASSERT_TRUE(std::filesystem::exists(std::filesystem::path(data) / "l3"));
-  daemon_process d(data, sock, log);
+  daemon_process d(data, sock, log, restart_args);
   auto c = d.connect();
   ASSERT_TRUE(c) << d.log();
-  EXPECT_NE(d.log().find("L3 store"), std::string::npos);
+  // The index may be read while the node serves: its tier misses until then.
+  ASSERT_TRUE(poll_until([&] {
+    auto j = c->inspect();
+    return j.ok() && j->find("\"loading\":false") != std::string::npos;
+  })) << d.log();
+  EXPECT_NE(d.log().find("L3 store " + data + "/l3 ready: "), std::string::npos) << d.log();
+  EXPECT_EQ(d.log().find("while the node serves") != std::string::npos, in_background) << d.log();
   {
     // A second daemon on the same data directory is refused (RocksDB's lock).
     daemon_process other(data, (dir.path() / "other.sock").string(),
@@ -158,6 +169,16 @@ TEST(WarmRestart, AStoredPrefixIsAnL3HitAfterTheDaemonRestarts) {
   s->reset();
   c.reset();
   EXPECT_EQ(d.stop(), 0) << d.log();
+}
+
+TEST(WarmRestart, AStoredPrefixIsAnL3HitAfterTheDaemonRestarts) {
+  warm_restart({}, false);
+}
+
+// --l3-background-load-above 0: the index is read while the node already serves, as that
+// of a store of millions of values is (README, Warm restart); the log says when it is read.
+TEST(WarmRestart, AnIndexReadWhileTheNodeServesGivesTheSameHit) {
+  warm_restart({"--l3-background-load-above", "0"}, true);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "storage/loading_store.hpp"
 #include "storage/memory_store.hpp"
 #include "storage/rocksdb_store.hpp"
 #include "storage/value_codec.hpp"
@@ -44,16 +45,23 @@ struct memory_traits {
   }
 };
 
+/// A RocksDB store's directory and configuration: the n-th store made in `dir`.
+struct rocksdb_env {
+  test::temp_dir dir;
+  int made = 0;
+  rocksdb_store_config config(std::size_t capacity) {
+    rocksdb_store_config cfg;
+    cfg.path = dir.sub("db" + std::to_string(made++));
+    cfg.capacity_bytes = capacity;
+    cfg.segment_bytes = 4096;  // the contract's values span several segments
+    return cfg;
+  }
+};
+
 struct rocksdb_traits {
-  struct env {
-    test::temp_dir dir;
-    int made = 0;
+  struct env : rocksdb_env {
     std::unique_ptr<l3_store> make(std::size_t capacity) {
-      rocksdb_store_config cfg;
-      cfg.path = dir.sub("db" + std::to_string(made++));
-      cfg.capacity_bytes = capacity;
-      cfg.segment_bytes = 4096;  // the contract's values span several segments
-      auto st = rocksdb_store::open(cfg);
+      auto st = rocksdb_store::open(config(capacity));
       EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.err().message);
       return st.ok() ? std::unique_ptr<l3_store>(std::move(*st)) : nullptr;
     }
@@ -67,9 +75,7 @@ struct rocksdb_traits {
 /// The RocksDB store with direct I/O (O_DIRECT reads, flushes and compactions). Skipped,
 /// saying why, where the temporary directory's filesystem refuses O_DIRECT (tmpfs).
 struct rocksdb_direct_traits {
-  struct env {
-    test::temp_dir dir;
-    int made = 0;
+  struct env : rocksdb_env {
     std::string skip_reason;
     std::unique_ptr<l3_store> make(std::size_t capacity) {
       const std::string probe = dir.sub("odirect-probe");
@@ -79,10 +85,7 @@ struct rocksdb_direct_traits {
         return nullptr;
       }
       ::close(fd);
-      rocksdb_store_config cfg;
-      cfg.path = dir.sub("db" + std::to_string(made++));
-      cfg.capacity_bytes = capacity;
-      cfg.segment_bytes = 4096;
+      rocksdb_store_config cfg = config(capacity);
       cfg.direct_io = true;
       auto st = rocksdb_store::open(cfg);
       EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.err().message);
@@ -91,6 +94,33 @@ struct rocksdb_direct_traits {
   };
   static void corrupt(l3_store& s, l3_pool pool, const std::string& key, std::size_t value_size) {
     rocksdb_traits::corrupt(s, pool, key, value_size);
+  }
+};
+
+/// The RocksDB store behind a loading_store (what the node runs when its index is read in
+/// the background), once the index is read: it serves by the same contract.
+struct loading_rocksdb_traits {
+  static inline rocksdb_store* behind = nullptr;  ///< the last store made (for corrupt)
+  struct env : rocksdb_env {
+    std::unique_ptr<l3_store> make(std::size_t capacity) {
+      auto st = rocksdb_store::open_unloaded(config(capacity));
+      EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.err().message);
+      if (!st.ok()) return nullptr;
+      auto holder = std::make_shared<std::unique_ptr<rocksdb_store>>(std::move(*st));
+      auto s = std::make_unique<loading_store>(
+          capacity, [holder](const std::atomic<bool>&) -> result<std::shared_ptr<l3_store>> {
+            auto loaded = rocksdb_store::load(std::move(*holder));
+            if (!loaded) return loaded.err();
+            behind = loaded->get();
+            return std::shared_ptr<l3_store>(std::move(*loaded));
+          });
+      EXPECT_TRUE(s->wait().ok());
+      return s;
+    }
+  };
+  static void corrupt(l3_store& s, l3_pool pool, const std::string& key, std::size_t value_size) {
+    auto enc = corrupted(s, pool, key, value_size);
+    ASSERT_TRUE(behind->overwrite_stored(pool, key, enc).ok());
   }
 };
 
@@ -108,7 +138,8 @@ struct StoreContract : ::testing::Test {
     ASSERT_NE(store, nullptr);
   }
 };
-using implementations = ::testing::Types<memory_traits, rocksdb_traits, rocksdb_direct_traits>;
+using implementations =
+    ::testing::Types<memory_traits, rocksdb_traits, rocksdb_direct_traits, loading_rocksdb_traits>;
 TYPED_TEST_SUITE(StoreContract, implementations);
 
 TYPED_TEST(StoreContract, GetReturnsExactlyWhatWasSet) {
