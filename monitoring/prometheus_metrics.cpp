@@ -122,6 +122,13 @@ struct prometheus_metrics::impl {
           .Name("hybridcache_tier_bandwidth_bytes_per_second")
           .Help("Bytes per second of the last timed transfer of each tier and direction")
           .Register(*reg);
+  pm::Gauge& l3_loading = pm::BuildGauge()
+                              .Name("hybridcache_l3_loading")
+                              .Help(
+                                  "1 while the L3 store reads its index with the node "
+                                  "serving (the L3 tier misses meanwhile), else 0")
+                              .Register(*reg)
+                              .Add({});
   pm::Family<pm::Counter>& faults =
       pm::BuildCounter()
           .Name("hybridcache_faults_total")
@@ -317,6 +324,10 @@ void prometheus_metrics::backup(double seconds, bool failed) {
 
 void prometheus_metrics::fault(std::string_view kind) {
   impl_->faults.Add({{"kind", std::string(kind)}}).Increment();
+}
+
+void prometheus_metrics::l3_loading(bool loading) {
+  impl_->l3_loading.Set(loading ? 1 : 0);
 }
 
 }  // namespace hc

@@ -62,6 +62,9 @@ class prometheus_metrics final : public metrics_sink {
                   double seconds) override;
   void backup(double seconds, bool failed) override;
   void fault(std::string_view kind) override;
+  /// hybridcache_l3_loading: 1 while the L3 store reads its index with the node serving
+  /// (hybridcached's start, actors/daemon/l3_start.hpp), else 0.
+  void l3_loading(bool loading);
 
  private:
   struct impl;

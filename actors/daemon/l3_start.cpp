@@ -63,11 +63,13 @@ result<std::shared_ptr<l3_store>> start_l3_store(std::unique_ptr<rocksdb_store> 
       "L3 store {}: reading its index of about {} records while the node serves; the tier "
       "misses until 'L3 store ready' (--l3-background-load-above {})",
       cfg.path, estimate, background_above));
+  metrics.l3_loading(true);
   // std::function needs a copyable callable: the store travels in a shared holder.
   auto holder = std::make_shared<std::unique_ptr<rocksdb_store>>(std::move(unloaded));
   auto open = [holder, path = cfg.path,
                &metrics](const std::atomic<bool>& stop) -> result<std::shared_ptr<l3_store>> {
     auto loaded = load_logged(std::move(*holder), path, &stop, metrics);
+    metrics.l3_loading(false);
     if (loaded) return loaded;
     if (stop.load()) {
       log::info("L3 store: stopped reading its index (the node is stopping)");

@@ -86,6 +86,10 @@ PANELS = [
        "last transfer {{tier}} {{direction}}")],
      "Bytes per second moved by the host pools (l2) and the L3 store, averaged, and the "
      "speed of the last timed transfer."),
+    ("Tiers", "L3 store reading its index", "short",
+     [(f'max(hybridcache_l3_loading{{{SEL}}})', "reading")],
+     "1 while a restarted node reads a large L3 index with the node serving: the L3 tier "
+     "misses and skips its backups until then (README, Tiers and warm restart)."),
     ("Faults", "Faults survived per second, by kind", "short",
      [(rate("hybridcache_faults_total", by="kind"), "{{kind}}"),
       (rate("hybridcache_invariant_violations_total"), "invariant violations")],
