@@ -28,6 +28,14 @@ rocksdb_store_config filled(temp_dir& dir, int n) {
   return cfg;
 }
 
+/// start_l3_store of the store in cfg.path, opened unloaded.
+result<std::shared_ptr<l3_store>> start(const rocksdb_store_config& cfg,
+                                        std::uint64_t background_above, prometheus_metrics& m) {
+  auto unloaded = rocksdb_store::open_unloaded(cfg);
+  if (!unloaded) return unloaded.err();
+  return start_l3_store(std::move(*unloaded), cfg, background_above, m);
+}
+
 TEST(L3Start, TheGaugeExistsAndFollowsWhatItIsTold) {
   prometheus_metrics m;
   EXPECT_EQ(metric_value(m, "hybridcache_l3_loading"), 0) << m.text();
@@ -41,9 +49,7 @@ TEST(L3Start, ASmallIndexIsReadBeforeTheNodeServes) {
   temp_dir dir;
   const rocksdb_store_config cfg = filled(dir, 10);
   prometheus_metrics m;
-  auto unloaded = rocksdb_store::open_unloaded(cfg);
-  ASSERT_TRUE(unloaded.ok()) << unloaded.err().message;
-  auto st = start_l3_store(std::move(*unloaded), cfg, 100, m);
+  auto st = start(cfg, 100, m);
   ASSERT_TRUE(st.ok()) << st.err().message;
   EXPECT_EQ(dynamic_cast<loading_store*>(st->get()), nullptr) << "the store itself";
   EXPECT_EQ((*st)->usage().values, 10u);
@@ -55,9 +61,7 @@ TEST(L3Start, ALargerIndexIsReadWhileTheNodeServes) {
   temp_dir dir;
   const rocksdb_store_config cfg = filled(dir, 10);
   prometheus_metrics m;
-  auto unloaded = rocksdb_store::open_unloaded(cfg);
-  ASSERT_TRUE(unloaded.ok()) << unloaded.err().message;
-  auto st = start_l3_store(std::move(*unloaded), cfg, 0, m);  // 0: always while serving
+  auto st = start(cfg, 0, m);  // 0: always while serving
   ASSERT_TRUE(st.ok()) << st.err().message;
   auto* loading = dynamic_cast<loading_store*>(st->get());
   ASSERT_NE(loading, nullptr);
