@@ -17,6 +17,9 @@
 #   RUNS       default 100
 #   BUILD_DIR  default build/release
 #   SEED       default: from the clock (printed; the same seed repeats the kill moments)
+#   $HC_CRASH_DAEMON_ARGS: more hybridcached options, split on spaces — e.g.
+#   "--l3-background-load-above 0" reads the L3 index while the node serves, as a node with
+#   a large store does (its small store is read before serving otherwise)
 # Output: one line per run, then the report (runs, values recovered, L3 hits verified,
 # corrupt values served, failed restarts); exit status 1 unless corrupt values served and
 # failed restarts are both 0. Also written as JSON to $HC_CRASH_REPORT if set.
@@ -50,8 +53,9 @@ sim=(--socket "$tmp/s" --strategy extra_buffer --kv-tokens 4096 --slots 32 --max
 
 start_node() {  # start_node LOG: starts hybridcached on the data dir; pid in $pid
   rm -f "$tmp/s"
+  # shellcheck disable=SC2086  # the extra options are split on purpose
   "$daemon" --socket "$tmp/s" --metrics off --data-dir "$tmp/data" --l3-capacity 256MB \
-    >"$1" 2>&1 &
+    ${HC_CRASH_DAEMON_ARGS:-} >"$1" 2>&1 &
   pid=$!
 }
 ready() {  # ready LOG: 0 once the node logged it is ready (10 s at most)
@@ -108,8 +112,9 @@ for run in $(seq "$runs"); do
     kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
     continue
   fi
-  values=$(sed -n 's/.*L3 store .*: \([0-9]*\) values.*/\1/p' "$tmp/verify.log" | head -1)
   out=$("$hcsim" "${sim[@]}" --ops 8000 --workers 2 --seed 3 2>/dev/null)
+  # After the verification: an index read while the node serves is logged once it is read.
+  values=$(sed -n 's/.*L3 store .* ready: \([0-9]*\) values.*/\1/p' "$tmp/verify.log" | head -1)
   [ -n "${HC_CRASH_DEBUG:-}" ] && echo "$out" >&2
   read -r mism errs l3 < <($py -c '
 import json, sys
