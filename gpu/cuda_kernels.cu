@@ -1,5 +1,8 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <atomic>
+
 #include "gpu/cuda_kernels.hpp"
 
 namespace hc::gpu {
@@ -36,9 +39,37 @@ __global__ void slot_kernel(unsigned char* base, std::size_t slot_bytes, slot_li
 }
 
 constexpr unsigned threads_per_block = 256;
-/// Blocks in flight per launch, about what an H100 keeps resident (132 SMs x 8 x 256
-/// threads): one big slot gets them all, many small slots share them.
-constexpr std::size_t blocks_per_launch = 1056;
+
+/// Blocks the current device keeps resident at once (its SMs x its threads per SM /
+/// threads_per_block: 1056 on an H100 or H200), read once per device. One big entry gets
+/// them all, many small entries share them.
+std::size_t resident_blocks() {
+  constexpr int max_devices = 64;
+  static std::atomic<std::size_t> known[max_devices]{};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= max_devices) return 1056;
+  std::size_t blocks = known[device].load(std::memory_order_relaxed);
+  if (blocks != 0) return blocks;
+  int sms = 0, threads = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device) !=
+          cudaSuccess ||
+      sms <= 0 || threads < static_cast<int>(threads_per_block)) {
+    cudaGetLastError();  // leave no error for the launch to report
+    return 1056;
+  }
+  blocks = static_cast<std::size_t>(sms) * (static_cast<std::size_t>(threads) / threads_per_block);
+  known[device].store(blocks, std::memory_order_relaxed);
+  return blocks;
+}
+
+/// The grid of a launch over n entries (y) of up to `blocks_wanted` blocks each (x, at
+/// least 1): the device's resident blocks shared among the entries.
+dim3 grid_for(std::size_t blocks_wanted, std::size_t n) {
+  const std::size_t share = resident_blocks() / n;
+  const std::size_t x = std::max<std::size_t>(1, std::min(blocks_wanted, share));
+  return dim3(static_cast<unsigned>(x), static_cast<unsigned>(n));
+}
 
 template <bool Clear>
 cudaError_t launch(void* base, std::size_t slot_bytes, const std::int32_t* src,
@@ -53,11 +84,7 @@ cudaError_t launch(void* base, std::size_t slot_bytes, const std::int32_t* src,
   }
   const std::size_t word = slot_bytes % 16 == 0 ? 16 : slot_bytes % 4 == 0 ? 4 : 1;
   const std::size_t words = slot_bytes / word;
-  std::size_t x = (words + threads_per_block - 1) / threads_per_block;
-  const std::size_t cap = blocks_per_launch / n > 0 ? blocks_per_launch / n : 1;
-  if (x > cap) x = cap;
-  if (x == 0) x = 1;
-  const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(n));
+  const dim3 grid = grid_for((words + threads_per_block - 1) / threads_per_block, n);
   auto* b = static_cast<unsigned char*>(base);
   if (word == 16) {
     slot_kernel<uint4, Clear><<<grid, threads_per_block, 0, stream>>>(b, slot_bytes, l);
@@ -125,11 +152,7 @@ cudaError_t launch_copy_runs(void* const* dst, const void* const* src, const std
   }
   const std::size_t word = l.aligned ? 16 : 1;
   const std::size_t per_block = threads_per_block * words_in_flight;
-  std::size_t x = (largest / word + per_block - 1) / per_block;
-  const std::size_t cap = blocks_per_launch / n > 0 ? blocks_per_launch / n : 1;
-  if (x > cap) x = cap;
-  if (x == 0) x = 1;
-  const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(n));
+  const dim3 grid = grid_for((largest / word + per_block - 1) / per_block, n);
   if (l.aligned) {
     runs_kernel<uint4><<<grid, threads_per_block, 0, stream>>>(l);
   } else {
