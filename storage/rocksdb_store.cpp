@@ -282,7 +282,10 @@ std::uint64_t rocksdb_store::index_records_estimate() const {
 status rocksdb_store::load_index(bool& corrupt, const rocksdb_load_options& options) {
   // Sized once: growing the table by rehashing took a third of the time (BENCHMARKS.md §13).
   const std::uint64_t estimate = index_records_estimate();
-  index_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(estimate, 1ull << 32)));
+  // An estimate is an estimate: never more than the index memory allows.
+  const std::uint64_t most =
+      cfg_.index_memory_bytes ? cfg_.index_memory_bytes / index_bytes_per_value(1) : 1ull << 32;
+  index_.reserve(static_cast<std::size_t>(std::min(estimate, most)));
   // A scan reads every table block once: none of them is worth RocksDB's block cache.
   rocksdb::ReadOptions scan = read_options();
   scan.fill_cache = false;
@@ -301,7 +304,7 @@ status rocksdb_store::load_index(bool& corrupt, const rocksdb_load_options& opti
     if (options.progress && options.progress_every > 0 && records % options.progress_every == 0)
       options.progress(records, estimate);
     const rocksdb::Slice v = it->value();
-    std::string full(it->key().data() + 1, it->key().size() - 1);
+    const std::string_view full(it->key().data() + 1, it->key().size() - 1);
     if (v.size() != record_bytes || full.empty()) continue;  // not ours; ignored
     std::uint64_t f[5];
     std::memcpy(f, v.data(), record_bytes);
@@ -321,16 +324,9 @@ status rocksdb_store::load_index(bool& corrupt, const rocksdb_load_options& opti
     usage_.values += 1;
     index_bytes_ += index_bytes_per_value(full.size());
     add_live_locked(e.at, e.size);
-    index_.emplace(std::move(full), e);
+    index_.insert(full, e);
   }
-  std::vector<std::pair<std::uint64_t, index_map::iterator>> order;
-  order.reserve(index_.size());
-  for (auto i = index_.begin(); i != index_.end(); ++i)
-    order.emplace_back(i->second.seq, i);
-  std::sort(order.begin(), order.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [seq, i] : order)
-    i->second.lru = lru_.insert(lru_.end(), &i->first);
+  index_.order_by_seq();
   if (!it->status().ok()) {
     corrupt = corrupt || it->status().IsCorruption();
     return io(it->status(), "L3 store: cannot read the index");
@@ -446,8 +442,8 @@ bool rocksdb_store::compact(std::uint64_t id) {
   {
     std::lock_guard lk(mu_);
     if (!db_) return false;
-    for (const auto& [full, e] : index_)
-      if (e.at.segment == id) live.push_back({full, e});
+    for (const record* r = index_.least_recent(); r != nullptr; r = r->more_recent())
+      if (r->e.at.segment == id) live.push_back({std::string(r->key()), r->e});
   }
   const auto seg = segments_->segment(id);
   if (!seg) return false;
@@ -466,20 +462,20 @@ bool rocksdb_store::compact(std::uint64_t id) {
     }
     std::lock_guard lk(mu_);
     if (!db_) return false;
-    auto it = index_.find(v.full);
-    if (it == index_.end() || !(it->second.at == v.e.at)) continue;  // gone meanwhile
-    if (!corrupt && !segments_->segment(to.segment)) continue;       // the copy's segment is gone
+    record* r = index_.find(v.full);
+    if (r == nullptr || !(r->e.at == v.e.at)) continue;         // gone meanwhile
+    if (!corrupt && !segments_->segment(to.segment)) continue;  // the copy's segment is gone
     if (corrupt) {
       ++usage_.corrupt;
       (void)drop_locked({v.full});
       continue;
     }
-    remove_live_locked(it->second.at, it->second.size);
-    it->second.at = to;
-    it->second.verified = true;
+    remove_live_locked(r->e.at, r->e.size);
+    r->e.at = to;
+    r->e.verified = true;
     ++moved_;
-    add_live_locked(to, it->second.size);
-    (void)put_record_locked(it);
+    add_live_locked(to, r->e.size);
+    (void)put_record_locked(r);
     dirty_ = true;
   }
   std::lock_guard lk(mu_);
@@ -488,14 +484,14 @@ bool rocksdb_store::compact(std::uint64_t id) {
   return true;
 }
 
-void rocksdb_store::touch_locked(entry& e) {
-  e.seq = next_seq_++;
-  lru_.splice(lru_.end(), lru_, e.lru);
+void rocksdb_store::touch_locked(record* r) {
+  r->e.seq = next_seq_++;
+  index_.make_most_recent(r);
   // Recency survives a restart, written in batches; a lost update only makes the value
   // look older.
-  if (!e.recency_pending) {
-    e.recency_pending = true;
-    recency_pending_.push_back(**e.lru);  // the index key the LRU entry points at
+  if (!r->e.recency_pending) {
+    r->e.recency_pending = true;
+    recency_pending_.emplace_back(r->key());
   }
   if (recency_pending_.size() >= std::max<std::size_t>(cfg_.recency_batch, 1))
     write_recency_locked();
@@ -505,12 +501,11 @@ void rocksdb_store::write_recency_locked() {
   if (recency_pending_.empty()) return;
   rocksdb::WriteBatch batch;
   for (const std::string& full : recency_pending_) {
-    auto it = index_.find(full);  // dropped since: its record is deleted, do not revive it
-    if (it == index_.end() || !it->second.recency_pending) continue;
-    it->second.recency_pending = false;
-    (void)batch.Put(
-        meta_, slice(record_key(full)),
-        slice(record_value(it->second.size, it->second.seq, it->second.at, it->second.checksum)));
+    record* r = index_.find(full);  // dropped since: its record is deleted, do not revive it
+    if (r == nullptr || !r->e.recency_pending) continue;
+    r->e.recency_pending = false;
+    (void)batch.Put(meta_, slice(record_key(full)),
+                    slice(record_value(r->e.size, r->e.seq, r->e.at, r->e.checksum)));
   }
   recency_pending_.clear();
   if (batch.Count() == 0) return;
@@ -523,11 +518,11 @@ std::vector<std::string> rocksdb_store::victims_locked(std::uint64_t bytes,
   std::vector<std::string> victims;
   std::uint64_t b = usage_.bytes + bytes, ix = index_bytes_ + index;
   const std::uint64_t ix_limit = cfg_.index_memory_bytes ? cfg_.index_memory_bytes : UINT64_MAX;
-  for (auto vi = lru_.begin(); (b > usage_.capacity || ix > ix_limit) && vi != lru_.end(); ++vi) {
-    const std::string& full = **vi;
-    b -= index_.at(full).size;
-    ix -= index_bytes_per_value(full.size());
-    victims.push_back(full);
+  for (const record* r = index_.least_recent();
+       (b > usage_.capacity || ix > ix_limit) && r != nullptr; r = r->more_recent()) {
+    b -= r->e.size;
+    ix -= index_bytes_per_value(r->key().size());
+    victims.emplace_back(r->key());
   }
   return victims;
 }
@@ -542,15 +537,14 @@ status rocksdb_store::evict_for_locked(std::uint64_t bytes, std::uint64_t index)
 status rocksdb_store::drop_locked(const std::vector<std::string>& full_keys) {
   rocksdb::WriteBatch batch;
   for (const std::string& full : full_keys) {
-    auto it = index_.find(full);
-    if (it == index_.end()) continue;
+    record* r = index_.find(full);
+    if (r == nullptr) continue;
     (void)batch.Delete(meta_, slice(record_key(full)));
-    usage_.bytes -= it->second.size;
+    usage_.bytes -= r->e.size;
     usage_.values -= 1;
     index_bytes_ -= index_bytes_per_value(full.size());
-    lru_.erase(it->second.lru);
-    const entry e = it->second;
-    index_.erase(it);
+    const entry e = r->e;
+    index_.erase(r);
     ++erasures_;
     remove_live_locked(e.at, e.size);
   }
@@ -560,9 +554,9 @@ status rocksdb_store::drop_locked(const std::vector<std::string>& full_keys) {
   return {};
 }
 
-rocksdb::Status rocksdb_store::put_record_locked(index_map::const_iterator it) {
-  const entry& e = it->second;
-  return db_->Put(write_options(), meta_, slice(record_key(it->first)),
+rocksdb::Status rocksdb_store::put_record_locked(const record* r) {
+  const entry& e = r->e;
+  return db_->Put(write_options(), meta_, slice(record_key(r->key())),
                   slice(record_value(e.size, e.seq, e.at, e.checksum)));
 }
 
@@ -600,8 +594,8 @@ bool rocksdb_store::free_oldest_segment_locked() {
   if (sizes.empty()) return false;
   const std::uint64_t oldest = sizes.begin()->first;
   std::vector<std::string> victims;
-  for (const auto& [full, e] : index_)
-    if (e.at.segment == oldest) victims.push_back(full);
+  for (const record* r = index_.least_recent(); r != nullptr; r = r->more_recent())
+    if (r->e.at.segment == oldest) victims.emplace_back(r->key());
   if (victims.empty() && oldest == segments_->active()) return false;  // nothing to free
   if (oldest == segments_->active()) segments_->seal();
   usage_.evicted += victims.size();
@@ -630,8 +624,7 @@ status rocksdb_store::publish_locked(const std::string& full, std::uint64_t size
                                slice(record_value(e.size, e.seq, e.at, e.checksum)));
   dirty_ = true;
   if (!s.ok()) return io(s, "L3 store: index write failed");  // the bytes are dead space
-  auto it = index_.emplace(full, e).first;
-  it->second.lru = lru_.insert(lru_.end(), &it->first);
+  index_.insert(full, e);
   usage_.bytes += e.size;
   usage_.values += 1;
   index_bytes_ += index_bytes_per_value(full.size());
@@ -647,8 +640,8 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
   {
     std::lock_guard lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
-    if (auto it = index_.find(full); it != index_.end()) {
-      touch_locked(it->second);  // idempotent: the first value stays, recency refreshes
+    if (record* r = index_.find(full); r != nullptr) {
+      touch_locked(r);  // idempotent: the first value stays, recency refreshes
       return {};
     }
     if (need > usage_.capacity)  // short of disk space (min_free_bytes)
@@ -675,8 +668,8 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
     if (!at) return at.err();
     std::lock_guard lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
-    if (auto it = index_.find(full); it != index_.end()) {  // set meanwhile: ours is dead
-      touch_locked(it->second);
+    if (record* r = index_.find(full); r != nullptr) {  // set meanwhile: ours is dead
+      touch_locked(r);
       return {};
     }
     // A write in flight is not live yet: its segment, sealed meanwhile by other writes, may
@@ -693,17 +686,16 @@ status rocksdb_store::read_value(l3_pool pool, std::string_view key, DstFor&& ds
   full.assign(1, static_cast<char>(pool));
   full.append(key);
   entry e;
-  entry* held = nullptr;  // valid while erasures_ stays as it was (map nodes do not move)
+  record* held = nullptr;  // valid while erasures_ stays as it was (records do not move)
   std::uint64_t erasures = 0;
   std::shared_ptr<segment_file> seg;
   {
     std::lock_guard lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
-    auto it = index_.find(full);
-    if (it == index_.end()) return {errc::not_found, "L3 key not found"};
-    held = &it->second;
+    held = index_.find(full);
+    if (held == nullptr) return {errc::not_found, "L3 key not found"};
     erasures = erasures_;
-    e = *held;
+    e = held->e;
     // Taken under mu_: a segment that holds a live value is not removed, and once held it
     // stays readable even if garbage collection moves the value and removes it meanwhile.
     seg = segments_->segment(e.at.segment);
@@ -719,14 +711,11 @@ status rocksdb_store::read_value(l3_pool pool, std::string_view key, DstFor&& ds
   }
   std::lock_guard lk(mu_);
   if (!db_) return {errc::io_error, "L3 store is closed"};
-  if (erasures_ != erasures) {  // something was dropped meanwhile: look the key up again
-    auto it = index_.find(full);
-    held = it == index_.end() ? nullptr : &it->second;
-  }
+  if (erasures_ != erasures) held = index_.find(full);  // something was dropped meanwhile
   // Evicted or erased meanwhile (and maybe set again, to other bytes): a miss.
-  if (!held || held->checksum != e.checksum || held->size != e.size)
+  if (!held || held->e.checksum != e.checksum || held->e.size != e.size)
     return {errc::not_found, "L3 key not found"};
-  const bool moved = !(held->at == e.at);  // by garbage collection: the same bytes
+  const bool moved = !(held->e.at == e.at);  // by garbage collection: the same bytes
   if (corrupt) {
     if (moved) return {errc::not_found, "L3 value moved while it was read; read it again"};
     (void)drop_locked({full});
@@ -734,8 +723,8 @@ status rocksdb_store::read_value(l3_pool pool, std::string_view key, DstFor&& ds
     return {errc::not_found, "L3 value was corrupt and is deleted: " + why};
   }
   if (!rd) return rd;
-  if (!moved) held->verified = true;
-  touch_locked(*held);
+  if (!moved) held->e.verified = true;
+  touch_locked(held);
   return {};
 }
 
@@ -758,14 +747,14 @@ status rocksdb_store::get_into(l3_pool pool, std::string_view key, std::span<std
 
 bool rocksdb_store::exists(l3_pool pool, std::string_view key) {
   std::lock_guard lk(mu_);
-  return index_.count(full_key(pool, key)) != 0;
+  return index_.find(full_key(pool, key)) != nullptr;
 }
 
 status rocksdb_store::erase(l3_pool pool, std::string_view key) {
   const std::string full = full_key(pool, key);
   std::lock_guard lk(mu_);
   if (!db_) return {errc::io_error, "L3 store is closed"};
-  if (index_.find(full) == index_.end()) return {errc::not_found, "L3 key not found"};
+  if (index_.find(full) == nullptr) return {errc::not_found, "L3 key not found"};
   return drop_locked({full});
 }
 
@@ -773,8 +762,8 @@ result<std::size_t> rocksdb_store::erase_prefix(std::string_view prefix) {
   std::lock_guard lk(mu_);
   if (!db_) return error{errc::io_error, "L3 store is closed"};
   std::vector<std::string> victims;
-  for (const auto& [full, rec] : index_)
-    if (std::string_view(full).substr(1).starts_with(prefix)) victims.push_back(full);
+  for (const record* r = index_.least_recent(); r != nullptr; r = r->more_recent())
+    if (r->key().substr(1).starts_with(prefix)) victims.emplace_back(r->key());
   if (status s = drop_locked(victims); !s) return s.err();
   return victims.size();
 }
@@ -809,31 +798,31 @@ status rocksdb_store::overwrite_stored(l3_pool pool, std::string_view key,
                                        std::span<const std::byte> bytes) {
   const std::string full = full_key(pool, key);
   std::lock_guard lk(mu_);
-  auto it = index_.find(full);
-  if (it == index_.end()) return {errc::not_found, "L3 key not found"};
+  record* r = index_.find(full);
+  if (r == nullptr) return {errc::not_found, "L3 key not found"};
   // The payload part is written; the index keeps the header's checksum if the bytes decode,
   // one that cannot match if they do not.
   const std::size_t h = std::min(bytes.size(), l3::value_header_bytes);
   const std::span<const std::byte> payload = bytes.subspan(h);
   const bool good = l3::decode_value(bytes).ok();
   const std::uint64_t size = l3::value_header_bytes + payload.size();
-  if (size == it->second.size) {  // in place
-    const auto seg = segments_->segment(it->second.at.segment);
+  if (size == r->e.size) {  // in place
+    const auto seg = segments_->segment(r->e.at.segment);
     if (!seg) return {errc::not_found, "L3 segment is gone"};
-    if (status s = seg->overwrite(it->second.at.offset, payload); !s) return s;
+    if (status s = seg->overwrite(r->e.at.offset, payload); !s) return s;
   } else {  // another length: a new record, the index pointing at it
     auto at = segments_->append(payload);
     if (!at) return at.err();
     if (!segments_->segment(at->segment))
       return {errc::io_error, "L3 segment removed under a test overwrite"};
-    remove_live_locked(it->second.at, it->second.size);
-    usage_.bytes = usage_.bytes - it->second.size + size;
-    it->second.at = *at;
-    it->second.size = size;
+    remove_live_locked(r->e.at, r->e.size);
+    usage_.bytes = usage_.bytes - r->e.size + size;
+    r->e.at = *at;
+    r->e.size = size;
     add_live_locked(*at, size);
   }
-  it->second.checksum = l3::payload_checksum(payload) ^ (good ? 0 : 1);
-  it->second.verified = false;
+  r->e.checksum = l3::payload_checksum(payload) ^ (good ? 0 : 1);
+  r->e.verified = false;
   return {};
 }
 

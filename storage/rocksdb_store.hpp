@@ -41,7 +41,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +49,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "storage/l3_index.hpp"
 #include "storage/l3_store.hpp"
 #include "storage/value_segments.hpp"
 
@@ -68,7 +68,7 @@ struct rocksdb_store_config {
   std::uint64_t capacity_bytes = 64ull << 30;
   /// Memory the in-memory index may take (an estimate per value: index_bytes_per_value)
   /// before the least recently used values are evicted, whatever capacity_bytes allows.
-  /// Default 1 GiB (≈ 3.5 M values with SGLang's 64-hex-digit page keys); 0 = no limit.
+  /// Default 1 GiB (≈ 5 M values with SGLang's 64-hex-digit page keys); 0 = no limit.
   std::uint64_t index_memory_bytes = 1ull << 30;
   /// Size at which a value segment is sealed and a new one started. Default 256 MiB.
   std::uint64_t segment_bytes = 256ull << 20;
@@ -121,13 +121,14 @@ struct rocksdb_load_options {
   std::uint64_t progress_every = 1u << 20;
 };
 
-/// The index memory charged for a value under `key` (its key twice — hash map and recency
-/// order — plus their nodes and the allocator's overhead). An estimate, a little above
-/// what was measured (RSS growth over 1 M values, glibc malloc, 2026-11-24): 236 / 332 /
-/// 460 bytes per value for 17 / 65 / 120-byte keys with 16-byte entries; entries now also
-/// hold their location (+32 bytes), estimated 290 / 386 / 496.
+/// The index memory charged for a value under `key`: its record (entry, hash, recency
+/// links, the key's bytes), malloc's block overhead and its share of the table
+/// (storage/l3_index.hpp), rounded up: k + 103 bytes at most for the block, 10-21 for the
+/// table. `L3Index.HeapPerValueIsWithinItsCharge` measures it (glibc malloc). It was
+/// 2k + 256 for a hash map of strings and a recency list, which took less (254 bytes for
+/// an 84-byte key: BENCHMARKS.md §13.1).
 constexpr std::uint64_t index_bytes_per_value(std::size_t key_bytes) noexcept {
-  return 2 * static_cast<std::uint64_t>(key_bytes) + 256;
+  return static_cast<std::uint64_t>(key_bytes) + 128;
 }
 
 class rocksdb_store final : public l3_store {
@@ -191,17 +192,8 @@ class rocksdb_store final : public l3_store {
   status overwrite_stored(l3_pool pool, std::string_view key, std::span<const std::byte> bytes);
 
  private:
-  using lru_list = std::list<const std::string*>;  ///< index keys, least recent first
-  struct entry {
-    std::uint64_t size = 0;        ///< stored bytes (header included)
-    std::uint64_t seq = 0;         ///< access sequence: larger = more recent (persisted)
-    value_location at;             ///< where the payload is
-    std::uint64_t checksum = 0;    ///< XXH3-64 of the payload
-    lru_list::iterator lru;        ///< its place in lru_
-    bool verified = false;         ///< checksum known good in this process
-    bool recency_pending = false;  ///< touched since its record was last written
-  };
-  using index_map = std::unordered_map<std::string, entry>;  // key: pool byte + key
+  using entry = l3_value_entry;
+  using record = l3_index::record;
 
   rocksdb_store() = default;
   /// open_unloaded() of cfg.path as it is; `corrupt` is set when RocksDB reported a
@@ -217,7 +209,7 @@ class rocksdb_store final : public l3_store {
   status load_index(bool& corrupt, const rocksdb_load_options& options);
   /// Deletes the index records of the given entries in one batch; their space is dead.
   status drop_locked(const std::vector<std::string>& full_keys);
-  void touch_locked(entry& e);
+  void touch_locked(record* r);
   /// Writes the records of the touched values still in the index (one batch).
   void write_recency_locked();
   /// Reads the value of `key` into the buffer `dst_for(payload bytes) -> result<span>`
@@ -234,8 +226,8 @@ class rocksdb_store final : public l3_store {
   /// Publishes a value just appended at `at`: evicts for room, writes its index record.
   status publish_locked(const std::string& full, std::uint64_t size, value_location at,
                         std::uint64_t checksum);
-  /// Writes the index record of `it`.
-  rocksdb::Status put_record_locked(index_map::const_iterator it);
+  /// Writes the index record of `r`.
+  rocksdb::Status put_record_locked(const record* r);
   void add_live_locked(value_location at, std::uint64_t size);
   void remove_live_locked(value_location at, std::uint64_t size);
   /// Sealed segments at least gc_dead_fraction dead (or wholly dead), most dead first.
@@ -260,13 +252,12 @@ class rocksdb_store final : public l3_store {
   std::unique_ptr<value_segments> segments_;
 
   mutable std::mutex mu_;
-  index_map index_;
-  lru_list lru_;  ///< the index's keys (stable in an unordered_map), least recent first
+  l3_index index_;  ///< the values (key: pool byte + key), least recent first
   std::uint64_t next_seq_ = 1;
   l3_usage usage_;
   std::uint64_t index_bytes_ = 0;             ///< sum of index_bytes_per_value over the index
   std::vector<std::string> recency_pending_;  ///< keys whose recency_pending was set
-  std::uint64_t erasures_ = 0;  ///< values erased from index_ so far (a reader's entry pointer
+  std::uint64_t erasures_ = 0;  ///< values erased from index_ so far (a reader's record pointer
                                 ///< stays valid while this does not change)
   std::unordered_map<std::uint64_t, std::uint64_t> live_;  ///< segment → live footprint
   std::uint64_t moved_ = 0;                                ///< values_moved()

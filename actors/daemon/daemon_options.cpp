@@ -66,7 +66,7 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--l3-index-memory", o.l3_index_memory,
-                 "Memory the L3 store's in-memory index (about 350 bytes per value) may take "
+                 "Memory the L3 store's in-memory index (the key's bytes + 128 per value) may take "
                  "before the least recently used values are evicted, whatever --l3-capacity "
                  "allows: small values cost more index than bytes. 0 = no limit (units as "
                  "--l3-capacity)")
@@ -98,7 +98,7 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "checked on every read either way (BENCHMARKS.md §5.0 measures both)")
       ->capture_default_str();
   app.add_option("--l3-background-load-above", o.l3_background_load_above,
-                 "At start the L3 store reads its index (about 3 s per million values, "
+                 "At start the L3 store reads its index (about 2 s per million values, "
                  "BENCHMARKS.md §13). An index of more records than this is read while the "
                  "node already serves: until the log says 'L3 store ready' the L3 tier misses "
                  "and skips its backups, so a large store does not hold the node (or a startup "

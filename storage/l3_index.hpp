@@ -1,0 +1,97 @@
+#pragma once
+// The RocksDB store's in-memory index (storage/rocksdb_store.hpp): key → where a value is,
+// with the values in recency order. One heap block per value — its entry, its hash, its
+// place in the recency order and its key's bytes together — and an open-addressing table
+// of pointers to them with a one-byte hash tag per slot (linear probing, at most 7/8
+// full, backward-shift erase): 188 heap bytes a value for an 84-byte key, where a
+// node-based hash map of strings plus a recency list took 254 in three allocations
+// (BENCHMARKS.md §13.1).
+//
+// Contracts: a record stays at its address until it is erased (growing the table moves
+// slots, not records), so a pointer taken under the store's lock may be used again after
+// the lock was dropped as long as nothing was erased meanwhile. Not thread-safe (the
+// store's mutex guards it).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "storage/value_segments.hpp"
+
+namespace hc {
+
+/// What the store keeps per value.
+struct l3_value_entry {
+  std::uint64_t size = 0;        ///< stored bytes (header included)
+  std::uint64_t seq = 0;         ///< access sequence: larger = more recent (persisted)
+  value_location at;             ///< where the payload is
+  std::uint64_t checksum = 0;    ///< XXH3-64 of the payload
+  bool verified = false;         ///< checksum known good in this process
+  bool recency_pending = false;  ///< touched since its record was last written
+};
+
+class l3_index {
+ public:
+  /// One value: its entry (the caller's to change, but for the key) and its key.
+  class record {
+   public:
+    l3_value_entry e;
+    std::string_view key() const noexcept {
+      return {reinterpret_cast<const char*>(this + 1), key_size_};
+    }
+    /// The next value in recency order (more recent), or null.
+    record* more_recent() const noexcept { return next_; }
+
+   private:
+    friend class l3_index;
+    std::uint64_t hash_ = 0;
+    record* prev_ = nullptr;
+    record* next_ = nullptr;
+    std::uint32_t key_size_ = 0;
+  };
+
+  l3_index() = default;
+  ~l3_index();
+  l3_index(const l3_index&) = delete;
+  l3_index& operator=(const l3_index&) = delete;
+
+  std::size_t size() const noexcept { return size_; }
+  /// Sizes the table for n values at once (a load that knows its count).
+  void reserve(std::size_t n);
+  record* find(std::string_view key) const noexcept;
+  /// Adds `key` (which must not be there; at most 2^32 - 1 bytes) as the most recent value.
+  record* insert(std::string_view key, const l3_value_entry& e);
+  /// Removes r and frees it.
+  void erase(record* r) noexcept;
+  /// Moves r to the most recent end of the recency order.
+  void make_most_recent(record* r) noexcept;
+  /// Re-links every value in order of e.seq, least first (after a load).
+  void order_by_seq();
+  /// The least recently used value (walk on with record::more_recent), or null.
+  record* least_recent() const noexcept { return head_; }
+  /// Heap bytes the index asked for: its records (entries, links, keys) and its table.
+  /// What malloc adds to each block (8-16 bytes) is not in it.
+  std::size_t requested_bytes() const noexcept;
+
+ private:
+  static std::uint64_t hash_of(std::string_view key) noexcept;
+  static std::uint8_t tag_of(std::uint64_t hash) noexcept {
+    return static_cast<std::uint8_t>(0x80 | (hash >> 57));
+  }
+  void rehash(std::size_t slots);
+  /// Puts r into the first free slot from its home (the table has room).
+  void place(record* r) noexcept;
+  void link_last(record* r) noexcept;
+  void unlink(record* r) noexcept;
+
+  std::unique_ptr<record*[]> slots_;
+  std::unique_ptr<std::uint8_t[]> tags_;  ///< 0 = free, else 0x80 | the hash's top 7 bits
+  std::size_t capacity_ = 0;              ///< slots, a power of two (or 0)
+  std::size_t size_ = 0;
+  std::size_t key_bytes_ = 0;  ///< sum of the keys' sizes
+  record* head_ = nullptr;     ///< least recent
+  record* tail_ = nullptr;     ///< most recent
+};
+
+}  // namespace hc

@@ -1,0 +1,158 @@
+// The RocksDB store's flat index (storage/l3_index.hpp) against a model — a hash map and a
+// recency list — under random inserts, lookups, erasures and touches; records that stay
+// at their address while the table grows; the order after a load; and its heap per value
+// within what the store charges for it (index_bytes_per_value).
+#include <gtest/gtest.h>
+#include <malloc.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <list>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/l3_index.hpp"
+#include "storage/rocksdb_store.hpp"
+
+namespace hc::test {
+namespace {
+
+std::string key_of(std::uint64_t i, std::size_t bytes) {
+  std::string k = std::to_string(i * 2654435761u);
+  k.resize(std::max(bytes, k.size()), '.');
+  return k;
+}
+
+l3_value_entry entry_with(std::uint64_t seq) {
+  l3_value_entry e;
+  e.size = seq * 3 + 24;
+  e.seq = seq;
+  e.at = {seq % 7 + 1, seq * 64};
+  e.checksum = seq ^ 0x9e3779b97f4a7c15ull;
+  return e;
+}
+
+/// Every key of the model is found with its entry, nothing else is counted, and the
+/// recency order is the model's.
+void expect_same(const l3_index& ix, const std::unordered_map<std::string, std::uint64_t>& keys,
+                 const std::list<std::string>& order) {
+  ASSERT_EQ(ix.size(), keys.size());
+  for (const auto& [k, seq] : keys) {
+    const l3_index::record* r = ix.find(k);
+    ASSERT_NE(r, nullptr) << k;
+    ASSERT_EQ(r->key(), k);
+    ASSERT_EQ(r->e.checksum, entry_with(seq).checksum) << k;
+  }
+  auto m = order.begin();
+  for (const l3_index::record* r = ix.least_recent(); r != nullptr; r = r->more_recent(), ++m) {
+    ASSERT_NE(m, order.end()) << "the index lists more values than it holds";
+    ASSERT_EQ(r->key(), *m);
+  }
+  ASSERT_EQ(m, order.end()) << "the recency order misses values";
+}
+
+TEST(L3Index, RandomOperationsAgreeWithAModel) {
+  std::mt19937_64 rng(20261127);
+  l3_index ix;
+  std::unordered_map<std::string, std::uint64_t> keys;
+  std::list<std::string> order;  // least recent first
+  std::vector<std::string> present;
+  std::uint64_t seq = 0;
+  // Short keys and few distinct ones: long probe runs, many erasures inside them.
+  for (int op = 0; op < 100000; ++op) {
+    const std::string k = key_of(rng() % 3000, rng() % 3 == 0 ? 80 : 1 + rng() % 12);
+    const int what = static_cast<int>(rng() % 10);
+    l3_index::record* r = ix.find(k);
+    ASSERT_EQ(r != nullptr, keys.count(k) == 1) << k;
+    if (r == nullptr && what < 6) {
+      ix.insert(k, entry_with(++seq));
+      keys[k] = seq;
+      order.push_back(k);
+    } else if (r != nullptr && what < 4) {
+      ix.erase(r);
+      keys.erase(k);
+      order.remove(k);
+    } else if (r != nullptr) {
+      ix.make_most_recent(r);
+      order.remove(k);
+      order.push_back(k);
+    }
+    if (op % 10000 == 0) expect_same(ix, keys, order);
+  }
+  expect_same(ix, keys, order);
+  // Everything out, in random order: the table is empty again.
+  std::vector<std::string> all(order.begin(), order.end());
+  std::shuffle(all.begin(), all.end(), rng);
+  for (const std::string& k : all) {
+    ix.erase(ix.find(k));
+    keys.erase(k);
+    order.remove(k);
+    ASSERT_EQ(ix.find(k), nullptr);
+  }
+  expect_same(ix, keys, order);
+  EXPECT_EQ(ix.least_recent(), nullptr);
+}
+
+TEST(L3Index, RecordsStayAtTheirAddressWhileTheTableGrows) {
+  l3_index ix;
+  std::vector<const l3_index::record*> first;
+  for (std::uint64_t i = 0; i < 100; ++i)
+    first.push_back(ix.insert(key_of(i, 20), entry_with(i + 1)));
+  for (std::uint64_t i = 100; i < 100000; ++i)  // many rehashes
+    ix.insert(key_of(i, 20), entry_with(i + 1));
+  for (std::uint64_t i = 0; i < 100; ++i)
+    EXPECT_EQ(ix.find(key_of(i, 20)), first[i]) << i;
+}
+
+TEST(L3Index, ALoadIsOrderedBySequence) {
+  l3_index ix;
+  ix.reserve(1000);
+  std::vector<std::uint64_t> seqs(1000);
+  for (std::uint64_t i = 0; i < seqs.size(); ++i)
+    seqs[i] = i + 1;
+  std::shuffle(seqs.begin(), seqs.end(), std::mt19937_64(7));
+  for (std::uint64_t s : seqs)
+    ix.insert(key_of(s, 40), entry_with(s));
+  ix.order_by_seq();
+  std::uint64_t expect = 1;
+  for (const l3_index::record* r = ix.least_recent(); r != nullptr; r = r->more_recent())
+    EXPECT_EQ(r->e.seq, expect++);
+  EXPECT_EQ(expect, seqs.size() + 1);
+}
+
+TEST(L3Index, HeapPerValueIsWithinItsCharge) {
+  if (::mallinfo2().uordblks == 0)
+    GTEST_SKIP() << "the allocator does not report its heap in use (mallinfo2): a sanitizer "
+                    "build replaces malloc";
+  for (std::size_t key_bytes : {17u, 65u, 84u, 200u}) {
+    constexpr std::uint64_t n = 200000;
+    std::vector<std::string> ks;
+    ks.reserve(n);
+    for (std::uint64_t i = 0; i < n; ++i)
+      ks.push_back(key_of(i, key_bytes));
+    const auto heap = [] {
+      const struct mallinfo2 m = ::mallinfo2();
+      return m.uordblks + m.hblkhd;
+    };
+    const std::size_t before = heap();
+    {
+      l3_index ix;
+      for (std::uint64_t i = 0; i < n; ++i)
+        ix.insert(ks[i], entry_with(i + 1));
+      const double per_value = static_cast<double>(heap() - before) / n;
+      const double charge = static_cast<double>(index_bytes_per_value(key_bytes));
+      std::printf("%zu-byte keys: %.1f heap bytes a value, %.0f charged\n", key_bytes, per_value,
+                  charge);
+      EXPECT_LE(per_value, charge) << key_bytes << "-byte keys: the charge is below the heap";
+      EXPECT_GE(per_value, charge * 0.75)
+          << key_bytes << "-byte keys: the charge is far above the heap (the limit wastes it)";
+      EXPECT_LE(ix.requested_bytes() / n, static_cast<std::size_t>(per_value));
+    }
+    EXPECT_LE(heap(), before + 4096) << "the index gave its heap back";
+  }
+}
+
+}  // namespace
+}  // namespace hc::test
