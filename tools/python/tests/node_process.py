@@ -2,10 +2,13 @@
 with SIGTERM (a clean shutdown that flushes its L3 store) and restartable on the same
 directory (a warm restart)."""
 
+import atexit
+import ctypes
 import os
 import resource
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -36,6 +39,9 @@ class NodeProcess:
         self.nofile_limit = nofile_limit
         self.proc = None
         self.log = open(os.path.join(self.dir, "log"), "a")
+        # No daemon outlives its test process: stopped at its exit if a test did not
+        # (full ctest runs had left idle daemons behind), killed by the kernel if it dies.
+        atexit.register(self.stop)
         self.start()
 
     def start(self):
@@ -58,6 +64,8 @@ class NodeProcess:
         raise RuntimeError("hybridcached did not start; log in " + self.log.name)
 
     def _limit(self):
+        # SIGTERM (a clean stop) when the test process dies without stopping it.
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         if self.address_space_limit is not None:
             resource.setrlimit(resource.RLIMIT_AS,
                                (self.address_space_limit, self.address_space_limit))
@@ -81,10 +89,14 @@ class NodeProcess:
             return f.read()
 
     def stop(self):
-        """Stops the daemon and removes its directory."""
+        """Stops the daemon and removes its directory (again: nothing)."""
         self.halt()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        atexit.unregister(self.stop)
+
+
+_PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
 
 
 def _with_tmpfs(mounts, argv):
