@@ -11,7 +11,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <memory>
 #include <new>
 #include <string>
@@ -22,6 +21,7 @@
 #include "actors/common/log.hpp"
 #include "actors/node/actor_watch.hpp"
 #include "actors/node/forward_stream_actor.hpp"
+#include "actors/node/host_memory.hpp"
 #include "actors/node/host_storage_actor.hpp"
 #include "actors/node/messages.hpp"
 #include "actors/node/radix_cache_actor.hpp"
@@ -56,17 +56,6 @@ struct node_state {
   std::uint64_t tick = 0;
 };
 
-/// MemAvailable of /proc/meminfo in bytes (0 if unknown).
-std::uint64_t host_memory_available() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  std::uint64_t kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
-  return 0;
-}
-
 /// The L2 pools' bytes: mapped and populated by the kernel (a large pool in seconds, not
 /// minutes of page faults), committed at open as the §5.1 memory check assumes.
 host_bytes mapped_host_bytes(std::size_t n) {
@@ -76,7 +65,9 @@ host_bytes mapped_host_bytes(std::size_t n) {
 }
 
 /// The L2 pools and L3 access of a new instance (§5.1 sizing); none without a host tier.
-result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_config& cc) {
+/// `memory`: host memory the L2 pools may take (0: unchecked).
+result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_config& cc,
+                               std::uint64_t memory) {
   tier_wiring w;
   w.time = st.cfg.time_source;
   if (!spec.host_tier()) return w;
@@ -88,8 +79,7 @@ result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_
   req.state_bytes = spec.ssm_slot_bytes;
   req.host_bytes = spec.hicache_bytes;
   if (spec.hicache_ratio > 0) req.ratio = spec.hicache_ratio;
-  req.host_ram_available =
-      st.cfg.host_memory_limit ? st.cfg.host_memory_limit : host_memory_available();
+  req.host_ram_available = memory;
   auto sizes = size_host_pools(req);
   if (!sizes) return sizes.err();
   cc.host_kv_tokens = sizes->kv_tokens;
@@ -106,10 +96,26 @@ result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_
   return w;
 }
 
-/// The instance's L1 pools on its device. Page 0 and slot 0 are reserved: one more page
-/// and slot than the spec's usable ones.
+/// The instance's L1 pools hold one more page and slot than the spec's usable ones (page
+/// 0 and slot 0 are reserved).
+std::size_t l1_pool_tokens(const instance_spec& spec) {
+  return spec.kv_tokens + spec.page_size;
+}
+std::size_t l1_pool_slots(const instance_spec& spec) {
+  return spec.ssm_slots + 1;
+}
+
+/// Host memory the instance's L1 pools take: their bytes in /dev/shm on the CPU device,
+/// none on a GPU. The spec's limits (max_pool_bytes) keep the products far from overflow.
+std::uint64_t l1_host_bytes(const instance_spec& spec) {
+  if (spec.device == device_kind::cuda) return 0;
+  return std::uint64_t{l1_pool_tokens(spec)} * spec.kv_bytes_per_token +
+         std::uint64_t{l1_pool_slots(spec)} * spec.ssm_slot_bytes;
+}
+
+/// The instance's L1 pools on its device.
 result<std::shared_ptr<l1_pool>> make_pools(const instance_spec& spec, const std::string& base) {
-  const std::size_t tokens = spec.kv_tokens + spec.page_size, slots = spec.ssm_slots + 1;
+  const std::size_t tokens = l1_pool_tokens(spec), slots = l1_pool_slots(spec);
   if (spec.device == device_kind::cuda) {
     auto p = make_cuda_l1_pool(
         {spec.device_ordinal, tokens, spec.kv_bytes_per_token, slots, spec.ssm_slot_bytes});
@@ -128,7 +134,18 @@ const sha256_page_hasher page_hashes;
 result<instance> build_instance(msg::scheduler_actor_type::pointer self, node_state& st,
                                 const instance_spec& spec) {
   cache_config cc = cache_config_of(spec);
-  auto tiers = make_tiers(st, spec, cc);
+  // The L1 pools (in /dev/shm on the CPU device) and the L2 pools must fit together.
+  const std::uint64_t memory = memory_for_pools(st.cfg.host_memory_limit);
+  const std::uint64_t l1 = l1_host_bytes(spec);
+  if (memory > 0 && l1 > memory)
+    return error{errc::out_of_memory,
+                 "the instance's L1 pools need " + std::to_string(l1) +
+                     " bytes of shared memory (kvTokens x kvBytesPerToken + ssmSlots x "
+                     "ssmSlotBytes) but the host has " +
+                     std::to_string(memory) +
+                     " bytes of memory to give (MemAvailable less a reserve for the rest of "
+                     "the machine): smaller pools, or fewer instances open"};
+  auto tiers = make_tiers(st, spec, cc, memory == 0 ? 0 : std::max<std::uint64_t>(memory - l1, 1));
   if (!tiers) return tiers.err();
   if (st.cfg.kv_events) {  // events with state checkpoints: a router's view of the tree
     cc.enable_events = cc.state_events = true;

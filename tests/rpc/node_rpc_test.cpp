@@ -860,6 +860,41 @@ TEST_F(NodeLimits, LiveRequestTokensAreBoundedOverAllSessionsAndGivenBackAtClose
   EXPECT_TRUE((*r)[0].ok()) << "the closed session gave its two requests back: " << (*r)[0].error;
 }
 
+struct NodeMemory : node_fixture {
+  NodeMemory() { host_memory_limit = 256 << 10; }
+};
+
+// An instance's pools are committed at open: its L1 pools in /dev/shm (memory, on the CPU
+// device) and its L2 pools together must fit in what the host has to give, or the open is
+// a typed error and the node serves on. Before, only the L2 pools were checked: instances
+// opened until /dev/shm held the machine's memory, and the OOM killer took the node.
+TEST_F(NodeMemory, PoolsPastTheHostsMemoryAreRefusedAtOpenAndServingGoesOn) {
+  auto c = connect();
+  instance_spec big = small_spec("memory-big");
+  big.kv_tokens = 64 << 10;  // 64 K tokens x 8 bytes: 512 KiB of KV pool
+  auto over = c->open(big);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.err().code, errc::out_of_memory);
+  EXPECT_NE(over.err().message.find("shared memory"), std::string::npos) << over.err().message;
+
+  instance_spec both = small_spec("memory-both");  // L1 ~33 KiB + L2 240 KiB: each fits
+  both.kv_tokens = 4 << 10;
+  both.hicache_bytes = 240 << 10;
+  auto together = c->open(both);
+  ASSERT_FALSE(together.ok());
+  EXPECT_NE(together.err().message.find("host memory"), std::string::npos)
+      << together.err().message;
+  both.hicache_bytes = 160 << 10;
+  auto fits = c->open(both);
+  EXPECT_TRUE(fits.ok()) << fits.err().message;
+
+  auto small = c->open(small_spec("memory-small"));
+  ASSERT_TRUE(small.ok()) << small.err().message;
+  auto r = (*small)->step(std::vector<command>{cmd::check{}});
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  EXPECT_TRUE((*r)[0].ok()) << (*r)[0].error;
+}
+
 TEST_F(NodeLimits, TooManySessionsAndOversizeStepsAreTypedErrorsAndServingGoesOn) {
   auto c = connect();
   std::vector<std::unique_ptr<client_session>> open;

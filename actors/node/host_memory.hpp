@@ -1,0 +1,20 @@
+#pragma once
+// How much host memory a new instance's pools may take (the scheduler's check at open).
+// The pools are committed when an instance opens — the L1 pools' pages in /dev/shm (a
+// tmpfs: memory, not disk) and the L2 pools' populated mappings — so a node that takes
+// the last of the machine's memory for them is what the OOM killer then picks (seen: a
+// 24 GiB VM, instances opened until /dev/shm held 23 GiB, the node killed mid-open).
+
+#include <cstdint>
+
+namespace hc {
+
+/// Bytes a new instance's pools may take: `limit` when it is not 0 (a budget the node was
+/// configured with), else MemAvailable less a reserve for the rest of the machine — 1/32
+/// of MemTotal, at most 4 GiB. 0 when neither is known (no check).
+std::uint64_t memory_for_pools(std::uint64_t limit);
+
+/// The rule of memory_for_pools for given MemAvailable and MemTotal (bytes).
+std::uint64_t memory_for_pools(std::uint64_t available, std::uint64_t total) noexcept;
+
+}  // namespace hc
