@@ -61,9 +61,9 @@ struct node_config {
   /// The L3 store shared by every instance whose spec asks for a host tier with storage
   /// (hybridcached opens RocksDB in <data-dir>/l3); nullptr = no L3 (prefetch refused).
   std::shared_ptr<l3_store> l3;
-  /// Host memory the pools of a new instance may take (its L1 pools in /dev/shm on the CPU
-  /// device, and its L2 pools), in bytes; 0 = MemAvailable at open time less a reserve
-  /// (actors/node/host_memory.hpp).
+  /// Host memory the pools of a new instance (its L1 pools in /dev/shm on the CPU device,
+  /// and its L2 pools) or a new store's arena may take, in bytes; 0 = MemAvailable at open
+  /// time less a reserve (actors/node/host_memory.hpp).
   std::uint64_t host_memory_limit = 0;
   /// The clock of every time-based decision and measurement (prefetch timeouts and
   /// deadlines, fence waits, I/O timings); must outlive the node. Default: steady().

@@ -1,5 +1,6 @@
 #include "schema/server/node_service.hpp"
 
+#include "actors/node/host_memory.hpp"
 #include "gpu/shm_region.hpp"
 #include "schema/convert.hpp"
 #include "schema/server/session_service.hpp"
@@ -105,6 +106,19 @@ class node_impl final : public wire::CacheNode::Server {
       wc::put_error(res.initError(), {errc::out_of_memory,
                                       "the node serves at most " + std::to_string(ctx_.max_stores) +
                                           " stores at once (--max-stores); close one first"});
+      return kj::READY_NOW;
+    }
+    // And the host must have the arena's memory to give, as for an instance's pools.
+    if (const std::uint64_t memory = memory_for_pools(ctx_.n.config().host_memory_limit);
+        memory > 0 && ctx_.store_arena_bytes > memory) {
+      open->fetch_sub(1);
+      wc::put_error(res.initError(),
+                    {errc::out_of_memory,
+                     "a store's arena needs " + std::to_string(ctx_.store_arena_bytes) +
+                         " bytes of shared memory (--store-arena-bytes) but the host has " +
+                         std::to_string(memory) +
+                         " bytes of memory to give (MemAvailable less a reserve for the rest "
+                         "of the machine)"});
       return kj::READY_NOW;
     }
     const std::string name =

@@ -23,11 +23,13 @@ struct StoreRpc : ::testing::Test {
   std::unique_ptr<rpc_server> server;
   std::string socket = unique_socket_path();
   std::unique_ptr<client> c;
+  std::uint64_t host_memory_limit = 0;  ///< set in a derived fixture's constructor
 
   void SetUp() override {
     node_config cfg;
     cfg.metrics = &metrics;
     cfg.l3 = faults;
+    cfg.host_memory_limit = host_memory_limit;
     n = std::make_unique<node>(cfg);
     server = std::make_unique<rpc_server>(*n, metrics);
     rpc_server_config rc;
@@ -56,6 +58,22 @@ struct StoreRpc : ::testing::Test {
 };
 
 constexpr std::size_t page = 4096;
+
+struct StoreRpcSmallHost : StoreRpc {
+  StoreRpcSmallHost() { host_memory_limit = 512 << 10; }
+};
+
+// A store's arena is /dev/shm, which is memory: one the host cannot give is refused (as
+// an instance's pools are), not taken towards the OOM killer, and nothing is left open.
+TEST_F(StoreRpcSmallHost, AnArenaPastTheHostsMemoryIsRefused) {
+  for (int i = 0; i < 6; ++i) {  // more than --max-stores: each refusal gives its place back
+    auto s = c->open_store("qwen3-next/tp0of2");
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.err().code, errc::out_of_memory);
+    EXPECT_NE(s.err().message.find("--store-arena-bytes"), std::string::npos) << s.err().message;
+  }
+  EXPECT_TRUE(c->ping().ok());
+}
 
 TEST_F(StoreRpc, PagesAndAScatteredStateRoundTripThroughTheArena) {
   auto s = open("qwen3-next/tp0of2");
