@@ -575,16 +575,25 @@ void rocksdb_store::keep_min_free_locked() {
   const std::uint64_t room = usage_.bytes + avail;
   const std::uint64_t fits = room > cfg_.min_free_bytes ? room - cfg_.min_free_bytes : 0;
   const std::uint64_t capacity = std::min(cfg_.capacity_bytes, fits);
-  const bool short_now = capacity < cfg_.capacity_bytes;
-  if (short_now != short_of_space_ || (short_now && capacity + (capacity >> 3) < usage_.capacity))
-    log::info(short_now ? "L3 store: capacity " + std::to_string(capacity >> 20) + " MiB of the " +
-                              std::to_string(cfg_.capacity_bytes >> 20) +
-                              " MiB configured: what its disk takes while " +
-                              std::to_string(cfg_.min_free_bytes >> 20) + " MiB stay free (" +
-                              std::to_string(avail >> 20) + " MiB free now)"
-                        : "L3 store: capacity back to the " +
-                              std::to_string(cfg_.capacity_bytes >> 20) + " MiB configured");
-  short_of_space_ = short_now;
+  // Logged with hysteresis: on a disk whose free space hovers near capacity + reserve the
+  // capacity moved by a few MiB either way at every check, and each move was a line. A
+  // shortfall of 1/64 of the capacity or more is logged, again when it deepens by 1/8,
+  // and its end once the whole capacity is back.
+  if (!logged_short_ ? capacity + (cfg_.capacity_bytes >> 6) <= cfg_.capacity_bytes &&
+                           capacity < cfg_.capacity_bytes
+                     : capacity + (capacity >> 3) < logged_capacity_) {
+    log::info("L3 store: capacity " + std::to_string(capacity >> 20) + " MiB of the " +
+              std::to_string(cfg_.capacity_bytes >> 20) +
+              " MiB configured: what its disk takes while " +
+              std::to_string(cfg_.min_free_bytes >> 20) + " MiB stay free (" +
+              std::to_string(avail >> 20) + " MiB free now)");
+    logged_short_ = true;
+    logged_capacity_ = capacity;
+  } else if (logged_short_ && capacity == cfg_.capacity_bytes) {
+    log::info("L3 store: capacity back to the " + std::to_string(cfg_.capacity_bytes >> 20) +
+              " MiB configured");
+    logged_short_ = false;
+  }
   usage_.capacity = capacity;
   (void)evict_for_locked(0, 0);  // a failed index write only leaves the values' records
 }

@@ -106,7 +106,9 @@ struct rocksdb_store_config {
   /// recently used values go first), and grows back, up to capacity_bytes, as space
   /// returns. Checked at open, at every timed flush and after every min_free_bytes / 4
   /// (at most 64 MiB) of values written. 0 = off: only a full disk makes room (a put that
-  /// finds none drops the oldest segment's values). Default 0.
+  /// finds none drops the oldest segment's values). The log says when the capacity falls
+  /// 1/64 or more short of capacity_bytes, when that deepens by 1/8, and when it is back.
+  /// Default 0.
   std::uint64_t min_free_bytes = 0;
 };
 
@@ -263,7 +265,8 @@ class rocksdb_store final : public l3_store {
   std::uint64_t moved_ = 0;                                ///< values_moved()
   std::uint64_t disk_full_evictions_ = 0;                  ///< disk_full_evictions()
   std::uint64_t written_since_space_check_ = 0;            ///< bytes appended since
-  bool short_of_space_ = false;  ///< the capacity is below cfg_.capacity_bytes for space
+  bool logged_short_ = false;          ///< the log said the capacity is short for space
+  std::uint64_t logged_capacity_ = 0;  ///< the capacity the log said then
 
   std::atomic<bool> dirty_{false};  ///< written since the last background flush
   std::mutex flush_mu_;

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "storage/rocksdb_store.hpp"
@@ -454,6 +456,45 @@ TEST(RocksdbStore, AFullDiskDropsTheOldestSegmentAndTakesThePut) {
   if (status == -1) GTEST_SKIP() << "this machine refuses a mount namespace";
   EXPECT_EQ(status, 0) << "3: a put refused, 4: no drop, 5: a recent value lost, 6: the oldest "
                           "kept, 7: more than the disk, 8: close failed";
+}
+
+// The capacity follows the disk's free space at every check, but the log notes a
+// shortfall only from 1/64 of the capacity on (once, until it deepens by 1/8 or ends): a
+// disk whose free space hovered near capacity + min_free_bytes logged a line at every
+// check, every few seconds. Here the capacity is the disk's free space, so min_free_bytes
+// makes it short by that much (plus what the test writes and what runs beside it).
+TEST(RocksdbStore, OnlyAShortfallOfDiskSpaceWorthSayingIsLogged) {
+  temp_dir dir;
+  struct statvfs fs {};
+  ASSERT_EQ(::statvfs(dir.path().c_str(), &fs), 0);
+  const std::uint64_t avail = std::uint64_t{fs.f_bavail} * fs.f_frsize;
+  if (avail < (1u << 30)) GTEST_SKIP() << "needs 1 GiB free where the temporary files go";
+  const auto log_lines = [&](std::uint64_t min_free, const std::string& sub) {
+    rocksdb_store_config cfg;
+    cfg.path = dir.sub(sub);
+    cfg.capacity_bytes = avail;
+    cfg.min_free_bytes = min_free;
+    const std::string filler = dir.sub(sub + "-filler");
+    ::testing::internal::CaptureStderr();
+    {
+      auto st = rocksdb_store::open(cfg);
+      EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.err().message);
+      for (int i = 0; st.ok() && i < 10; ++i) {  // the free space moves by 1 MiB each way
+        std::ofstream(filler) << std::string(1u << 20, 'x');
+        (*st)->keep_min_free();
+        std::filesystem::remove(filler);
+        (*st)->keep_min_free();
+      }
+    }
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    std::size_t n = 0;
+    for (auto at = err.find("L3 store: capacity"); at != std::string::npos;
+         at = err.find("L3 store: capacity", at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(log_lines(512u << 10, "small"), 0u) << "a shortfall of a few MiB is not news";
+  EXPECT_EQ(log_lines(avail / 16, "large"), 1u) << "1/16 short: said once, not at every check";
 }
 
 // min_free_bytes: the store evicts so that its filesystem keeps that much free, and never
