@@ -1,9 +1,9 @@
 // The RocksDB store's flat index (storage/l3_index.hpp) against a model — a hash map and a
 // recency list — under random inserts, lookups, erasures and touches; records that stay
 // at their address while the table grows; the order after a load; and its heap per value
-// within what the store charges for it (index_bytes_per_value).
+// within what the store charges for it (index_bytes_per_value), read as the replayer's
+// memory figures are (glibc's heap in use).
 #include <gtest/gtest.h>
-#include <malloc.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +15,7 @@
 
 #include "storage/l3_index.hpp"
 #include "storage/rocksdb_store.hpp"
+#include "tools/replay/index_memory.hpp"
 
 namespace hc::test {
 namespace {
@@ -123,7 +124,7 @@ TEST(L3Index, ALoadIsOrderedBySequence) {
 }
 
 TEST(L3Index, HeapPerValueIsWithinItsCharge) {
-  if (::mallinfo2().uordblks == 0)
+  if (!replay::heap_accounting_works())
     GTEST_SKIP() << "the allocator does not report its heap in use (mallinfo2): a sanitizer "
                     "build replaces malloc";
   for (std::size_t key_bytes : {17u, 65u, 84u, 200u}) {
@@ -132,10 +133,7 @@ TEST(L3Index, HeapPerValueIsWithinItsCharge) {
     ks.reserve(n);
     for (std::uint64_t i = 0; i < n; ++i)
       ks.push_back(key_of(i, key_bytes));
-    const auto heap = [] {
-      const struct mallinfo2 m = ::mallinfo2();
-      return m.uordblks + m.hblkhd;
-    };
+    const auto heap = [] { return replay::heap_in_use(); };
     const std::size_t before = heap();
     {
       l3_index ix;
