@@ -1,5 +1,5 @@
 """What the scripts that measure a running hybridcached from outside share
-(bench_inspect_blocks.py, bench_kv_events_replay.py): a node of a given build on a private
+(bench_inspect_blocks.py, bench_kv_events_replay.py, bench_many_workers.py): a node of a given build on a private
 socket (tools/python/tests/node_process.py), its RSS and CPU time, and an instance filled
 with finished requests of random tokens through the Python package."""
 
@@ -17,7 +17,7 @@ def start(daemon, *args):
     Exits saying why when the build is missing."""
     if not os.access(daemon, os.X_OK):
         sys.exit(f"{daemon}: not an executable (build the release preset first)")
-    sys.path.insert(0, os.path.join(BUILD, "python"))
+    sys.path.insert(0, os.environ.get("HC_PYTHON_DIR", os.path.join(BUILD, "python")))
     sys.path.insert(0, os.path.join(ROOT, "tools/python/tests"))
     os.environ["HC_DAEMON"] = daemon
     import hybridcache

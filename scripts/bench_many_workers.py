@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""Steps per second and step latency with many workers at once (BENCHMARKS.md §4.11).
+
+N Python workers, each a thread with its own connection and its own instance (a model of
+its own, as tensor-parallel ranks or separate engines have), step for --seconds: create a
+256-token request, match it, abort it — a small step whose cost is the round trip. Each
+variant of --flags (hybridcached flags, "" = the defaults) runs for each count of
+--clients, alternating, --runs times. One JSON object per run on stdout:
+
+  /usr/bin/python3 scripts/bench_many_workers.py --clients 1 8 32 \\
+      --flags "" "--step-spin-us 0"
+
+HC_PYTHON_DIR names the package's directory when it is not the release build's
+(scripts/gpu-bundle.sh's bundle).
+"""
+
+import argparse
+import json
+import threading
+import time
+
+import node_probe
+
+
+def run(daemon, flags, clients, seconds):
+    node, hybridcache = node_probe.start(daemon, *flags.split())
+    cmd = hybridcache.cmd
+    latencies, errors = [], []
+    lock = threading.Lock()
+    stop_at = [0.0]  # set as the barrier lets everyone go: before any worker looks at it
+    start = threading.Barrier(clients + 1,
+                              action=lambda: stop_at.__setitem__(0, time.monotonic() + seconds))
+
+    def worker(i):
+        try:
+            with hybridcache.connect(socket=node.socket, timeout=60) as c:
+                spec = hybridcache.InstanceSpec()
+                spec.model_id, spec.kv_tokens, spec.ssm_slots = f"worker-{i}", 1 << 16, 64
+                with c.open(spec) as s:
+                    tokens = list(range(i * 1000, i * 1000 + 256))
+                    mine, req = [], 0
+                    start.wait()
+                    while time.monotonic() < stop_at[0]:
+                        req += 1
+                        t = time.perf_counter()
+                        s.step([cmd.Create(req=req, tokens=tokens), cmd.Match(req=req),
+                                cmd.Abort(req=req)])
+                        mine.append(time.perf_counter() - t)
+            with lock:
+                latencies.extend(mine)
+        except Exception as e:  # reported, not raised in a thread
+            with lock:
+                errors.append(repr(e))
+            start.abort()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    try:
+        start.wait()
+    except threading.BrokenBarrierError:
+        pass
+    for t in threads:
+        t.join()
+    node.stop()
+    if errors or not latencies:
+        return {"flags": flags, "clients": clients, "error": errors[:3] or ["no step ran"]}
+    latencies.sort()
+    pick = lambda q: round(latencies[min(len(latencies) - 1, int(len(latencies) * q))] * 1e6, 1)
+    return {"flags": flags, "clients": clients, "steps_per_s": round(len(latencies) / seconds),
+            "p50_us": pick(0.5), "p99_us": pick(0.99)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--daemon", default=node_probe.DAEMON)
+    ap.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
+    ap.add_argument("--flags", nargs="+", default=["", "--step-spin-us 0"],
+                    help='hybridcached flags per variant ("" = the defaults)')
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--runs", type=int, default=2)
+    a = ap.parse_args()
+    if min(a.clients) < 1 or a.seconds <= 0 or a.runs < 1:
+        ap.error("--clients, --seconds and --runs must be positive")
+    for n in a.clients:
+        for r in range(a.runs):
+            for flags in a.flags:
+                out = run(a.daemon, flags, n, a.seconds)
+                out["run"] = r
+                print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
