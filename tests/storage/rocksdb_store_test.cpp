@@ -220,6 +220,14 @@ std::vector<std::byte> numbered(int i, std::size_t n) {
   return v;
 }
 
+/// Opens the store of `cfg`, sets `count` values (numbered(i, n) under "i") and closes it.
+void fill_numbered(const rocksdb_store_config& cfg, int count, std::size_t n) {
+  auto st = rocksdb_store::open(cfg);
+  ASSERT_TRUE(st.ok()) << st.err().message;
+  for (int i = 0; i < count; ++i)
+    ASSERT_TRUE((*st)->set(l3_pool::kv_page, std::to_string(i), numbered(i, n)).ok());
+}
+
 // Segments of 64 KiB hold 8 payloads of 8 KiB (the index holds the headers): dropping values
 // empties some (removed at once) and leaves others mostly dead (compacted: their live values
 // move, byte for byte).
@@ -348,12 +356,7 @@ TEST(RocksdbStore, BytesDamagedWhileClosedAreNeverServed) {
   rocksdb_store_config cfg;
   cfg.path = dir.sub("l3");
   const std::size_t n = 8192, each = n + l3::value_header_bytes;
-  {
-    auto st = rocksdb_store::open(cfg);
-    ASSERT_TRUE(st.ok()) << st.err().message;
-    for (int i = 0; i < 4; ++i)
-      ASSERT_TRUE((*st)->set(l3_pool::kv_page, std::to_string(i), numbered(i, n)).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(fill_numbered(cfg, 4, n));
   std::string seg;
   for (const auto& f : std::filesystem::directory_iterator(cfg.path + "/values"))
     if (f.path().extension() == ".seg") seg = f.path().string();
@@ -585,12 +588,7 @@ TEST_P(CorruptIndex, FailsTheOpenOrIsMovedAsideAndTheStoreStartsEmpty) {
   temp_dir dir;
   rocksdb_store_config cfg;
   cfg.path = dir.sub("l3");
-  {
-    auto st = rocksdb_store::open(cfg);
-    ASSERT_TRUE(st.ok()) << st.err().message;
-    for (int i = 0; i < 100; ++i)
-      ASSERT_TRUE((*st)->set(l3_pool::kv_page, std::to_string(i), numbered(i, 512)).ok());
-  }  // closed: the records are in a table file
+  ASSERT_NO_FATAL_FAILURE(fill_numbered(cfg, 100, 512));  // closed: the records are in a table file
   garble(cfg.path + "/index", GetParam().prefix, GetParam().bytes);
 
   auto refused = rocksdb_store::open(cfg);
@@ -687,12 +685,8 @@ TEST(RocksdbStore, ACorruptionFoundReadingTheIndexIsMovedAsideToo) {
   temp_dir dir;
   rocksdb_store_config cfg;
   cfg.path = dir.sub("l3");
-  {
-    auto st = rocksdb_store::open(cfg);
-    ASSERT_TRUE(st.ok()) << st.err().message;
-    for (int i = 0; i < 5000; ++i)
-      ASSERT_TRUE((*st)->set(l3_pool::kv_page, std::to_string(i), numbered(i, 16)).ok());
-  }  // closed: the records are in a table file of many data blocks
+  // Closed: the records are in a table file of many data blocks.
+  ASSERT_NO_FATAL_FAILURE(fill_numbered(cfg, 5000, 16));
   for (const auto& f : std::filesystem::directory_iterator(cfg.path + "/index")) {
     if (f.path().extension() != ".sst") continue;
     const auto size = std::filesystem::file_size(f.path());
