@@ -11,11 +11,11 @@ namespace wc = wire_convert;
 /// The connection's event loop and call deadline, shared by the client and its sessions
 /// and stores (each keeps the loop alive while it lives).
 struct rpc_link {
-  std::shared_ptr<capnp::EzRpcClient> ez;
+  std::shared_ptr<wc::rpc_channel> channel;
   std::chrono::milliseconds deadline{0};
   template <class T>
   T wait(kj::Promise<T>&& p) {
-    return wc::wait_call(*ez, deadline, kj::mv(p));
+    return wc::wait_call(channel->ez, deadline, kj::mv(p));
   }
 };
 
@@ -36,13 +36,17 @@ result<std::unique_ptr<client>> client::connect(const std::string& address,
   auto c = wc::connect_node(address, token, call_timeout);
   if (!c) return c.err();
   auto p = std::make_unique<impl>();
-  p->link = std::make_shared<rpc_link>(rpc_link{std::move(c->ez), call_timeout});
+  p->link = std::make_shared<rpc_link>(rpc_link{std::move(c->channel), call_timeout});
   p->node = std::move(c->node);
   return std::unique_ptr<client>(new client(std::move(p)));
 }
 
 client::client(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 client::~client() = default;
+
+void client::sever() noexcept {
+  impl_->link->channel->sever();
+}
 
 void client::set_call_timeout(std::chrono::milliseconds t) noexcept {
   impl_->link->deadline = t;

@@ -2,7 +2,8 @@
 // hybridcache's C++ client library (CMake: find_package(hybridcache) ->
 // hybridcache::client). Synchronous: every call runs the RPC on the calling thread's kj
 // event loop and returns its result. A client and its sessions must be used from the
-// thread that created the client. Transport failures come back as errc::io_error; a call
+// thread that created the client, and destroyed there (client::sever is the one call
+// another thread may make). Transport failures come back as errc::io_error; a call
 // that missed the client's deadline (set_call_timeout) is cancelled and comes back as
 // errc::timeout, and the client stays usable.
 
@@ -121,6 +122,13 @@ class client {
   /// that timed out may still have run on the node.
   void set_call_timeout(std::chrono::milliseconds t) noexcept;
   client& operator=(const client&) = delete;
+  /// Shuts the connection's socket down, from any thread (not concurrently with the
+  /// client's destruction): the node sees the connection end and releases its sessions
+  /// and stores at once, and every later call of this client, its sessions and stores
+  /// fails with io_error. The objects must still be destroyed on the client's thread; for
+  /// an owner that cannot get back there (a binding whose object was dropped on another
+  /// thread).
+  void sever() noexcept;
 
   result<ping_reply> ping();
   result<std::unique_ptr<client_session>> open(const instance_spec& spec);

@@ -7,7 +7,9 @@
 #include <capnp/ez-rpc.h>
 #include <kj/async-io.h>
 #include <kj/exception.h>
+#include <kj/io.h>
 #include <kj/timer.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdint>
@@ -16,6 +18,7 @@
 
 #include "actors/common/status.hpp"
 #include "schema/convert.hpp"
+#include "schema/socket_connect.hpp"
 
 namespace hc::wire_convert {
 
@@ -84,34 +87,46 @@ T wait_call(capnp::EzRpcClient& ez, std::chrono::milliseconds deadline, kj::Prom
   }
 }
 
+/// A connection's socket and the Cap'n Proto client over it. The socket was connected
+/// here (connect_stream_socket), so the client does not own it: it is closed after the
+/// client is gone, and `sever` may shut it down from another thread meanwhile.
+struct rpc_channel {
+  kj::AutoCloseFd fd;
+  capnp::EzRpcClient ez;  // after fd: destroyed before the socket closes
+  explicit rpc_channel(kj::AutoCloseFd socket) : fd(kj::mv(socket)), ez(fd.get()) {}
+  /// Shuts the socket down both ways: the node sees the connection end and every later
+  /// call fails. Any thread, while the channel lives.
+  void sever() noexcept { (void)::shutdown(fd.get(), SHUT_RDWR); }
+};
+
 struct node_connection {
-  std::shared_ptr<capnp::EzRpcClient> ez;
+  std::shared_ptr<rpc_channel> channel;
   wire::CacheNode::Client node = nullptr;
 };
 
 /// address: "unix:/path" or "host:port"; a non-empty `token` logs in (TCP). `deadline`
-/// (> 0) bounds the login and the ping.
+/// (> 0) bounds the connect, the login and the ping, each.
 inline result<node_connection> connect_node(const std::string& address, const std::string& token,
                                             std::chrono::milliseconds deadline = {}) {
+  auto socket = connect_stream_socket(address, deadline);
+  if (!socket) return socket.err();
+  kj::AutoCloseFd fd(*socket);
   auto connected = guarded([&]() -> result<node_connection> {
     node_connection c;
-    c.ez = std::make_shared<capnp::EzRpcClient>(address.c_str());
-    c.node = c.ez->getMain<wire::CacheNode>();
+    c.channel = std::make_shared<rpc_channel>(kj::mv(fd));
+    c.node = c.channel->ez.getMain<wire::CacheNode>();
     if (!token.empty()) {
       auto req = c.node.loginRequest();
       req.setToken(text(token));
-      auto resp = wait_call(*c.ez, deadline, req.send());
+      auto resp = wait_call(c.channel->ez, deadline, req.send());
       if (resp.getError().getCode() != wire::ErrorCode::OK)
         return error{errc::invalid_argument,
                      "login refused: " + std::string(resp.getError().getMessage().cStr())};
       c.node = resp.getNode();
     }
-    // Fail fast when nothing listens (EzRpcClient connects lazily), or when the node
-    // needs a login this connection did not make. Also required for safety: in Cap'n Proto
-    // 0.9.2 an EzRpcClient destroyed with calls queued before it connected crashes the
-    // thread's next event-loop turn (fuzz_rpc found it), so no caller may hold a connection
-    // that has not answered once.
-    auto ping = wait_call(*c.ez, deadline, c.node.pingRequest().send());
+    // Fail fast when the node needs a login this connection did not make, or when what
+    // answers is not a node.
+    auto ping = wait_call(c.channel->ez, deadline, c.node.pingRequest().send());
     if (ping.getError().getCode() != wire::ErrorCode::OK) return get_error(ping.getError());
     return c;
   });

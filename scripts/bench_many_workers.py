@@ -4,17 +4,21 @@
 N Python workers, each a thread with its own connection and its own instance (a model of
 its own, as tensor-parallel ranks or separate engines have), step for --seconds: create a
 256-token request, match it, abort it — a small step whose cost is the round trip. Each
-variant of --flags (hybridcached flags, "" = the defaults) runs for each count of
---clients, alternating, --runs times. One JSON object per run on stdout:
+variant — a set of --flags (hybridcached flags, "" = the defaults) by each --io-thread
+(the workers' connect(io_thread=...): "yes", the default, or "no", calls on the worker's
+own thread) — runs for each count of --clients, alternating, --runs times. One JSON object
+per run on stdout:
 
   /usr/bin/python3 scripts/bench_many_workers.py --clients 1 8 32 \\
       --flags "" "--step-spin-us 0"
+  /usr/bin/python3 scripts/bench_many_workers.py --clients 1 8 --io-thread yes no
 
 HC_PYTHON_DIR names the package's directory when it is not the release build's
 (scripts/gpu-bundle.sh's bundle).
 """
 
 import argparse
+import itertools
 import json
 import threading
 import time
@@ -22,7 +26,7 @@ import time
 import node_probe
 
 
-def run(daemon, flags, clients, seconds):
+def run(daemon, flags, io_thread, clients, seconds):
     node, hybridcache = node_probe.start(daemon, *flags.split())
     cmd = hybridcache.cmd
     latencies, errors = [], []
@@ -33,7 +37,7 @@ def run(daemon, flags, clients, seconds):
 
     def worker(i):
         try:
-            with hybridcache.connect(socket=node.socket, timeout=60) as c:
+            with hybridcache.connect(socket=node.socket, timeout=60, io_thread=io_thread) as c:
                 spec = hybridcache.InstanceSpec()
                 spec.model_id, spec.kv_tokens, spec.ssm_slots = f"worker-{i}", 1 << 16, 64
                 with c.open(spec) as s:
@@ -63,11 +67,13 @@ def run(daemon, flags, clients, seconds):
     for t in threads:
         t.join()
     node.stop()
+    mode = "yes" if io_thread else "no"
     if errors or not latencies:
-        return {"flags": flags, "clients": clients, "error": errors[:3] or ["no step ran"]}
+        return {"flags": flags, "io_thread": mode, "clients": clients,
+                "error": errors[:3] or ["no step ran"]}
     latencies.sort()
     pick = lambda q: round(latencies[min(len(latencies) - 1, int(len(latencies) * q))] * 1e6, 1)
-    return {"flags": flags, "clients": clients, "steps_per_s": round(len(latencies) / seconds),
+    return {"flags": flags, "io_thread": mode, "clients": clients, "steps_per_s": round(len(latencies) / seconds),
             "p50_us": pick(0.5), "p99_us": pick(0.99)}
 
 
@@ -77,6 +83,8 @@ def main():
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     ap.add_argument("--flags", nargs="+", default=["", "--step-spin-us 0"],
                     help='hybridcached flags per variant ("" = the defaults)')
+    ap.add_argument("--io-thread", nargs="+", choices=["yes", "no"], default=["yes"],
+                    help="the workers' connect(io_thread=...) per variant")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--runs", type=int, default=2)
     a = ap.parse_args()
@@ -84,8 +92,8 @@ def main():
         ap.error("--clients, --seconds and --runs must be positive")
     for n in a.clients:
         for r in range(a.runs):
-            for flags in a.flags:
-                out = run(a.daemon, flags, n, a.seconds)
+            for flags, mode in itertools.product(a.flags, a.io_thread):
+                out = run(a.daemon, flags, mode == "yes", n, a.seconds)
                 out["run"] = r
                 print(json.dumps(out), flush=True)
 

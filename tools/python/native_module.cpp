@@ -2,37 +2,19 @@
 // sessions and steps with the protocol v2 command and result kinds, the L3 Store, and the
 // raw-address copies the SGLang backend moves pages with.
 //
-// Threading: hc::client is bound to the thread that created it (its kj event loop), so
-// every connection owns one I/O thread that creates the client and runs every call of the
-// connection, its sessions and its stores. A Python call posts its work to that thread and
-// waits with the GIL released; calls from several Python threads are queued in order. The
-// client cancels a call that got no answer within the connection's timeout (errc::timeout
-// -> hybridcache.Timeout) and stays usable; the Python side also stops waiting for a call
-// still queued behind others once its own deadline (timeout plus the queue's) passed.
-//
-// Fork: a child process has a copy of the connection's memory but not its I/O thread, and
-// shares its socket with the parent. A connection used in a child refuses the call
-// (hybridcache.Unavailable: connect again there) instead of waiting for a thread that is
-// not there, and what it owns is left as it is (never destroyed there: that would touch
-// the parent's event loop, or join a thread that does not exist).
-#include <pthread.h>
+// Threading and fork: call_site.hpp (a connection's calls run on an I/O thread of its own,
+// or on the thread that connected).
 #include <pybind11/operators.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <functional>
-#include <future>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -42,208 +24,15 @@
 #include "actors/common/status.hpp"
 #include "gpu/cuda_ipc_mapping.hpp"
 #include "schema/client.hpp"
+#include "tools/python/call_site.hpp"
+#include "tools/python/errors.hpp"
 
 namespace py = pybind11;
 
 namespace hc::python {
 namespace {
 
-// ---- errors: one C++ type per Python exception class ------------------------------------
-struct node_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-struct invalid_argument_error : node_error {
-  using node_error::node_error;
-};
-struct invalid_config_error : node_error {
-  using node_error::node_error;
-};
-struct out_of_memory_error : node_error {
-  using node_error::node_error;
-};
-struct not_found_error : node_error {
-  using node_error::node_error;
-};
-struct unavailable_error : node_error {
-  using node_error::node_error;
-};
-struct timeout_error : node_error {
-  using node_error::node_error;
-};
-
-[[noreturn]] void raise(const error& e) {
-  const std::string msg = std::string(to_string(e.code)) + ": " + e.message;
-  switch (e.code) {
-    case errc::invalid_argument:
-    case errc::parse_error:
-      throw invalid_argument_error(msg);
-    case errc::invalid_config:
-      throw invalid_config_error(msg);
-    case errc::out_of_memory:
-      throw out_of_memory_error(msg);
-    case errc::not_found:
-      throw not_found_error(msg);
-    case errc::io_error:
-      throw unavailable_error(msg);
-    case errc::timeout:
-      throw timeout_error(msg);
-    default:
-      throw node_error(msg);
-  }
-}
-
-template <class T>
-T value_or_raise(result<T>&& r) {
-  if (!r) raise(r.err());
-  return std::move(*r);
-}
-void ok_or_raise(const status& s) {
-  if (!s) raise(s.err());
-}
-
-// ---- fork ---------------------------------------------------------------------------------
-/// Forks of this process so far, as seen by the child (pthread_atfork).
-std::atomic<std::uint64_t> forks{0};
-
-/// A process-wide generation that changes in a forked child.
-std::uint64_t fork_generation() noexcept {
-  static const bool registered = [] {
-    ::pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); });
-    return true;
-  }();
-  (void)registered;
-  return forks.load(std::memory_order_relaxed);
-}
-
-/// Leaks what a forked child must not destroy (see the file comment).
-template <class T>
-void abandon(T&& x) {
-  new std::decay_t<T>(std::forward<T>(x));
-}
-
-// ---- the I/O thread ---------------------------------------------------------------------
-class io_thread {
- public:
-  io_thread() : thread_([this] { loop(); }) {}
-  /// REQUIRES: !forked() (a forked child abandons the object instead: its thread is not
-  /// there, its mutex and condition variable may be held by the parent's threads).
-  ~io_thread() {
-    {
-      std::lock_guard lk(mu_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-  io_thread(const io_thread&) = delete;
-  io_thread& operator=(const io_thread&) = delete;
-
-  /// True in a child forked after this thread started (the thread is not there).
-  bool forked() const noexcept { return generation_ != fork_generation(); }
-
-  /// Queues fn on the I/O thread without waiting (ignored once the thread stops; kept as
-  /// it is in a forked child).
-  void post(std::function<void()> fn) {
-    if (forked()) {
-      abandon(std::move(fn));
-      return;
-    }
-    {
-      std::lock_guard lk(mu_);
-      if (stop_) return;
-      queue_.emplace_back(std::move(fn));
-    }
-    cv_.notify_one();
-  }
-
-  /// Runs fn on the I/O thread; waits (GIL released by the caller) at most `timeout`.
-  template <class R>
-  R run(std::function<R()> fn, std::chrono::milliseconds timeout) {
-    if (forked()) {
-      abandon(std::move(fn));
-      throw unavailable_error(
-          "io_error: this connection was opened before the process forked; its I/O thread "
-          "and socket belong to the parent: connect again in this process");
-    }
-    auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
-    std::future<R> done = task->get_future();
-    {
-      std::lock_guard lk(mu_);
-      if (stop_) throw unavailable_error("io_error: the connection is closed");
-      queue_.emplace_back([task] { (*task)(); });
-    }
-    cv_.notify_one();
-    if (done.wait_for(timeout) != std::future_status::ready)
-      throw timeout_error("timeout: no answer within " + std::to_string(timeout.count()) +
-                          " ms (calls queued before it on this connection were slow; it "
-                          "still runs when its turn comes)");
-    return done.get();
-  }
-
- private:
-  void loop() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock lk(mu_);
-        cv_.wait(lk, [this] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping and nothing left
-        job = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      job();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stop_ = false;
-  const std::uint64_t generation_ = fork_generation();
-  std::thread thread_;  // last: starts after the members it uses
-};
-
-/// A connection: the I/O thread and the client it owns, shared by the Node and its
-/// Sessions. Tasks capture the connection by raw pointer: ~connection joins the I/O thread,
-/// which first runs every queued task, before the memory goes. Arguments are copied into
-/// the tasks (a task may outlive a call that timed out).
-struct connection {
-  std::chrono::milliseconds timeout{30000};
-  std::unique_ptr<client> c;  ///< created, used and destroyed on io's thread
-  std::unique_ptr<io_thread> io = std::make_unique<io_thread>();  // last: joined first
-
-  ~connection() {
-    if (io->forked()) {
-      (void)io.release();
-      (void)c.release();
-      return;
-    }
-    try {
-      py::gil_scoped_release unlocked;
-      io->run<int>(
-          [this] {
-            c.reset();
-            return 0;
-          },
-          std::chrono::milliseconds(10000));
-    } catch (...) {  // timed out: the queued reset still runs before the thread is joined
-    }
-  }
-
-  /// Runs fn on the I/O thread. The client bounds the call itself (timeout); the wait here
-  /// allows for calls queued before it as well (a backstop, never the usual way out).
-  template <class R>
-  R call(std::function<R()> fn) {
-    py::gil_scoped_release unlocked;
-    return io->run<R>(std::move(fn), 2 * timeout + std::chrono::milliseconds(1000));
-  }
-  client& live() {
-    if (!c) throw unavailable_error("io_error: not connected");
-    return *c;
-  }
-};
-
-/// A session's client object, only touched on the I/O thread.
+/// A session's client object, only touched where its connection's calls run.
 struct session_box {
   std::unique_ptr<client_session> s;
   client_session& live() {
@@ -257,8 +46,8 @@ class py_session {
   py_session(std::shared_ptr<connection> conn, std::shared_ptr<session_box> box)
       : conn_(std::move(conn)), box_(std::move(box)) {}
   ~py_session() {
-    // Closes it on the node, on the I/O thread, without waiting.
-    if (!closed_) conn_->io->post([box = box_] { box->s.reset(); });
+    // Closes it on the node, where the connection's calls run, without waiting.
+    if (!closed_) conn_->post([box = box_] { box->s.reset(); });
   }
 
   std::vector<command_result> step(std::vector<command> cmds) {
@@ -302,6 +91,7 @@ class py_session {
   }
   void close() {
     if (closed_) return;
+    conn_->check_caller();  // another thread's close changes nothing: the drop still releases
     closed_ = true;
     conn_->call<int>([box = box_] {
       if (!box->s) return 0;
@@ -319,7 +109,7 @@ class py_session {
   bool closed_ = false;  ///< Python side (under the GIL)
 };
 
-/// A store's client object, only touched on the I/O thread.
+/// A store's client object, only touched where its connection's calls run.
 struct store_box {
   std::unique_ptr<client_store> s;
   client_store& live() {
@@ -351,7 +141,7 @@ class py_store {
            std::uint64_t bytes)
       : conn_(std::move(conn)), box_(std::move(box)), name_(std::move(name)), bytes_(bytes) {}
   ~py_store() {
-    if (!closed_) conn_->io->post([box = box_] { box->s.reset(); });
+    if (!closed_) conn_->post([box = box_] { box->s.reset(); });
   }
 
   std::pair<std::uint32_t, std::vector<std::uint32_t>> exists(std::vector<std::string> keys,
@@ -378,6 +168,7 @@ class py_store {
   }
   void close() {
     if (closed_) return;
+    conn_->check_caller();  // another thread's close changes nothing: the drop still releases
     closed_ = true;
     conn_->call<int>([box = box_] {
       box->s.reset();
@@ -396,12 +187,17 @@ class py_store {
   bool closed_ = false;  ///< Python side (under the GIL)
 };
 
+std::shared_ptr<connection> make_connection(double timeout_s, bool io_thread) {
+  if (!(timeout_s > 0)) throw invalid_argument_error("invalid_argument: timeout must be > 0");
+  return std::make_shared<connection>(
+      io_thread ? call_site::io_thread : call_site::calling_thread,
+      std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000)));
+}
+
 class py_node {
  public:
-  py_node(std::string address, std::string token, double timeout_s)
-      : conn_(std::make_shared<connection>()) {
-    if (!(timeout_s > 0)) throw invalid_argument_error("invalid_argument: timeout must be > 0");
-    conn_->timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000));
+  py_node(std::string address, std::string token, double timeout_s, bool io_thread)
+      : conn_(make_connection(timeout_s, io_thread)) {
     connection* c = conn_.get();
     c->call<int>([c, address = std::move(address), token = std::move(token)] {
       c->c = value_or_raise(client::connect(address, token, c->timeout));
@@ -439,7 +235,7 @@ class py_node {
         return std::pair<std::string, std::uint64_t>{box->s->arena_name(), box->s->arena().size()};
       });
     } catch (const timeout_error&) {
-      c->io->post([box] { box->s.reset(); });
+      c->post([box] { box->s.reset(); });
       throw;
     }
     return std::make_unique<py_store>(conn_, std::move(box), arena.first, arena.second);
@@ -453,7 +249,7 @@ class py_node {
         return 0;
       });
     } catch (const timeout_error&) {
-      c->io->post([box] { box->s.reset(); });  // a late open is closed on the I/O thread
+      c->post([box] { box->s.reset(); });  // a late open is closed where calls run
       throw;
     }
     return std::make_unique<py_session>(conn_, std::move(box));
@@ -877,8 +673,8 @@ PYBIND11_MODULE(_native, m) {
       py::arg("buffer"), py::arg("offsets"), py::arg("addresses"), py::arg("lengths"),
       "Copies buffer[offsets[i]:][:lengths[i]] to addresses[i] (GIL released).");
   py::class_<py_node>(m, "Node", "A connection to a node (see hybridcache.connect).")
-      .def(py::init<const std::string&, const std::string&, double>(), py::arg("address"),
-           py::arg("token"), py::arg("timeout"))
+      .def(py::init<const std::string&, const std::string&, double, bool>(), py::arg("address"),
+           py::arg("token"), py::arg("timeout"), py::arg("io_thread") = true)
       .def("ping", &py_node::ping)
       .def("stats", &py_node::stats)
       .def("inspect", &py_node::inspect, py::arg("blocks") = false)

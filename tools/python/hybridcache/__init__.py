@@ -23,7 +23,8 @@ Errors are exceptions derived from `hybridcache.Error` (one class per error fami
 every call releases the GIL while it waits and gives up after the connection's timeout
 (`hybridcache.Timeout`; the call is cancelled and the connection stays usable). A
 connection may be used from several threads: its calls are queued on the connection's own
-I/O thread.
+I/O thread. A connection made with ``io_thread=False`` runs its calls on the thread that
+made it instead — a third less time per small call — and only that thread may use it.
 """
 
 from __future__ import annotations
@@ -414,13 +415,23 @@ class Node:
 
 
 def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
-            token_file: Optional[str] = None, timeout: float = 30.0) -> Node:
+            token_file: Optional[str] = None, timeout: float = 30.0,
+            io_thread: bool = True) -> Node:
     """Connects to a node.
 
     socket: the node's Unix socket (default ``DEFAULT_SOCKET`` when ``tcp`` is not given).
     tcp: ``"host:port"`` of a node serving TCP; needs ``token_file`` (the shared secret).
     timeout: seconds the connect and every call wait at most (raises ``Timeout``; the call
         is cancelled and the connection stays usable); must be > 0.
+    io_thread: True (the default): the connection's calls run on an I/O thread of its own,
+        so any thread may use it and its sessions and stores. False: calls run on the
+        calling thread, which saves handing each call to that thread and back (two thread
+        wake-ups: ~30 µs of a ~100 µs ping on a 2-vCPU host, BENCHMARKS.md §4.12) — and
+        only the thread that connected may use the connection, its sessions and stores
+        (another thread's call raises InvalidArgument). For one connection per thread, as
+        ``hybridcache.sglang`` keeps. What another thread drops is closed by the owning
+        thread at its next call or when it ends; a connection dropped by another thread is
+        shut down at once (the node releases its sessions and stores).
     Raises Unavailable when no node answers, InvalidArgument for bad arguments.
     """
     if socket is not None and tcp is not None:
@@ -434,4 +445,4 @@ def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
         address = tcp
     else:
         address = "unix:" + (socket or DEFAULT_SOCKET)
-    return Node(_native.Node(address, token, float(timeout)))
+    return Node(_native.Node(address, token, float(timeout), bool(io_thread)))

@@ -264,8 +264,9 @@ class HybridCacheStorage(_Base):
         if time.monotonic() < getattr(self._local, "retry_at", 0.0):
             return None
         try:
+            # One connection per thread, so its calls run on this thread (no hand-over).
             node = _hc.connect(socket=self._socket, tcp=self._tcp, token_file=self._token_file,
-                               timeout=self._timeout)
+                               timeout=self._timeout, io_thread=False)
             try:
                 link = _Link(node, node.store(self._identity_now()))
             except BaseException:

@@ -1,0 +1,151 @@
+#include "schema/socket_connect.hpp"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <thread>
+#include <utility>
+
+namespace hc::wire_convert {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+/// Milliseconds left until `due` for poll(): -1 without a deadline, 0 once it passed.
+int poll_ms(std::optional<steady::time_point> due) {
+  if (!due) return -1;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*due - steady::now()).count();
+  return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
+}
+
+error system_error(const std::string& what, int err) {
+  return {errc::io_error, what + ": " + std::strerror(err)};
+}
+
+/// Closes the descriptor unless released.
+struct fd_guard {
+  int fd;
+  ~fd_guard() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() { return std::exchange(fd, -1); }
+};
+
+/// Connects the non-blocking socket `fd` to `sa`, waiting for the connect to finish.
+status connect_until(int fd, const sockaddr* sa, socklen_t len,
+                     std::optional<steady::time_point> due, const std::string& what,
+                     std::chrono::milliseconds deadline) {
+  const auto late = [&] {
+    return status{errc::timeout, "could not connect to " + what + " within " +
+                                     std::to_string(deadline.count()) + " ms"};
+  };
+  for (;;) {
+    if (::connect(fd, sa, len) == 0) return {};
+    if (errno == EINPROGRESS || errno == EINTR) break;  // finishing in the background
+    // A Unix socket whose listener's backlog is full: the kernel says try again.
+    if (errno != EAGAIN) return system_error("connect to " + what, errno);
+    if (due && steady::now() >= *due) return late();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  pollfd p{fd, POLLOUT, 0};
+  for (;;) {
+    const int n = ::poll(&p, 1, poll_ms(due));
+    if (n > 0) break;
+    if (n == 0) return late();
+    if (errno != EINTR) return system_error("connect to " + what, errno);
+  }
+  int err = 0;
+  socklen_t err_len = sizeof err;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0) err = errno;
+  if (err != 0) return system_error("connect to " + what, err);
+  return {};
+}
+
+result<int> connect_unix(const std::string& path, std::optional<steady::time_point> due,
+                         std::chrono::milliseconds deadline) {
+  const std::string what = "unix:" + path;
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof sa.sun_path)
+    return error{errc::invalid_argument, what + ": a Unix socket path must have 1 to " +
+                                             std::to_string(sizeof sa.sun_path - 1) +
+                                             " bytes, this one has " + std::to_string(path.size())};
+  std::memcpy(sa.sun_path, path.data(), path.size());
+  fd_guard fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+  if (fd.fd < 0) return system_error("socket for " + what, errno);
+  if (status s = connect_until(fd.fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa, due, what,
+                               deadline);
+      !s)
+    return s.err();
+  return fd.release();
+}
+
+result<int> connect_tcp(const std::string& address, std::optional<steady::time_point> due,
+                        std::chrono::milliseconds deadline) {
+  std::string host, port;
+  if (!address.empty() && address.front() == '[') {  // [IPv6]:port
+    const auto close = address.find("]:");
+    if (close != std::string::npos) {
+      host = address.substr(1, close - 1);
+      port = address.substr(close + 2);
+    }
+  } else if (const auto colon = address.rfind(':'); colon != std::string::npos) {
+    host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+    if (host.find(':') != std::string::npos) host.clear();  // a bare IPv6 address
+  }
+  if (host.empty() || port.empty() || !std::all_of(port.begin(), port.end(), [](unsigned char ch) {
+        return std::isdigit(ch) != 0;
+      }))
+    return error{
+        errc::invalid_argument,
+        "address \"" + address + "\": expected unix:PATH or HOST:PORT (an IPv6 host in brackets)"};
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0)
+    return error{errc::io_error, "resolve " + address + ": " + ::gai_strerror(rc)};
+  error last{errc::io_error, "resolve " + address + ": no address"};
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    fd_guard fd{
+        ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol)};
+    if (fd.fd < 0) {
+      last = system_error("socket for " + address, errno);
+      continue;
+    }
+    if (status s = connect_until(fd.fd, a->ai_addr, a->ai_addrlen, due, address, deadline); !s) {
+      last = s.err();
+      if (last.code == errc::timeout) break;
+      continue;
+    }
+    const int one = 1;
+    (void)::setsockopt(fd.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ::freeaddrinfo(found);
+    return fd.release();
+  }
+  ::freeaddrinfo(found);
+  return last;
+}
+
+}  // namespace
+
+result<int> connect_stream_socket(const std::string& address, std::chrono::milliseconds deadline) {
+  std::optional<steady::time_point> due;
+  if (deadline.count() > 0) due = steady::now() + deadline;
+  if (address.rfind("unix:", 0) == 0) return connect_unix(address.substr(5), due, deadline);
+  return connect_tcp(address, due, deadline);
+}
+
+}  // namespace hc::wire_convert

@@ -1,0 +1,23 @@
+#pragma once
+// Internal to schema/: the client's socket to a node, connected here rather than by kj so
+// that the client owns the descriptor — kj's connect keeps it to itself, and a client must
+// be able to shut its connection down from another thread (client::sever). TCP sockets get
+// TCP_NODELAY, as kj's own do.
+//
+// Thread safety: a plain function; it blocks the calling thread for the connect.
+
+#include <chrono>
+#include <string>
+
+#include "actors/common/status.hpp"
+
+namespace hc::wire_convert {
+
+/// A connected, non-blocking, close-on-exec stream socket for `address` — "unix:PATH" or
+/// "HOST:PORT" (a name, an IPv4 address or an [IPv6] one) — which the caller closes.
+/// Waits at most `deadline` for the connect (0: as long as the kernel does). Errors:
+/// invalid_argument for an address of neither form, timeout when the deadline passed,
+/// io_error naming the address and the system's reason otherwise.
+result<int> connect_stream_socket(const std::string& address, std::chrono::milliseconds deadline);
+
+}  // namespace hc::wire_convert

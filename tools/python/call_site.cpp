@@ -1,0 +1,221 @@
+#include "tools/python/call_site.hpp"
+
+#include <pthread.h>
+
+namespace py = pybind11;
+
+namespace hc::python {
+
+// ---- fork ---------------------------------------------------------------------------------
+namespace {
+/// Forks of this process so far, as seen by the child (pthread_atfork).
+std::atomic<std::uint64_t> forks{0};
+}  // namespace
+
+std::uint64_t fork_generation() noexcept {
+  static const bool registered = [] {
+    ::pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); });
+    return true;
+  }();
+  (void)registered;
+  return forks.load(std::memory_order_relaxed);
+}
+
+// ---- the I/O thread ---------------------------------------------------------------------
+io_thread::io_thread() : thread_([this] { loop(); }) {}
+
+io_thread::~io_thread() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void io_thread::post(std::function<void()> fn) {
+  if (forked()) {
+    abandon(std::move(fn));
+    return;
+  }
+  {
+    std::lock_guard lk(mu_);
+    if (stop_) return;
+    queue_.emplace_back(std::move(fn));
+  }
+  cv_.notify_one();
+}
+
+void io_thread::loop() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping and nothing left
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    job();
+  }
+}
+
+// ---- the home thread ----------------------------------------------------------------------
+namespace {
+
+/// Runs each job (releases: their errors have nowhere to go) and destroys it, here.
+void run_all(std::vector<std::function<void()>>& jobs) noexcept {
+  for (auto& job : jobs) {
+    try {
+      job();
+    } catch (...) {
+    }
+    job = nullptr;  // what it captured goes on this thread too
+  }
+  jobs.clear();
+}
+
+/// The calling thread's home_thread; ends it when the thread ends.
+struct home_slot {
+  std::shared_ptr<home_thread> home;
+  ~home_slot() {
+    if (home) home->end();
+  }
+};
+thread_local home_slot this_thread_home;
+
+}  // namespace
+
+std::shared_ptr<home_thread> home_thread::current() {
+  if (!this_thread_home.home) this_thread_home.home = std::make_shared<home_thread>();
+  return this_thread_home.home;
+}
+
+bool home_thread::is_current() const noexcept {
+  return this_thread_home.home.get() == this;
+}
+
+bool home_thread::ended() {
+  std::lock_guard lk(mu_);
+  return ended_;
+}
+
+bool home_thread::defer(std::function<void()> fn) {
+  std::lock_guard lk(mu_);
+  if (ended_) return false;
+  deferred_.push_back(std::move(fn));
+  pending_.store(true, std::memory_order_release);
+  return true;
+}
+
+void home_thread::run_deferred() {
+  if (!pending_.load(std::memory_order_acquire)) return;
+  std::vector<std::function<void()>> jobs;
+  {
+    std::lock_guard lk(mu_);
+    jobs.swap(deferred_);
+    pending_.store(false, std::memory_order_relaxed);
+  }
+  run_all(jobs);
+}
+
+void home_thread::end() {
+  if (generation_ != fork_generation()) {
+    // A forked child's copy: the jobs would close the parent's connections, and the
+    // mutex may have been held by a thread of the parent.
+    abandon(std::move(deferred_));
+    return;
+  }
+  std::vector<std::function<void()>> jobs;
+  {
+    std::lock_guard lk(mu_);
+    ended_ = true;
+    jobs.swap(deferred_);
+    pending_.store(false, std::memory_order_relaxed);
+  }
+  run_all(jobs);
+}
+
+// ---- the connection -----------------------------------------------------------------------
+connection::connection(call_site where, std::chrono::milliseconds timeout) : timeout(timeout) {
+  if (where == call_site::calling_thread)
+    home_ = home_thread::current();
+  else
+    io_ = std::make_unique<io_thread>();
+}
+
+connection::~connection() {
+  if (home_) {
+    if (forked()) {
+      (void)c.release();
+      return;
+    }
+    if (!c) return;
+    if (home_->is_current()) {
+      py::gil_scoped_release unlocked;
+      home_->run_deferred();
+      c.reset();
+      return;
+    }
+    // Dropped by another thread: end the connection now (the node releases what it held)
+    // and leave the objects to their thread — or to no one, if it has ended.
+    c->sever();
+    std::shared_ptr<client> owned(c.release());
+    if (!home_->defer([owned]() mutable { owned.reset(); })) abandon(std::move(owned));
+    return;
+  }
+  if (io_->forked()) {
+    (void)io_.release();
+    (void)c.release();
+    return;
+  }
+  try {
+    py::gil_scoped_release unlocked;
+    io_->run<int>(
+        [this] {
+          c.reset();
+          return 0;
+        },
+        std::chrono::milliseconds(10000));
+  } catch (...) {  // timed out: the queued reset still runs before the thread is joined
+  }
+}
+
+void connection::check_caller() {
+  if (!home_) return;
+  if (forked())
+    throw unavailable_error(
+        "io_error: this connection was opened before the process forked; its socket "
+        "belongs to the parent: connect again in this process");
+  if (home_->is_current()) return;
+  if (home_->ended())
+    throw unavailable_error(
+        "io_error: the thread that made this connection (io_thread=False) has ended, and "
+        "its calls ran on that thread: connect again");
+  throw invalid_argument_error(
+      "invalid_argument: this connection was made with io_thread=False on another thread; "
+      "only that thread may use it and its sessions and stores (connect with "
+      "io_thread=True to share a connection between threads)");
+}
+
+void connection::post(std::function<void()> fn) {
+  if (!home_) {
+    io_->post(std::move(fn));
+    return;
+  }
+  if (forked()) {
+    abandon(std::move(fn));
+    return;
+  }
+  if (home_->is_current()) {
+    py::gil_scoped_release unlocked;
+    try {
+      fn();
+    } catch (...) {  // a release: nowhere to report it
+    }
+    return;
+  }
+  if (!home_->defer(fn)) abandon(std::move(fn));
+}
+
+}  // namespace hc::python

@@ -1,0 +1,189 @@
+#pragma once
+// Internal to hybridcache._native: where a connection's calls run.
+//
+// hc::client is bound to the thread that created it (its kj event loop) and must be
+// destroyed there. A connection runs its calls one of two ways (hybridcache.connect's
+// `io_thread`):
+//
+// - On an I/O thread of its own (the default). Any Python thread may call: a call posts
+//   its work to that thread and waits with the GIL released; calls of several threads are
+//   queued in order. The hand-over costs two thread wake-ups per call. The client cancels a
+//   call that got no answer within the connection's timeout (errc::timeout ->
+//   hybridcache.Timeout) and stays usable; the Python side also stops waiting for a call
+//   still queued behind others once its own deadline (timeout plus the queue's) passed.
+// - On the calling thread. The client lives on the thread that connected (its "home") and
+//   only that thread may call (another gets InvalidArgument). What another thread drops —
+//   the last reference to a session, a store or the connection — cannot be destroyed
+//   there: it is deferred to the home thread, which runs it before its next call or when
+//   it ends; a connection dropped elsewhere is severed as well (its socket shut down at
+//   once, so the node releases its sessions and stores without waiting for that).
+//
+// Fork: a child process has a copy of the connection's memory but not its I/O thread, and
+// shares its socket with the parent. A connection used in a child refuses the call
+// (hybridcache.Unavailable: connect again there) instead of waiting for a thread that is
+// not there, and what it owns is left as it is (never destroyed there: that would touch
+// the parent's event loop, or join a thread that does not exist).
+//
+// Thread safety: a connection's members are called with the GIL held; post/defer are the
+// cross-thread paths and lock what they share.
+
+#include <pybind11/pybind11.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "schema/client.hpp"
+#include "tools/python/errors.hpp"
+
+namespace hc::python {
+
+/// A process-wide generation that changes in a forked child.
+std::uint64_t fork_generation() noexcept;
+
+/// Leaks what must not be destroyed here (a forked child's copy, or what belongs to a
+/// thread that has ended).
+template <class T>
+void abandon(T&& x) {
+  new std::decay_t<T>(std::forward<T>(x));
+}
+
+/// A connection's own thread; runs queued jobs in order.
+class io_thread {
+ public:
+  io_thread();
+  /// REQUIRES: !forked() (a forked child abandons the object instead: its thread is not
+  /// there, its mutex and condition variable may be held by the parent's threads).
+  ~io_thread();
+  io_thread(const io_thread&) = delete;
+  io_thread& operator=(const io_thread&) = delete;
+
+  /// True in a child forked after this thread started (the thread is not there).
+  bool forked() const noexcept { return generation_ != fork_generation(); }
+
+  /// Queues fn on the I/O thread without waiting (ignored once the thread stops; kept as
+  /// it is in a forked child).
+  void post(std::function<void()> fn);
+
+  /// Runs fn on the I/O thread; waits (GIL released by the caller) at most `timeout`.
+  template <class R>
+  R run(std::function<R()> fn, std::chrono::milliseconds timeout) {
+    if (forked()) {
+      abandon(std::move(fn));
+      throw unavailable_error(
+          "io_error: this connection was opened before the process forked; its I/O thread "
+          "and socket belong to the parent: connect again in this process");
+    }
+    auto task = std::make_shared<std::packaged_task<R()>>(std::move(fn));
+    std::future<R> done = task->get_future();
+    {
+      std::lock_guard lk(mu_);
+      if (stop_) throw unavailable_error("io_error: the connection is closed");
+      queue_.emplace_back([task] { (*task)(); });
+    }
+    cv_.notify_one();
+    if (done.wait_for(timeout) != std::future_status::ready)
+      throw timeout_error("timeout: no answer within " + std::to_string(timeout.count()) +
+                          " ms (calls queued before it on this connection were slow; it "
+                          "still runs when its turn comes)");
+    return done.get();
+  }
+
+ private:
+  void loop();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stop_ = false;
+  const std::uint64_t generation_ = fork_generation();
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+/// A thread that owns connections made with io_thread=False: what other threads leave it
+/// to destroy waits here until its next call or its end.
+class home_thread {
+ public:
+  /// The calling thread's (made on its first use).
+  static std::shared_ptr<home_thread> current();
+  bool is_current() const noexcept;
+  /// True once the thread has ended.
+  bool ended();
+  /// From another thread: fn runs on this thread before its next call, or when it ends.
+  /// False (fn not kept) once the thread has ended.
+  bool defer(std::function<void()> fn);
+  /// On this thread: runs what other threads deferred to it.
+  void run_deferred();
+  /// At the thread's end (from its thread_local slot): runs the rest, refuses later defers.
+  void end();
+
+ private:
+  std::mutex mu_;
+  std::vector<std::function<void()>> deferred_;
+  std::atomic<bool> pending_{false};
+  bool ended_ = false;
+  const std::uint64_t generation_ = fork_generation();
+};
+
+/// Where a connection's calls run.
+enum class call_site { io_thread, calling_thread };
+
+/// A connection: where its calls run and the client they use, shared by the Node and its
+/// Sessions and Stores. Jobs may capture the connection by raw pointer: it outlives them
+/// (~connection runs or joins every queued job first). Arguments are copied into the
+/// jobs (a job may outlive a call that timed out).
+class connection {
+ public:
+  connection(call_site where, std::chrono::milliseconds timeout);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  /// Every call's deadline (the client's; the I/O thread's wait allows for the queue too).
+  const std::chrono::milliseconds timeout;
+  /// Created, used and destroyed where calls run.
+  std::unique_ptr<client> c;
+
+  /// Runs fn where calls run, the GIL released; its exceptions reach the caller.
+  template <class R>
+  R call(std::function<R()> fn) {
+    if (home_) {
+      check_caller();
+      pybind11::gil_scoped_release unlocked;
+      home_->run_deferred();
+      return fn();
+    }
+    pybind11::gil_scoped_release unlocked;
+    return io_->run<R>(std::move(fn), 2 * timeout + std::chrono::milliseconds(1000));
+  }
+  /// Runs fn where calls run without waiting for it: a release (closing a session or a
+  /// store) that any thread's drop may start.
+  void post(std::function<void()> fn);
+  client& live() {
+    if (!c) throw unavailable_error("io_error: not connected");
+    return *c;
+  }
+  /// Throws (changing nothing) when the calling thread may not call: another thread than
+  /// the home one, or a forked child (calling-thread mode; the I/O thread's own checks
+  /// come with the call).
+  void check_caller();
+
+ private:
+  bool forked() const noexcept { return generation_ != fork_generation(); }
+
+  std::shared_ptr<home_thread> home_;  ///< calling-thread mode
+  const std::uint64_t generation_ = fork_generation();
+  std::unique_ptr<io_thread> io_;  ///< I/O-thread mode; last: joined first
+};
+
+}  // namespace hc::python
