@@ -24,7 +24,8 @@ every call releases the GIL while it waits and gives up after the connection's t
 (`hybridcache.Timeout`; the call is cancelled and the connection stays usable). A
 connection may be used from several threads: its calls are queued on the connection's own
 I/O thread. A connection made with ``io_thread=False`` runs its calls on the thread that
-made it instead — a third less time per small call — and only that thread may use it.
+made it instead — no hand-over to that thread and back per call — and only that thread
+may use it.
 """
 
 from __future__ import annotations
@@ -426,9 +427,10 @@ def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
     io_thread: True (the default): the connection's calls run on an I/O thread of its own,
         so any thread may use it and its sessions and stores. False: calls run on the
         calling thread, which saves handing each call to that thread and back (two thread
-        wake-ups: ~30 µs of a ~100 µs ping on a 2-vCPU host, BENCHMARKS.md §4.12) — and
-        only the thread that connected may use the connection, its sessions and stores
-        (another thread's call raises InvalidArgument). For one connection per thread, as
+        wake-ups, ~24 µs on a 2-vCPU VM: 5-36 % more calls per second for one worker there,
+        up to 70 % for eight, BENCHMARKS.md §4.12), and only the thread that connected may
+        use the connection, its sessions and stores (another thread's call raises
+        InvalidArgument). For one connection per thread, as
         ``hybridcache.sglang`` keeps. What another thread drops is closed by the owning
         thread at its next call or when it ends; a connection dropped by another thread is
         shut down at once (the node releases its sessions and stores).

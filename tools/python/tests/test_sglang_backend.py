@@ -361,6 +361,48 @@ class SGLangBackendTest(unittest.TestCase):
         self.assertTrue(all(self.same_page(kv, a, a + 20) for a in range(10)))
         self.assertGreaterEqual(backend.get_stats().reconnects, 1)
 
+    def test_close_releases_every_threads_store_at_once(self):
+        # Each thread's link runs its calls on that thread (io_thread=False), so close() on
+        # another one cannot close them there: it drops them, which shuts their sockets
+        # down, and the node releases each thread's Store and arena while the threads live
+        # on, idle (as SGLang's storage threads are at shutdown).
+        backend, _, _, _ = self.attach()
+        keys = chain_keys(2, seed=12)
+        prefix = "hybridcache-%d-store-" % self.node.proc.pid
+
+        def arenas():
+            return sum(1 for n in os.listdir("/dev/shm") if n.startswith(prefix))
+
+        before = arenas()
+        linked, finish = threading.Barrier(4), threading.Event()
+        errors = []
+
+        def user():
+            try:
+                backend.batch_exists(keys)  # this thread's link
+            except Exception as e:  # reported below, in the test's thread
+                errors.append(repr(e))
+            linked.wait(30)
+            finish.wait(120)  # alive, and no call again (well past the test's own wait)
+
+        threads = [threading.Thread(target=user) for _ in range(3)]
+        for t in threads:
+            t.start()
+        try:
+            linked.wait(30)
+            self.assertEqual(errors, [])
+            self.assertEqual(arenas(), before + 3, "a Store (and arena) per thread")
+            backend.close()
+            give_up = time.monotonic() + 30  # a hang guard: the node learns it on its own
+            while arenas() > before and time.monotonic() < give_up:
+                time.sleep(0.01)
+            self.assertEqual(arenas(), before, "close() left the threads' Stores open")
+            self.assertEqual(backend.batch_exists(keys), 0, "a closed backend answers misses")
+        finally:
+            finish.set()
+            for t in threads:
+                t.join()
+
     def test_a_batch_larger_than_the_arena_is_split_and_an_oversize_value_refused(self):
         backend, _, kv, mamba = self.attach()
         self.assertLess(ARENA, BATCH * kv.page_bytes(), "batches above take several trips")
