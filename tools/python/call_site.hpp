@@ -45,18 +45,9 @@
 
 #include "schema/client.hpp"
 #include "tools/python/errors.hpp"
+#include "tools/python/home_thread.hpp"
 
 namespace hc::python {
-
-/// A process-wide generation that changes in a forked child.
-std::uint64_t fork_generation() noexcept;
-
-/// Leaks what must not be destroyed here (a forked child's copy, or what belongs to a
-/// thread that has ended).
-template <class T>
-void abandon(T&& x) {
-  new std::decay_t<T>(std::forward<T>(x));
-}
 
 /// A connection's own thread; runs queued jobs in order.
 class io_thread {
@@ -108,31 +99,6 @@ class io_thread {
   bool stop_ = false;
   const std::uint64_t generation_ = fork_generation();
   std::thread thread_;  // last: starts after the members it uses
-};
-
-/// A thread that owns connections made with io_thread=False: what other threads leave it
-/// to destroy waits here until its next call or its end.
-class home_thread {
- public:
-  /// The calling thread's (made on its first use).
-  static std::shared_ptr<home_thread> current();
-  bool is_current() const noexcept;
-  /// True once the thread has ended.
-  bool ended();
-  /// From another thread: fn runs on this thread before its next call, or when it ends.
-  /// False (fn not kept) once the thread has ended.
-  bool defer(std::function<void()> fn);
-  /// On this thread: runs what other threads deferred to it.
-  void run_deferred();
-  /// At the thread's end (from its thread_local slot): runs the rest, refuses later defers.
-  void end();
-
- private:
-  std::mutex mu_;
-  std::vector<std::function<void()>> deferred_;
-  std::atomic<bool> pending_{false};
-  bool ended_ = false;
-  const std::uint64_t generation_ = fork_generation();
 };
 
 /// Where a connection's calls run.
