@@ -14,15 +14,9 @@
 #include "monitoring/prometheus_metrics.hpp"
 #include "schema/client.hpp"
 #include "schema/server/rpc_server.hpp"
+#include "tests/support/metric_value.hpp"
 
 namespace hc::test {
-
-/// The value of one series in Prometheus text (`name{labels}` as exposed), -1 if absent.
-inline double metric_value(const prometheus_metrics& m, const std::string& series) {
-  const std::string text = m.text();
-  const auto at = text.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
-}
 
 inline std::string unique_socket_path() {
   static std::atomic<int> n{0};

@@ -1,0 +1,158 @@
+// prometheus_metrics: what each call records is in the exposition under its series — the
+// series the hot paths resolve once (every step, every match) and the ones added on use
+// (a label value not known beforehand) — and an instance's pool gauges go with it.
+
+#include "monitoring/prometheus_metrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/metric_value.hpp"
+
+namespace hc::test {
+namespace {
+
+struct PrometheusMetrics : ::testing::Test {
+  prometheus_metrics m;
+  double at(const std::string& series) const { return metric_value(m, series); }
+};
+
+TEST_F(PrometheusMetrics, MatchesInsertsEvictionsAndOpsLandInTheirSeries) {
+  m.l1_match(100, 50);
+  m.l1_match(20, 0);
+  EXPECT_EQ(at(R"(hybridcache_match_requests_total{tier="l1"})"), 2);
+  EXPECT_EQ(at(R"(hybridcache_hit_tokens_total{component="kv",tier="l1"})"), 120);
+  EXPECT_EQ(at(R"(hybridcache_hit_tokens_total{component="ssm",tier="l1"})"), 50);
+  m.l2_hit(64);
+  EXPECT_EQ(at(R"(hybridcache_match_requests_total{tier="l2"})"), 1);
+  EXPECT_EQ(at(R"(hybridcache_hit_tokens_total{component="kv",tier="l2"})"), 64);
+  EXPECT_EQ(at(R"(hybridcache_hit_tokens_total{component="ssm",tier="l2"})"), 64);
+  m.prefetch("truncated", 32, 16, 0.01);
+  m.prefetch("revoked", 0, 0, 0);
+  EXPECT_EQ(at(R"(hybridcache_prefetch_total{outcome="truncated"})"), 1);
+  EXPECT_EQ(at(R"(hybridcache_prefetch_total{outcome="revoked"})"), 1);
+  EXPECT_EQ(at(R"(hybridcache_match_requests_total{tier="l3"})"), 1);
+  EXPECT_EQ(at(R"(hybridcache_hit_tokens_total{component="kv",tier="l3"})"), 32);
+  EXPECT_EQ(at(R"(hybridcache_hit_tokens_total{component="ssm",tier="l3"})"), 16);
+  EXPECT_EQ(at("hybridcache_prefetch_seconds_count"), 1);
+
+  m.inserted_tokens(7);
+  m.inserted_tokens(5);
+  EXPECT_EQ(at("hybridcache_inserted_tokens_total"), 12);
+  m.evicted("pressure", 10, 1);
+  m.evicted("explicit", 3, 2);
+  EXPECT_EQ(at(R"(hybridcache_evicted_tokens_total{reason="pressure"})"), 10);
+  EXPECT_EQ(at(R"(hybridcache_evicted_slots_total{reason="pressure"})"), 1);
+  EXPECT_EQ(at(R"(hybridcache_evicted_tokens_total{reason="explicit"})"), 3);
+  EXPECT_EQ(at(R"(hybridcache_evicted_slots_total{reason="explicit"})"), 2);
+  m.tombstones("split", 4);
+  EXPECT_EQ(at(R"(hybridcache_tombstones_created_total{cause="split"})"), 4);
+  EXPECT_EQ(at(R"(hybridcache_tombstones_created_total{cause="eviction"})"), 0);
+  m.forward_ops(1, 2, 3);
+  EXPECT_EQ(at(R"(hybridcache_forward_ops_total{op="snapshot"})"), 1);
+  EXPECT_EQ(at(R"(hybridcache_forward_ops_total{op="clear"})"), 2);
+  EXPECT_EQ(at(R"(hybridcache_forward_ops_total{op="cow"})"), 3);
+  m.command_error("match");
+  EXPECT_EQ(at(R"(hybridcache_command_errors_total{command="match"})"), 1);
+  EXPECT_EQ(at(R"(hybridcache_command_errors_total{command="finish"})"), 0);
+}
+
+TEST_F(PrometheusMetrics, RpcsBackupsAndFaultsLandInTheirSeries) {
+  m.rpc("step", 2e-5);
+  m.rpc("step", 3e-5);
+  m.rpc("ping", 1e-6);
+  EXPECT_EQ(at(R"(hybridcache_rpc_latency_seconds_count{method="step"})"), 2);
+  EXPECT_EQ(at(R"(hybridcache_rpc_latency_seconds_count{method="ping"})"), 1);
+  EXPECT_EQ(at(R"(hybridcache_rpc_latency_seconds_count{method="open"})"), 0);
+  EXPECT_EQ(at(R"(hybridcache_rpc_latency_seconds_bucket{method="step",le="2.5e-05"})"), 1);
+  m.backup(0.5, false);
+  m.backup(0.5, true);
+  m.backup(0.5, true);
+  EXPECT_EQ(at(R"(hybridcache_backup_seconds_count{result="ok"})"), 1);
+  EXPECT_EQ(at(R"(hybridcache_backup_seconds_count{result="failed"})"), 2);
+  m.fault("l3_full");
+  EXPECT_EQ(at(R"(hybridcache_faults_total{kind="l3_full"})"), 1);
+  m.fence_wait(1e-3);
+  EXPECT_EQ(at("hybridcache_forward_fence_wait_seconds_count"), 1);
+}
+
+// A label value the node did not know beforehand still gets its series, added on use.
+TEST_F(PrometheusMetrics, AValueNotKnownBeforehandGetsASeriesOfItsOwn) {
+  EXPECT_EQ(at(R"(hybridcache_rpc_latency_seconds_count{method="later"})"), -1);
+  m.rpc("later", 1e-3);
+  EXPECT_EQ(at(R"(hybridcache_rpc_latency_seconds_count{method="later"})"), 1);
+  m.fault("later_fault");
+  m.fault("later_fault");
+  EXPECT_EQ(at(R"(hybridcache_faults_total{kind="later_fault"})"), 2);
+  m.evicted("later_reason", 9, 8);
+  EXPECT_EQ(at(R"(hybridcache_evicted_tokens_total{reason="later_reason"})"), 9);
+  m.command_error("later_command");
+  EXPECT_EQ(at(R"(hybridcache_command_errors_total{command="later_command"})"), 1);
+}
+
+TEST_F(PrometheusMetrics, AnInstancesPoolGaugesFollowItAndGoWhenItCloses) {
+  pool_gauges g;
+  g.kv_capacity = 4096;
+  g.kv_used = 100;
+  g.kv_evictable = 60;
+  g.kv_protected = 40;
+  g.slot_capacity = 64;
+  g.slot_used = 3;
+  g.slot_evictable = 2;
+  g.slot_protected = 1;
+  m.pools(7, g);
+  m.pools(8, g);
+  g.kv_used = 200;
+  g.slot_used = 5;
+  m.pools(7, g);
+  EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="7",state="capacity"})"), 4096);
+  EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="7",state="used"})"), 200);
+  EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="7",state="evictable"})"), 60);
+  EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="7",state="protected"})"), 40);
+  EXPECT_EQ(at(R"(hybridcache_ssm_pool_slots{instance="7",state="capacity"})"), 64);
+  EXPECT_EQ(at(R"(hybridcache_ssm_pool_slots{instance="7",state="used"})"), 5);
+  EXPECT_EQ(at(R"(hybridcache_ssm_pool_slots{instance="7",state="evictable"})"), 2);
+  EXPECT_EQ(at(R"(hybridcache_ssm_pool_slots{instance="7",state="protected"})"), 1);
+  EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="8",state="used"})"), 100);
+
+  m.instance_closed(7);
+  EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="7",state="used"})"), -1);
+  EXPECT_EQ(at(R"(hybridcache_ssm_pool_slots{instance="7",state="capacity"})"), -1);
+  EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="8",state="used"})"), 100)
+      << "another instance's series stay";
+  m.pools(7, g);  // an id seen again gets its series again
+  EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="7",state="used"})"), 200);
+}
+
+// Instances' actors set their gauges from several threads while others open and close.
+TEST_F(PrometheusMetrics, PoolGaugesOfManyInstancesFromManyThreads) {
+  std::vector<std::thread> ts;
+  for (std::uint64_t t = 0; t < 4; ++t)
+    ts.emplace_back([this, t] {
+      pool_gauges g;
+      for (std::uint64_t i = 0; i < 500; ++i) {
+        const std::uint64_t instance = 100 * t + i % 10;
+        g.kv_used = i;
+        m.pools(instance, g);
+        m.l1_match(1, 1);
+        m.rpc("step", 1e-5);
+        if (i % 7 == 0) m.instance_closed(instance);
+      }
+      g.kv_used = 1000 + t;
+      m.pools(100 * t, g);
+    });
+  for (auto& t : ts)
+    t.join();
+  EXPECT_EQ(at(R"(hybridcache_match_requests_total{tier="l1"})"), 2000);
+  EXPECT_EQ(at(R"(hybridcache_rpc_latency_seconds_count{method="step"})"), 2000);
+  for (std::uint64_t t = 0; t < 4; ++t)
+    EXPECT_EQ(at("hybridcache_kv_pool_tokens{instance=\"" + std::to_string(100 * t) +
+                 "\",state=\"used\"}"),
+              1000 + t);
+}
+
+}  // namespace
+}  // namespace hc::test
