@@ -1,17 +1,23 @@
 // home_thread (tools/python): work other threads leave to the thread that owns an object
 // runs there — at its next run_deferred or when it ends — exactly once, and is refused
-// once the thread has ended. Built without Python, so the sanitizer presets (ASan, TSan)
-// check the cross-thread paths the Python extension takes.
+// once the thread has ended; a forked child does not take over a home with connections. Built
+// without Python, so the sanitizer presets (ASan, TSan) check the cross-thread paths the Python
+// extension takes.
 
 #include "tools/python/home_thread.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <future>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "tools/python/errors.hpp"
 
 namespace hc::python {
 namespace {
@@ -120,6 +126,37 @@ TEST(HomeThread, ConcurrentDefersEachRunOnceOnTheOwner) {
   owner.join();
   EXPECT_EQ(runs.load(), producers * per_producer);
   EXPECT_EQ(off_owner.load(), 0);
+}
+
+// A forked child's copy of a thread's home: with connections on it, their event loop is the
+// parent's, so a new one is refused; without, the child gets a home of its own.
+TEST(HomeThread, AForkedChildGetsAHomeOfItsOwnOnlyWithoutTheParentsConnections) {
+  for (const bool with_connection : {true, false}) {
+    auto home = home_thread::current();
+    if (with_connection) home->connection_made();
+    const pid_t pid = ::fork();
+    if (pid == 0) {  // an exit code per outcome; nothing may escape the child
+      int code = 0;
+      try {
+        auto mine = home_thread::current();
+        code = with_connection ? 1 : (mine != home && mine->is_current() ? 0 : 2);
+      } catch (const unavailable_error& e) {
+        code = with_connection && std::string(e.what()).find("fork") != std::string::npos ? 0 : 3;
+      } catch (...) {
+        code = 4;
+      }
+      ::_exit(code);
+    }
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0)
+        << (with_connection ? "with" : "without") << " a connection: 1 not refused, 2 not a "
+        << "home of its own, 3 the error does not say why, 4 another error";
+    if (with_connection) home->connection_gone();
+    EXPECT_EQ(home_thread::current(), home) << "the parent keeps its home";
+  }
 }
 
 TEST(HomeThread, EachThreadHasItsOwn) {

@@ -45,9 +45,10 @@ void io_thread::loop() {
 
 // ---- the connection -----------------------------------------------------------------------
 connection::connection(call_site where, std::chrono::milliseconds timeout) : timeout(timeout) {
-  if (where == call_site::calling_thread)
+  if (where == call_site::calling_thread) {
     home_ = home_thread::current();
-  else
+    home_->connection_made();
+  } else
     io_ = std::make_unique<io_thread>();
 }
 
@@ -57,18 +58,25 @@ connection::~connection() {
       (void)c.release();
       return;
     }
-    if (!c) return;
     if (home_->is_current()) {
-      py::gil_scoped_release unlocked;
-      home_->run_deferred();
-      c.reset();
+      if (c) {
+        py::gil_scoped_release unlocked;
+        home_->run_deferred();
+        c.reset();
+      }
+      home_->connection_gone();
       return;
     }
     // Dropped by another thread: end the connection now (the node releases what it held)
     // and leave the objects to their thread — or to no one, if it has ended.
-    c->sever();
+    if (c) c->sever();
     std::shared_ptr<client> owned(c.release());
-    if (!home_->defer([owned]() mutable { owned.reset(); })) abandon(std::move(owned));
+    auto home = home_;
+    if (!home_->defer([owned, home]() mutable {
+          owned.reset();
+          home->connection_gone();
+        }))
+      abandon(std::move(owned));
     return;
   }
   if (io_->forked()) {

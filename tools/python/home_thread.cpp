@@ -1,5 +1,7 @@
 #include "tools/python/home_thread.hpp"
 
+#include "tools/python/errors.hpp"
+
 #include <pthread.h>
 
 namespace hc::python {
@@ -46,8 +48,18 @@ thread_local home_slot this_thread_home;
 }  // namespace
 
 std::shared_ptr<home_thread> home_thread::current() {
-  if (!this_thread_home.home) this_thread_home.home = std::make_shared<home_thread>();
-  return this_thread_home.home;
+  std::shared_ptr<home_thread>& slot = this_thread_home.home;
+  if (slot && slot->generation_ != fork_generation()) {  // the parent's, copied by a fork
+    if (slot->live_.load(std::memory_order_relaxed) > 0)
+      throw unavailable_error(
+          "io_error: this thread had connections with io_thread=False when the process "
+          "forked, and their event loop (shared by every such connection of the thread) "
+          "belongs to the parent: connect with io_thread=True here, or from a new thread");
+    abandon(std::move(slot));  // never destroyed here: its jobs are the parent's
+    slot = nullptr;
+  }
+  if (!slot) slot = std::make_shared<home_thread>();
+  return slot;
 }
 
 bool home_thread::is_current() const noexcept {

@@ -32,8 +32,16 @@ void abandon(T&& x) {
 /// what other threads leave it waits here until its next call or its end.
 class home_thread {
  public:
-  /// The calling thread's (made on its first use).
+  /// The calling thread's (made on its first use). In a child forked while this thread
+  /// had connections (their clients share the thread's kj event loop, which the child has
+  /// a copy of — the parent's epoll instance itself): throws unavailable_error, since a new
+  /// connection here would register its socket there. Without such connections the
+  /// thread's copied home is left as it is and a fresh one made.
   static std::shared_ptr<home_thread> current();
+  /// A connection (its client) made on this thread, and its client destroyed; the count
+  /// current() looks at after a fork.
+  void connection_made() noexcept { live_.fetch_add(1, std::memory_order_relaxed); }
+  void connection_gone() noexcept { live_.fetch_sub(1, std::memory_order_relaxed); }
   bool is_current() const noexcept;
   /// True once the thread has ended.
   bool ended();
@@ -49,6 +57,7 @@ class home_thread {
   std::mutex mu_;
   std::vector<std::function<void()>> deferred_;
   std::atomic<bool> pending_{false};
+  std::atomic<int> live_{0};  ///< connection_made less connection_gone
   bool ended_ = false;
   const std::uint64_t generation_ = fork_generation();
 };

@@ -433,7 +433,9 @@ def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
         InvalidArgument). For one connection per thread, as
         ``hybridcache.sglang`` keeps. What another thread drops is closed by the owning
         thread at its next call or when it ends; a connection dropped by another thread is
-        shut down at once (the node releases its sessions and stores).
+        shut down at once (the node releases its sessions and stores). In a forked child,
+        the thread that forked cannot make one while it had some at the fork (Unavailable:
+        their event loop is the parent's).
     Raises Unavailable when no node answers, InvalidArgument for bad arguments.
     """
     if socket is not None and tcp is not None:

@@ -1,6 +1,7 @@
 """Connections made with ``io_thread=False`` against a real hybridcached: calls on the
 connecting thread, other threads refused, what another thread drops closed by the owning
-thread (at its next call or its end), and a connection dropped elsewhere severed at once."""
+thread (at its next call or its end), and a connection dropped elsewhere severed at once.
+(A forked child: test_node.py, both settings.)"""
 
 import os
 import threading
@@ -136,36 +137,6 @@ class CallingThreadTest(OwnNodeTest):
         # This thread, their owner, goes on: it runs what was left to it at its next call.
         with self.connect() as node:
             self.assertEqual(node.ping().protocol_version, 2)
-
-    def test_a_forked_child_is_refused_and_the_parent_goes_on(self):
-        node = self.connect()
-        s = node.open(small_spec("py-fork"))
-        pid = os.fork()
-        if pid == 0:  # the child: an exit code per failure, nothing raised past os._exit
-            code = 0
-            try:
-                try:
-                    node.ping()
-                    code = 1
-                except hybridcache.Unavailable as e:
-                    code = 0 if "fork" in str(e) else 2
-                if code == 0:
-                    try:
-                        s.step([cmd.Check()])
-                        code = 3
-                    except hybridcache.Unavailable:
-                        pass
-                del s, node  # left alone here
-            except BaseException:
-                code = 5
-            os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        self.assertEqual(os.waitstatus_to_exitcode(status), 0,
-                         "1/3: the child's call went out on the parent's socket, 2: its error "
-                         "does not say why, 5: it raised")
-        self.assertTrue(s.step([cmd.Check(full=True)])[0].body.sanity)
-        s.close()
-        node.close()
 
 
 if __name__ == "__main__":

@@ -326,12 +326,24 @@ class NodeTest(OwnNodeTest):
             self.assertEqual(node.inspect()["sessions"], 0)
 
     def test_a_forked_child_connects_again_and_the_parent_goes_on(self):
+        for io_thread in (True, False):  # calls on the connection's thread or the caller's
+            with self.subTest(io_thread=io_thread):
+                self.check_a_forked_child(io_thread)
+
+    def connect_and_step(self, io_thread):
+        with hybridcache.connect(socket=self.node_process.socket, timeout=30,
+                                 io_thread=io_thread) as fresh:
+            with fresh.open(small_spec("py-fork")) as mine:
+                return mine.step([cmd.Check()])[0].ok
+
+    def check_a_forked_child(self, io_thread):
         # A child has the connection's memory but not its I/O thread, and shares its socket
         # with the parent: its calls once waited out the timeout, and releasing the objects
         # there aborted the child (a join of a thread it does not have).
         # Timeouts as hang guards only (a loaded 2-vCPU CI box can take seconds to open):
         # the child must fail at once, not after them.
-        node = hybridcache.connect(socket=self.node_process.socket, timeout=30)
+        node = hybridcache.connect(socket=self.node_process.socket, timeout=30,
+                                   io_thread=io_thread)
         s = node.open(small_spec("py-fork"))
         pid = os.fork()
         if pid == 0:  # the child: an exit code per failure, nothing raised past os._exit
@@ -348,11 +360,24 @@ class NodeTest(OwnNodeTest):
                         code = 3
                     except hybridcache.Unavailable:
                         pass
-                if code == 0:
-                    with hybridcache.connect(socket=self.node_process.socket, timeout=30) as fresh:
-                        with fresh.open(small_spec("py-fork")) as mine:
-                            if not mine.step([cmd.Check()])[0].ok:
-                                code = 4
+                if code == 0 and not io_thread:
+                    # This thread's io_thread=False connections share one event loop, the
+                    # parent's (its epoll instance is the parent's too): a new one here
+                    # is refused, saying so; a new thread's is its own.
+                    try:
+                        self.connect_and_step(io_thread=False)
+                        code = 6
+                    except hybridcache.Unavailable as e:
+                        code = 0 if "fork" in str(e) else 7
+                    if code == 0:
+                        result = []
+                        t = threading.Thread(
+                            target=lambda: result.append(self.connect_and_step(False)))
+                        t.start()
+                        t.join()
+                        code = 0 if result == [True] else 8
+                if code == 0 and not self.connect_and_step(io_thread=True):
+                    code = 4
                 del s, node  # their objects are left alone here, without waiting
             except BaseException:
                 code = 5
@@ -360,7 +385,9 @@ class NodeTest(OwnNodeTest):
         _, status = os.waitpid(pid, 0)
         self.assertEqual(os.waitstatus_to_exitcode(status), 0,
                          "1/3: the child's call went out on the parent's socket, 2: its error "
-                         "does not say why, 4: a new connection failed there, 5: it raised")
+                         "does not say why, 4/8: a new connection failed there, 5: it raised, "
+                         "6/7: a new io_thread=False connection on the forking thread was not "
+                         "refused / its error does not say why")
         self.assertEqual(node.ping().protocol_version, 2)
         self.assertTrue(s.step([cmd.Check(full=True)])[0].body.sanity)
         s.close()
