@@ -94,15 +94,14 @@ TEST_F(PrometheusMetrics, AValueNotKnownBeforehandGetsASeriesOfItsOwn) {
 }
 
 TEST_F(PrometheusMetrics, AnInstancesPoolGaugesFollowItAndGoWhenItCloses) {
-  pool_gauges g;
-  g.kv_capacity = 4096;
-  g.kv_used = 100;
-  g.kv_evictable = 60;
-  g.kv_protected = 40;
-  g.slot_capacity = 64;
-  g.slot_used = 3;
-  g.slot_evictable = 2;
-  g.slot_protected = 1;
+  pool_gauges g{.kv_capacity = 4096,
+                .kv_used = 100,
+                .kv_evictable = 60,
+                .kv_protected = 40,
+                .slot_capacity = 64,
+                .slot_used = 3,
+                .slot_evictable = 2,
+                .slot_protected = 1};
   m.pools(7, g);
   m.pools(8, g);
   g.kv_used = 200;
