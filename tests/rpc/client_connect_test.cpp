@@ -19,6 +19,7 @@
 
 #include "schema/client.hpp"
 #include "schema/socket_connect.hpp"
+#include "tests/support/inspect_until.hpp"
 #include "tests/support/node_fixture.hpp"
 
 namespace hc::test {
@@ -156,18 +157,10 @@ TEST(SocketConnect, AConnectThatCannotFinishEndsAtItsDeadline) {
 
 struct ClientSever : node_fixture {};
 
-/// The node's open sessions, polled until `want` (each poll a round trip; the 60 s bound is
-/// a hang guard, not a timing assertion).
+/// The node's open sessions once they are `want` (or after inspect_until's hang guard).
 int sessions_until(client& watcher, int want) {
-  int now = -1;
-  const auto give_up = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < give_up) {
-    auto doc = watcher.inspect();
-    if (!doc.ok()) return -1;
-    now = nlohmann::json::parse(*doc)["sessions"].get<int>();
-    if (now == want) break;
-  }
-  return now;
+  const auto doc = inspect_until(watcher, [want](const auto& d) { return d["sessions"] == want; });
+  return doc.contains("sessions") ? doc["sessions"].get<int>() : -1;
 }
 
 // A binding whose client was dropped on another thread severs it there: the node releases

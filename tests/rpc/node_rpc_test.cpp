@@ -31,28 +31,13 @@
 #include "gpu/shm_region.hpp"
 #include "schema/convert.hpp"
 #include "tests/support/commands.hpp"
+#include "tests/support/inspect_until.hpp"
 #include "tests/support/node_fixture.hpp"
 #include "tests/support/raw_tcp.hpp"
 #include "tests/support/tree_fixture.hpp"
 
 namespace hc::test {
 namespace {
-
-/// Polls inspect (no sleeps: each poll is a round trip through the node) until `pred(doc)`
-/// holds; returns the last document. For what the node learns on its own (a connection
-/// that dropped); the 60 s bound is a hang guard, not a timing assertion.
-template <class Pred>
-nlohmann::json inspect_until(client& c, Pred pred) {
-  nlohmann::json doc;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < give_up) {
-    auto d = c.inspect();
-    if (!d.ok()) break;
-    doc = nlohmann::json::parse(*d);
-    if (pred(doc)) break;
-  }
-  return doc;
-}
 
 /// The node's inspect document, read once.
 nlohmann::json inspect_now(client& c) {
