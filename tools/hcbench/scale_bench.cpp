@@ -18,7 +18,9 @@
 //                              Beside the matches, their floor (key_floor_*): the read an
 //                              exact match cannot skip — each node key on the conversation's
 //                              path, from where the tree keeps it, compared with the prompt
-//                              (in cache) by memcmp, the path walked from the leaf up.
+//                              (in cache) by memcmp, the path walked from the leaf up;
+//                              and the same with every line of those keys prefetched
+//                              first (key_floor_prefetched_*).
 //
 //   BM_BlockReadByFootprint/mib:N   the key floor's read alone: a memcmp of a random
 //                              14 KiB block of an N MiB buffer, as the cached footprint grows.
@@ -101,13 +103,48 @@ void BM_Scale(benchmark::State& st) {
   // Their p50 / p99 become the counters match_p50_us, ..., evict_p99_us.
   bench::call_latencies match_us(st, "match_", calls),
       match_in_cache_us(st, "match_prompt_in_cache_", calls), insert_us(st, "insert_", calls),
-      evict_us(st, "evict_", calls), key_floor_us(st, "key_floor_", calls);
+      evict_us(st, "evict_", calls), key_floor_us(st, "key_floor_", calls),
+      key_floor_prefetched_us(st, "key_floor_prefetched_", calls);
   std::vector<token_id> prompt;
   std::vector<const radix_node*> path;
   prompt.reserve(conv_tokens);
   // 2,000 matches of random whole conversations. With `in_cache`, each prompt as a worker's
   // request brings it: just written (here copied, untimed, into one reused buffer), so in
   // the CPU's caches — only the tree's side of the compare comes from memory.
+  auto time_key_floor = [&](bench::call_latencies& into, bool prefetch) {
+    for (std::size_t i = 0; i < calls; ++i) {
+      const std::size_t c = rng() % keys.size();
+      prompt.assign(keys[c].begin(), keys[c].end());
+      if (!cache.tree().valid(leaves[c])) {
+        st.SkipWithError("a conversation's leaf went away");
+        return false;
+      }
+      const auto t0 = clk::now();
+      path.clear();
+      for (const radix_node* x = leaves[c].node; x->parent != nullptr; x = x->parent)
+        path.push_back(x);
+      if (prefetch)
+        for (const radix_node* x : path) {
+          const auto* bytes = reinterpret_cast<const char*>(x->key.data());
+          for (std::size_t b = 0; b < x->key.size() * sizeof(token_id); b += 64)
+            __builtin_prefetch(bytes + b);
+        }
+      std::size_t at = 0;
+      bool same = true;
+      for (auto it = path.rbegin(); it != path.rend(); ++it) {
+        const std::vector<token_id>& k = (*it)->key;
+        same &= std::memcmp(k.data(), prompt.data() + at, k.size() * sizeof(token_id)) == 0;
+        at += k.size();
+      }
+      const auto t1 = clk::now();
+      if (!same || at != prompt.size()) {
+        st.SkipWithError("the path's keys do not spell the conversation");
+        return false;
+      }
+      into.add(micros(t0, t1));
+    }
+    return true;
+  };
   auto time_matches = [&](bench::call_latencies& into, bool in_cache) {
     for (std::size_t i = 0; i < calls; ++i) {
       const auto& key = keys[rng() % keys.size()];
@@ -130,31 +167,11 @@ void BM_Scale(benchmark::State& st) {
     // tree's keys of its conversation where the tree keeps them — the read any index of
     // exact 4-byte tokens makes — with no child lookup, id copy or recency refresh. The
     // matches above changed nothing (whole conversations match to their leaves, unsplit).
-    for (std::size_t i = 0; i < calls; ++i) {
-      const std::size_t c = rng() % keys.size();
-      prompt.assign(keys[c].begin(), keys[c].end());
-      if (!cache.tree().valid(leaves[c])) {
-        st.SkipWithError("a conversation's leaf went away");
-        return;
-      }
-      const auto t0 = clk::now();
-      path.clear();
-      for (const radix_node* x = leaves[c].node; x->parent != nullptr; x = x->parent)
-        path.push_back(x);
-      std::size_t at = 0;
-      bool same = true;
-      for (auto it = path.rbegin(); it != path.rend(); ++it) {
-        const std::vector<token_id>& k = (*it)->key;
-        same &= std::memcmp(k.data(), prompt.data() + at, k.size() * sizeof(token_id)) == 0;
-        at += k.size();
-      }
-      const auto t1 = clk::now();
-      if (!same || at != prompt.size()) {
-        st.SkipWithError("the path's keys do not spell the conversation");
-        return;
-      }
-      key_floor_us.add(micros(t0, t1));
-    }
+    // Twice: by memcmp alone (key_floor_*), and with every line of the path's keys asked
+    // for before the first compare (key_floor_prefetched_*: the fastest this read was
+    // found to go here, BENCHMARKS.md §2.2.4).
+    if (!time_key_floor(key_floor_us, false) || !time_key_floor(key_floor_prefetched_us, true))
+      return;
     for (std::size_t i = 0; i < calls; ++i) {
       const std::size_t c = rng() % keys.size();
       match_result m = cache.tree().match(0, keys[c]);
