@@ -15,6 +15,11 @@ hit query, ``batch_set_v2`` / ``batch_get_v2`` for the Mamba state of a node and
 ``batch_set_v1`` / ``batch_get_v1`` (``interface_v1``) or ``batch_set`` / ``batch_get``
 (without it) for the KV pages.
 
+Each thread that calls connects on its first call (its own connection, Store and arena;
+its calls run on it, ``io_thread=False``); the link is closed when the thread ends — on
+that thread, so a pool's ended threads leave nothing open on the node — and every live
+one at ``close()``.
+
 Data path: a page crosses the process boundary once each way. Setting, its bytes are
 copied from SGLang's host pool (the pointers of ``get_page_buffer_meta``, or the flat page
 tensor of the v0 calls) into this thread's Store arena, node-owned shared memory, and the
@@ -54,6 +59,7 @@ import dataclasses
 import logging
 import threading
 import time
+import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import hybridcache as _hc
@@ -204,7 +210,10 @@ class HybridCacheStorage(_Base):
 
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._links: List[_Link] = []
+        # Every thread's live link, for close(). Weak: a link belongs to its thread's
+        # self._local, so when the thread ends its link goes with it, there (its connection
+        # closes on the thread that made it) — a pool's ended threads leave no Store open.
+        self._links: weakref.WeakSet[_Link] = weakref.WeakSet()
         self._down_logged = False
         self._closed = False
         self.stats = StorageStats()
@@ -277,7 +286,7 @@ class HybridCacheStorage(_Base):
             self._note_down(e)
             return None
         with self._lock:
-            self._links.append(link)
+            self._links.add(link)
             if self._down_logged:
                 self._down_logged = False
                 self.stats.reconnects += 1
@@ -301,8 +310,7 @@ class HybridCacheStorage(_Base):
             self._local.link = None
             self._local.retry_at = time.monotonic() + self._retry
             with self._lock:
-                if link in self._links:
-                    self._links.remove(link)
+                self._links.discard(link)
             link.drop()
             self._note_down(e)
         else:
@@ -614,7 +622,7 @@ class HybridCacheStorage(_Base):
         """Drops every thread's connection; later calls answer misses."""
         with self._lock:
             self._closed = True
-            links, self._links = self._links, []
+            links, self._links = list(self._links), weakref.WeakSet()
         for link in links:
             link.drop()
         self._local = threading.local()

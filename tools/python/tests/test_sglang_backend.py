@@ -403,6 +403,44 @@ class SGLangBackendTest(unittest.TestCase):
             for t in threads:
                 t.join()
 
+    def test_a_thread_that_ends_releases_its_store(self):
+        # A thread's link lives as long as the thread: when it ends, its Store and arena
+        # are released on the node with the backend still open (threads come and go in a
+        # pool; before, every ended thread's link stayed open until close()).
+        backend, _, _, _ = self.attach()
+        keys = chain_keys(2, seed=13)
+        prefix = "hybridcache-%d-store-" % self.node.proc.pid
+
+        def arenas():
+            return sum(1 for n in os.listdir("/dev/shm") if n.startswith(prefix))
+
+        at_start = arenas()
+        self.assertEqual(backend.batch_exists(keys), 0)  # the test thread's own link stays
+        before = arenas()
+        errors = []
+
+        def user():
+            try:
+                backend.batch_exists(keys)  # this thread's link, its Store and arena
+                errors.append(None if arenas() == before + 1 else "no arena while linked")
+            except Exception as e:  # reported below, in the test's thread
+                errors.append(repr(e))
+
+        for _ in range(3):  # one after another, as a pool replaces its threads
+            t = threading.Thread(target=user)
+            t.start()
+            t.join()
+            give_up = time.monotonic() + 30  # a hang guard: the node learns it on its own
+            while arenas() > before and time.monotonic() < give_up:
+                time.sleep(0.01)
+            self.assertEqual(arenas(), before, "an ended thread's Store is still open")
+        self.assertEqual(errors, [None, None, None])
+        self.assertEqual(backend.batch_exists(keys), 0, "the backend serves on")
+        backend.close()
+        give_up = time.monotonic() + 30  # the next test counts arenas too
+        while arenas() > at_start and time.monotonic() < give_up:
+            time.sleep(0.01)
+
     def test_a_batch_larger_than_the_arena_is_split_and_an_oversize_value_refused(self):
         backend, _, kv, mamba = self.attach()
         self.assertLess(ARENA, BATCH * kv.page_bytes(), "batches above take several trips")
