@@ -97,6 +97,19 @@ class SGLangBackendTest(unittest.TestCase):
             for c in mamba.conv_buffer:
                 c[slot].copy_(torch.randn(c[slot].shape, generator=g).to(c.dtype))
 
+    def store_arenas(self):
+        """Store arenas the node has in /dev/shm (one per open Store)."""
+        prefix = "hybridcache-%d-store-" % self.node.proc.pid
+        return sum(1 for n in os.listdir("/dev/shm") if n.startswith(prefix))
+
+    def wait_for_arenas(self, at_most):
+        """Waits until the node has at most that many arenas (it learns of a closed
+        connection on its own), 30 s at most (a hang guard); returns how many it has."""
+        give_up = time.monotonic() + 30
+        while self.store_arenas() > at_most and time.monotonic() < give_up:
+            time.sleep(0.01)
+        return self.store_arenas()
+
     @staticmethod
     def same_page(kv, a, b):
         return torch.equal(kv.get_data_page(a * PAGE).view(torch.int16),
@@ -368,12 +381,7 @@ class SGLangBackendTest(unittest.TestCase):
         # on, idle (as SGLang's storage threads are at shutdown).
         backend, _, _, _ = self.attach()
         keys = chain_keys(2, seed=12)
-        prefix = "hybridcache-%d-store-" % self.node.proc.pid
-
-        def arenas():
-            return sum(1 for n in os.listdir("/dev/shm") if n.startswith(prefix))
-
-        before = arenas()
+        before = self.store_arenas()
         linked, finish = threading.Barrier(4), threading.Event()
         errors = []
 
@@ -391,12 +399,10 @@ class SGLangBackendTest(unittest.TestCase):
         try:
             linked.wait(30)
             self.assertEqual(errors, [])
-            self.assertEqual(arenas(), before + 3, "a Store (and arena) per thread")
+            self.assertEqual(self.store_arenas(), before + 3, "a Store (and arena) per thread")
             backend.close()
-            give_up = time.monotonic() + 30  # a hang guard: the node learns it on its own
-            while arenas() > before and time.monotonic() < give_up:
-                time.sleep(0.01)
-            self.assertEqual(arenas(), before, "close() left the threads' Stores open")
+            self.assertEqual(self.wait_for_arenas(before), before,
+                             "close() left the threads' Stores open")
             self.assertEqual(backend.batch_exists(keys), 0, "a closed backend answers misses")
         finally:
             finish.set()
@@ -409,20 +415,16 @@ class SGLangBackendTest(unittest.TestCase):
         # pool; before, every ended thread's link stayed open until close()).
         backend, _, _, _ = self.attach()
         keys = chain_keys(2, seed=13)
-        prefix = "hybridcache-%d-store-" % self.node.proc.pid
-
-        def arenas():
-            return sum(1 for n in os.listdir("/dev/shm") if n.startswith(prefix))
-
-        at_start = arenas()
+        at_start = self.store_arenas()
         self.assertEqual(backend.batch_exists(keys), 0)  # the test thread's own link stays
-        before = arenas()
+        before = self.store_arenas()
         errors = []
 
         def user():
             try:
                 backend.batch_exists(keys)  # this thread's link, its Store and arena
-                errors.append(None if arenas() == before + 1 else "no arena while linked")
+                linked = self.store_arenas() == before + 1
+                errors.append(None if linked else "no arena while linked")
             except Exception as e:  # reported below, in the test's thread
                 errors.append(repr(e))
 
@@ -430,16 +432,12 @@ class SGLangBackendTest(unittest.TestCase):
             t = threading.Thread(target=user)
             t.start()
             t.join()
-            give_up = time.monotonic() + 30  # a hang guard: the node learns it on its own
-            while arenas() > before and time.monotonic() < give_up:
-                time.sleep(0.01)
-            self.assertEqual(arenas(), before, "an ended thread's Store is still open")
+            self.assertEqual(self.wait_for_arenas(before), before,
+                             "an ended thread's Store is still open")
         self.assertEqual(errors, [None, None, None])
         self.assertEqual(backend.batch_exists(keys), 0, "the backend serves on")
         backend.close()
-        give_up = time.monotonic() + 30  # the next test counts arenas too
-        while arenas() > at_start and time.monotonic() < give_up:
-            time.sleep(0.01)
+        self.wait_for_arenas(at_start)  # the next test counts arenas too
 
     def test_a_batch_larger_than_the_arena_is_split_and_an_oversize_value_refused(self):
         backend, _, kv, mamba = self.attach()
