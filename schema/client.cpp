@@ -118,7 +118,7 @@ client_session::~client_session() {
 
 result<std::vector<command_result>> client_session::step(std::span<const command> cmds) {
   return guarded([&]() -> result<std::vector<command_result>> {
-    auto req = impl_->cap.stepRequest();
+    auto req = impl_->cap.stepRequest(wc::step_request_size(cmds));
     auto l = req.initCommands(static_cast<unsigned>(cmds.size()));
     for (unsigned i = 0; i < l.size(); ++i)
       wc::put_command(l[i], cmds[i]);

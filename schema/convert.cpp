@@ -2,7 +2,9 @@
 
 #include <capnp/any.h>
 
+#include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -711,6 +713,73 @@ pool_info get_pool_info(wire::PoolInfo::Reader r) {
   p.tokens_shm = r.getTokensShm().cStr();
   p.tokens_bytes = r.getTokensBytes();
   return p;
+}
+
+namespace {
+/// Words of a struct of type T (data and pointer sections).
+template <class T>
+constexpr std::uint64_t struct_words() {
+  constexpr capnp::_::StructSize size = capnp::_::structSize<T>();
+  return size.data + size.pointers;
+}
+template <class... T>
+constexpr std::uint64_t largest_struct_words() {
+  return std::max({struct_words<T>()...});
+}
+/// Words of a list of n elements of `bytes` bytes each, or of a Text of n bytes.
+constexpr std::uint64_t list_words(std::size_t n, std::size_t bytes) {
+  return (n * bytes + 7) / 8;
+}
+constexpr std::uint64_t text_words(const std::string& s) {
+  return s.empty() ? 0 : list_words(s.size() + 1, 1);
+}
+}  // namespace
+
+capnp::MessageSize step_request_size(std::span<const command> cmds) {
+  using C = wire::Command;
+  constexpr std::uint64_t per_command =
+      struct_words<C>() +
+      largest_struct_words<C::ForRequest, C::Create, C::Append, C::TokenRange, C::AllocKv, C::Track,
+                           C::PrepareExtend, C::ProcessDecode, C::CacheUnfinished, C::Finish,
+                           C::Evict, C::Check, C::TakeOps, C::Lookup, C::Prefetch>() +
+      struct_words<C::TokenRange>();
+  std::uint64_t words = 8 + 1;  // the root, the list's tag; each command inline below
+  for (const command& c : cmds) {
+    words += per_command;
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (requires { x.tokens.size(); }) words += list_words(x.tokens.size(), 4);
+          if constexpr (std::is_same_v<T, cmd::take_ops>) words += list_words(x.reqs.size(), 8);
+        },
+        c);
+  }
+  return {words, 0};
+}
+
+capnp::MessageSize step_results_size(std::span<const command_result> results) {
+  using R = wire::CommandResult;
+  constexpr std::uint64_t per_result =
+      struct_words<R>() + struct_words<wire::Error>() + struct_words<wire::PoolState>() +
+      largest_struct_words<R::Match, R::Lookup, R::AllocReq, R::AllocKv, R::Track, R::PrepareExtend,
+                           R::PrepareDecode, R::CacheUnfinished, R::Finish, R::Evict, R::Check,
+                           R::TakeOps, R::Prefetch>();
+  std::uint64_t words = 8 + struct_words<wire::Error>() + 1;  // root, its error, list tag
+  for (const command_result& r : results) {
+    words += per_result + text_words(r.error);
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (requires { x.indices.size(); }) words += list_words(x.indices.size(), 4);
+          if constexpr (std::is_same_v<T, res::cache_unfinished>)
+            words += list_words(x.prefix.size(), 4);
+          if constexpr (std::is_same_v<T, res::alloc_req>) words += 1;  // pingpong
+          if constexpr (std::is_same_v<T, res::check>) words += text_words(x.sanity_detail);
+          if constexpr (std::is_same_v<T, res::prefetch>) words += text_words(x.outcome);
+        },
+        r.body);
+  }
+  return {words, 0};
 }
 
 }  // namespace hc::wire_convert

@@ -1,7 +1,9 @@
 #pragma once
 // Conversions between the wire types (schema/hybridcache.capnp) and the core's types.
-// Only schema/ sees generated Cap'n Proto types (architecture.md §6).
+// Only schema/ sees generated Cap'n Proto types (architecture.md §6), and hcbench's wire
+// benchmark (tools/hcbench/wire_bench.cpp), which times these conversions.
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,13 @@ result<command> get_command(wire::Command::Reader r);
 void put_result(wire::CommandResult::Builder b, const command_result& r);
 /// A body of a kind this side does not know reads as a parse_error naming its number.
 command_result get_result(wire::CommandResult::Reader r);
+
+/// Upper bounds of the words a step's commands and its results take in a message, for the
+/// RPC's size hint: a message whose first segment holds it all is one segment, which its
+/// reader walks without the segment lookups (a lock each) that a far pointer costs —
+/// BENCHMARKS.md §4.14. An estimate short of the truth only costs a second segment.
+capnp::MessageSize step_request_size(std::span<const command> cmds);
+capnp::MessageSize step_results_size(std::span<const command_result> results);
 
 void put_pool_info(wire::PoolInfo::Builder b, const pool_info& p);
 pool_info get_pool_info(wire::PoolInfo::Reader r);

@@ -38,7 +38,7 @@ class session_impl final : public wire::Session::Server {
       job->cmds.push_back(std::move(*one));
     }
     return submit_spinning(ctx_.n, job, ctx_.step_spin).then([c, job, t]() mutable {
-      auto res = c.getResults();
+      auto res = c.getResults(wc::step_results_size(job->results));  // one segment
       wc::put_error(res.initError(), job->err);
       auto out = res.initResults(static_cast<unsigned>(job->results.size()));
       for (unsigned i = 0; i < out.size(); ++i)

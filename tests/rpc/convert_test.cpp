@@ -6,6 +6,10 @@
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <variant>
+#include <vector>
+
 #include "schema/convert.hpp"
 
 namespace hc::test {
@@ -123,6 +127,73 @@ TEST(WireConvert, EveryResultBodyKeepsEveryField) {
   auto b = msg.initRoot<wire::CommandResult>();
   wc::put_result(b, failed);
   EXPECT_EQ(wc::get_result(b.asReader()), failed) << "an error keeps its code and message";
+}
+
+/// Words `cmds` take in a step request built with their size hint, and its segments.
+std::pair<std::size_t, std::size_t> request_words(const std::vector<command>& cmds) {
+  capnp::MallocMessageBuilder msg(static_cast<unsigned>(wc::step_request_size(cmds).wordCount));
+  auto l =
+      msg.initRoot<wire::Session::StepParams>().initCommands(static_cast<unsigned>(cmds.size()));
+  for (unsigned i = 0; i < l.size(); ++i)
+    wc::put_command(l[i], cmds[i]);
+  return {msg.sizeInWords(), msg.getSegmentsForOutput().size()};
+}
+std::pair<std::size_t, std::size_t> results_words(const std::vector<command_result>& results) {
+  capnp::MallocMessageBuilder msg(static_cast<unsigned>(wc::step_results_size(results).wordCount));
+  auto root = msg.initRoot<wire::Session::StepResults>();
+  wc::put_error(root.initError(), {});
+  auto l = root.initResults(static_cast<unsigned>(results.size()));
+  for (unsigned i = 0; i < l.size(); ++i)
+    wc::put_result(l[i], results[i]);
+  return {msg.sizeInWords(), msg.getSegmentsForOutput().size()};
+}
+
+TEST(WireConvert, AStepsSizeHintHoldsItsMessageInOneSegment) {
+  // Every kind, with lists of several lengths (odd ones: a list's last word is partial),
+  // alone and together: the hint is an upper bound, so the message is one segment.
+  std::vector<command> all;
+  for (std::size_t n : {0u, 1u, 7u, 513u, 5000u}) {
+    std::vector<command> cmds = every_command();
+    std::vector<token_id> tokens(n, 9);
+    std::get<cmd::create>(cmds[0]).tokens = tokens;
+    std::get<cmd::append>(cmds[1]).tokens = tokens;
+    std::get<cmd::take_ops>(cmds[17]).reqs.assign(n, 3);
+    std::get<cmd::lookup>(cmds[18]).tokens = tokens;
+    for (const command& c : cmds) {
+      const auto [words, segments] = request_words({c});
+      EXPECT_EQ(segments, 1u) << to_string(kind_of(c)) << ", lists of " << n;
+      EXPECT_LE(words, wc::step_request_size(std::vector<command>{c}).wordCount);
+    }
+    all.insert(all.end(), cmds.begin(), cmds.end());
+  }
+  EXPECT_EQ(request_words(all).second, 1u);
+
+  std::vector<command_result> results;
+  for (std::size_t n : {0u, 1u, 7u, 513u, 5000u}) {
+    for (result_body body : every_body()) {
+      std::visit(
+          [&](auto& x) {
+            if constexpr (requires { x.indices.size(); }) x.indices.assign(n, 4);
+            if constexpr (requires { x.prefix.size(); }) x.prefix.assign(n, 5);
+            if constexpr (requires { x.sanity_detail.size(); }) x.sanity_detail.assign(n, 'd');
+            if constexpr (requires { x.outcome.size(); }) x.outcome.assign(n, 'o');
+          },
+          body);
+      command_result r;
+      r.body = body;
+      r.pools = {22, 23, 24, 25, 26, 27, 28};
+      results.push_back(r);
+      const auto [words, segments] = results_words({r});
+      EXPECT_EQ(segments, 1u) << "body " << body.index() << ", lists of " << n;
+      EXPECT_LE(words, wc::step_results_size(std::vector<command_result>{r}).wordCount);
+    }
+    command_result failed;
+    failed.code = errc::out_of_memory;
+    failed.error.assign(n, 'e');
+    results.push_back(failed);
+    EXPECT_EQ(results_words({failed}).second, 1u) << "an error of " << n << " bytes";
+  }
+  EXPECT_EQ(results_words(results).second, 1u);
 }
 
 TEST(WireConvert, AbsentOptionalsStayAbsent) {
