@@ -15,7 +15,7 @@ struct rpc_link {
   std::chrono::milliseconds deadline{0};
   template <class T>
   T wait(kj::Promise<T>&& p) {
-    return wc::wait_call(channel->ez, deadline, kj::mv(p));
+    return wc::wait_call(*channel, deadline, kj::mv(p));
   }
 };
 

@@ -3,7 +3,10 @@
 // hybridcache::client). Synchronous: every call runs the RPC on the calling thread's kj
 // event loop and returns its result. A client and its sessions must be used from the
 // thread that created the client, and destroyed there (client::sever is the one call
-// another thread may make). Transport failures come back as errc::io_error; a call
+// another thread may make). The clients of one thread share its kj event loop, which the
+// library makes with the first and ends with the last: that thread cannot also hold a
+// capnp::EzRpcClient (kj allows one loop per thread); a program of its own Cap'n Proto
+// calls makes them on another thread. Transport failures come back as errc::io_error; a call
 // that missed the client's deadline (set_call_timeout) is cancelled and comes back as
 // errc::timeout, and the client stays usable.
 

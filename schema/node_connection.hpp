@@ -4,12 +4,10 @@
 // turning kj exceptions into io_error (timeout for a missed deadline). Shared by the
 // client library and the hcbench probe.
 
-#include <capnp/ez-rpc.h>
 #include <kj/async-io.h>
 #include <kj/exception.h>
 #include <kj/io.h>
 #include <kj/timer.h>
-#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdint>
@@ -18,6 +16,7 @@
 
 #include "actors/common/status.hpp"
 #include "schema/convert.hpp"
+#include "schema/rpc_channel.hpp"
 #include "schema/socket_connect.hpp"
 
 namespace hc::wire_convert {
@@ -67,37 +66,25 @@ auto guarded(F&& f) -> decltype(f()) {
 /// Waits for a call's answer on the connection's loop; with a deadline (> 0) the call is
 /// cancelled when it passes and call_timed_out thrown. The loop stays usable either way.
 template <class T>
-T wait_call(capnp::EzRpcClient& ez, std::chrono::milliseconds deadline, kj::Promise<T>&& p) {
-  if (deadline.count() <= 0) return p.wait(ez.getWaitScope());
+T wait_call(rpc_channel& channel, std::chrono::milliseconds deadline, kj::Promise<T>&& p) {
+  if (deadline.count() <= 0) return p.wait(channel.wait_scope());
   bool late = false;
   // From the clock, not the timer's now(): that is the time of the loop's last wait, and a
   // client's loop waits only inside its calls — after an idle spell longer than the
   // deadline, afterDelay() would have fired at once and failed a call that was never late.
   const kj::TimePoint due =
       kj::systemPreciseMonotonicClock().now() + deadline.count() * kj::MILLISECONDS;
-  auto guard = ez.getIoProvider().getTimer().atTime(due).then([&late]() -> kj::Promise<T> {
+  auto guard = channel.timer().atTime(due).then([&late]() -> kj::Promise<T> {
     late = true;
     return KJ_EXCEPTION(OVERLOADED, "call deadline passed");
   });
   try {
-    return p.exclusiveJoin(kj::mv(guard)).wait(ez.getWaitScope());
+    return p.exclusiveJoin(kj::mv(guard)).wait(channel.wait_scope());
   } catch (const kj::Exception&) {
     if (late) throw call_timed_out{deadline};
     throw;
   }
 }
-
-/// A connection's socket and the Cap'n Proto client over it. The socket was connected
-/// here (connect_stream_socket), so the client does not own it: it is closed after the
-/// client is gone, and `sever` may shut it down from another thread meanwhile.
-struct rpc_channel {
-  kj::AutoCloseFd fd;
-  capnp::EzRpcClient ez;  // after fd: destroyed before the socket closes
-  explicit rpc_channel(kj::AutoCloseFd socket) : fd(kj::mv(socket)), ez(fd.get()) {}
-  /// Shuts the socket down both ways: the node sees the connection end and every later
-  /// call fails. Any thread, while the channel lives.
-  void sever() noexcept { (void)::shutdown(fd.get(), SHUT_RDWR); }
-};
 
 struct node_connection {
   std::shared_ptr<rpc_channel> channel;
@@ -106,19 +93,30 @@ struct node_connection {
 
 /// address: "unix:/path" or "host:port"; a non-empty `token` logs in (TCP). `deadline`
 /// (> 0) bounds the connect, the login and the ping, each.
-inline result<node_connection> connect_node(const std::string& address, const std::string& token,
-                                            std::chrono::milliseconds deadline = {}) {
+/// A channel to `address` ("unix:/path" or "host:port"), nothing sent yet: the node's
+/// bootstrap is `channel->node()`. `deadline` (> 0) bounds the connect.
+inline result<std::shared_ptr<rpc_channel>> open_channel(const std::string& address,
+                                                         std::chrono::milliseconds deadline = {}) {
   auto socket = connect_stream_socket(address, deadline);
   if (!socket) return socket.err();
   kj::AutoCloseFd fd(*socket);
+  return guarded([&]() -> result<std::shared_ptr<rpc_channel>> {
+    return std::make_shared<rpc_channel>(kj::mv(fd));
+  });
+}
+
+inline result<node_connection> connect_node(const std::string& address, const std::string& token,
+                                            std::chrono::milliseconds deadline = {}) {
+  auto channel = open_channel(address, deadline);
+  if (!channel) return channel.err();
   auto connected = guarded([&]() -> result<node_connection> {
     node_connection c;
-    c.channel = std::make_shared<rpc_channel>(kj::mv(fd));
-    c.node = c.channel->ez.getMain<wire::CacheNode>();
+    c.channel = std::move(*channel);
+    c.node = c.channel->node();
     if (!token.empty()) {
       auto req = c.node.loginRequest();
       req.setToken(text(token));
-      auto resp = wait_call(c.channel->ez, deadline, req.send());
+      auto resp = wait_call(*c.channel, deadline, req.send());
       if (resp.getError().getCode() != wire::ErrorCode::OK)
         return error{errc::invalid_argument,
                      "login refused: " + std::string(resp.getError().getMessage().cStr())};
@@ -126,7 +124,7 @@ inline result<node_connection> connect_node(const std::string& address, const st
     }
     // Fail fast when the node needs a login this connection did not make, or when what
     // answers is not a node.
-    auto ping = wait_call(c.channel->ez, deadline, c.node.pingRequest().send());
+    auto ping = wait_call(*c.channel, deadline, c.node.pingRequest().send());
     if (ping.getError().getCode() != wire::ErrorCode::OK) return get_error(ping.getError());
     return c;
   });

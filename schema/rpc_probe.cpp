@@ -43,7 +43,7 @@ status rpc_probe::open(const instance_spec& spec) {
   return guarded([&]() -> status {
     auto req = impl_->node.openRequest();
     if (status fits = wire_convert::put_spec(req.initSpec(), spec); !fits) return fits;
-    auto r = req.send().wait(impl_->channel->ez.getWaitScope());
+    auto r = req.send().wait(impl_->channel->wait_scope());
     if (r.getError().getCode() != wire::ErrorCode::OK) return wire_convert::get_error(r.getError());
     impl_->session = r.getSession();
     impl_->has_session = true;
@@ -66,7 +66,7 @@ status rpc_probe::start(call kind, std::size_t window) {
 status rpc_probe::complete_one() {
   if (impl_->inflight.empty()) return {errc::invalid_argument, "no call in flight"};
   return guarded([&]() -> status {
-    impl_->inflight.front().wait(impl_->channel->ez.getWaitScope());
+    impl_->inflight.front().wait(impl_->channel->wait_scope());
     impl_->inflight.pop_front();
     impl_->inflight.push_back(impl_->send());
     return {};
@@ -78,7 +78,7 @@ status rpc_probe::drain() {
     while (!impl_->inflight.empty()) {
       auto p = std::move(impl_->inflight.front());
       impl_->inflight.pop_front();
-      p.wait(impl_->channel->ez.getWaitScope());
+      p.wait(impl_->channel->wait_scope());
     }
     return {};
   });

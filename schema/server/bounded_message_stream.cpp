@@ -8,7 +8,11 @@ namespace hc::rpc {
 
 bounded_message_stream::bounded_message_stream(kj::AsyncIoStream& stream, kj::Timer& timer,
                                                read_bounds bounds, std::function<void()> on_pause)
-    : inner_(stream), timer_(timer), bounds_(bounds), on_pause_(std::move(on_pause)) {}
+    : inner_(stream),
+      input_(stream),
+      timer_(timer),
+      bounds_(bounds),
+      on_pause_(std::move(on_pause)) {}
 
 bool bounded_message_stream::over_bounds() const {
   if (in_flight_.size() >= bounds_.max_calls_in_flight) return true;
@@ -33,17 +37,17 @@ kj::Promise<void> bounded_message_stream::room() {
 }
 
 kj::Promise<kj::Maybe<capnp::MessageReaderAndFds>> bounded_message_stream::tryReadMessage(
-    kj::ArrayPtr<kj::AutoCloseFd> fd_space, capnp::ReaderOptions options,
-    kj::ArrayPtr<capnp::word> scratch) {
+    kj::ArrayPtr<kj::AutoCloseFd> /*fd_space: no descriptors travel on this stream*/,
+    capnp::ReaderOptions options, kj::ArrayPtr<capnp::word> scratch) {
   return room()
-      .then([this, fd_space, options, scratch]() {
-        return inner_.tryReadMessage(fd_space, options, scratch);
-      })
-      .then([this](kj::Maybe<capnp::MessageReaderAndFds>&& m) {
+      .then([this, options, scratch]() { return capnp::tryReadMessage(input_, options, scratch); })
+      .then([this](kj::Maybe<kj::Own<capnp::MessageReader>>&& m)
+                -> kj::Maybe<capnp::MessageReaderAndFds> {
         KJ_IF_MAYBE (read, m) {
-          note_incoming(*read->reader);
+          note_incoming(**read);
+          return capnp::MessageReaderAndFds{kj::mv(*read), nullptr};
         }
-        return kj::mv(m);
+        return nullptr;
       });
 }
 

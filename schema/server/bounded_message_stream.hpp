@@ -19,6 +19,8 @@
 #include <functional>
 #include <unordered_set>
 
+#include "schema/buffered_input.hpp"
+
 namespace hc::rpc {
 
 struct read_bounds {
@@ -28,7 +30,9 @@ struct read_bounds {
   std::size_t max_reply_backlog_bytes = std::size_t{64} << 20;
 };
 
-/// Wraps the accepted stream for one TwoPartyVatNetwork. The reply backlog comes from
+/// Wraps the accepted stream for one TwoPartyVatNetwork, reading it through a buffer
+/// (wire_convert::buffered_input: one system call takes what the socket holds, where Cap'n
+/// Proto alone makes two or three per message). The reply backlog comes from
 /// `backlog_bytes` (the network's queue: set it once the network exists); `on_pause`
 /// hears each time reading stops for a bound (not again until it has read on).
 // capnp::MessageStream has no virtual destructor; this final class is owned and destroyed
@@ -70,7 +74,8 @@ class bounded_message_stream final : public capnp::MessageStream {
   void note_incoming(capnp::MessageReader& m);
   void note_outgoing(kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments);
 
-  capnp::AsyncIoMessageStream inner_;
+  capnp::AsyncIoMessageStream inner_;   ///< writes
+  wire_convert::buffered_input input_;  ///< reads
   kj::Timer& timer_;
   read_bounds bounds_;
   std::function<void()> on_pause_;

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include <capnp/any.h>
-#include <capnp/ez-rpc.h>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -284,26 +283,30 @@ void fill_entries(capnp::List<wire::StoreEntry>::Builder entries, fuzz_input& in
 }
 
 struct script {
-  capnp::EzRpcClient ez;
+  std::shared_ptr<wire_convert::rpc_channel> channel;
   wire::CacheNode::Client node;
   std::vector<wire::Session::Client> sessions;
   std::vector<wire::Store::Client> stores;
   std::vector<std::uint64_t> batches;
   kj::Vector<kj::Promise<void>> in_flight;  ///< calls that may wait (begin, drain): not awaited
 
-  /// Waits for the connection before the script's first call, as hc::client does: in Cap'n
-  /// Proto 0.9.2 an EzRpcClient destroyed with a call queued on its not yet connected main
-  /// capability leaves an event behind that crashes the thread's next event-loop turn (a
-  /// null read in libcapnp-rpc, found by this target: a script whose only call was a parked
-  /// drain crashed the observer's next inspect).
-  explicit script(const std::string& address)
-      : ez(address.c_str()), node(ez.getMain<wire::CacheNode>()) {
-    wire_convert::wait_call(ez, std::chrono::milliseconds(5000), node.pingRequest().send());
+  /// A raw connection on the client library's channel (the observer's loop: one per
+  /// thread), answered once before the script's first call, as hc::client does (with
+  /// capnp::EzRpcClient, in Cap'n Proto 0.9.2, one destroyed with a call queued on its not
+  /// yet connected main capability left an event behind that crashed the thread's next
+  /// event-loop turn — found by this target).
+  explicit script(const std::string& address) : channel(open(address)), node(channel->node()) {
+    wire_convert::wait_call(*channel, std::chrono::milliseconds(5000), node.pingRequest().send());
+  }
+  static std::shared_ptr<wire_convert::rpc_channel> open(const std::string& address) {
+    auto c = wire_convert::open_channel(address);
+    if (!c) fail("script: " + c.err().message);
+    return std::move(*c);
   }
 
   template <class P>
   auto wait(P&& p) {
-    return wire_convert::wait_call(ez, std::chrono::milliseconds(5000), kj::mv(p));
+    return wire_convert::wait_call(*channel, std::chrono::milliseconds(5000), kj::mv(p));
   }
   template <class P>
   void park(P&& p) {

@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <capnp/any.h>
-#include <capnp/ez-rpc.h>
 #include <capnp/rpc.capnp.h>
 #include <capnp/serialize.h>
 #include <fcntl.h>
@@ -30,6 +29,7 @@
 #include "gpu/device_probe.hpp"
 #include "gpu/shm_region.hpp"
 #include "schema/convert.hpp"
+#include "schema/node_connection.hpp"
 #include "tests/support/commands.hpp"
 #include "tests/support/inspect_until.hpp"
 #include "tests/support/node_fixture.hpp"
@@ -68,6 +68,23 @@ int raw_connect(const std::string& path) {
 }
 
 using NodeRpc = node_fixture;
+
+/// A raw Cap'n Proto connection to the node, such as a worker with its own client code
+/// holds: on the client library's channel (one kj loop per thread, which the test's hc::client
+/// connections share — a thread cannot have an EzRpcClient beside them).
+struct raw_rpc {
+  explicit raw_rpc(const std::string& address) : channel(open(address)), node(channel->node()) {}
+  kj::WaitScope& ws() { return channel->wait_scope(); }
+  std::shared_ptr<wire_convert::rpc_channel> channel;
+  wire::CacheNode::Client node;
+
+ private:
+  static std::shared_ptr<wire_convert::rpc_channel> open(const std::string& address) {
+    auto c = wire_convert::open_channel(address);
+    if (!c) throw std::runtime_error("raw_rpc: " + c.err().message);
+    return std::move(*c);
+  }
+};
 
 /// A client logged in over TCP, retried (the node learns of a closed waiting connection
 /// on its own loop) until it connects; nullptr after 10 s (a hang guard).
@@ -341,19 +358,19 @@ TEST_F(NodeRpc, SpecsThatDifferAfterANulGetInstancesOfTheirOwn) {
 }
 
 TEST_F(NodeRpc, ProtocolVersionMismatchIsATypedError) {
-  capnp::EzRpcClient ez(address().c_str());
-  auto node = ez.getMain<wire::CacheNode>();
+  raw_rpc ez(address());
+  auto node = ez.node;
   auto req = node.openRequest();
   EXPECT_TRUE(wire_convert::put_spec(req.initSpec(), small_spec()).ok());
   req.getSpec().setProtocolVersion(wire::PROTOCOL_VERSION + 7);
-  auto r = req.send().wait(ez.getWaitScope());
+  auto r = req.send().wait(ez.ws());
   EXPECT_EQ(r.getError().getCode(), wire::ErrorCode::VERSION_MISMATCH);
   // A version-1 client (commands as one bag of fields) is refused before any step.
   static_assert(wire::PROTOCOL_VERSION == 2);
   auto v1 = node.openRequest();
   EXPECT_TRUE(wire_convert::put_spec(v1.initSpec(), small_spec()).ok());
   v1.getSpec().setProtocolVersion(1);
-  auto r1 = v1.send().wait(ez.getWaitScope());
+  auto r1 = v1.send().wait(ez.ws());
   EXPECT_EQ(r1.getError().getCode(), wire::ErrorCode::VERSION_MISMATCH);
   EXPECT_NE(std::string(r1.getError().getMessage().cStr()).find("protocol 1"), std::string::npos)
       << r1.getError().getMessage().cStr();
@@ -428,11 +445,11 @@ TEST_F(NodeRpc, MalformedCommandKindIsRejected) {
   auto c = connect();
   auto s = std::move(*c->open(small_spec()));
   (void)s;
-  capnp::EzRpcClient ez(address().c_str());
-  auto node = ez.getMain<wire::CacheNode>();
+  raw_rpc ez(address());
+  auto node = ez.node;
   auto open = node.openRequest();
   EXPECT_TRUE(wire_convert::put_spec(open.initSpec(), small_spec()).ok());
-  auto session = open.send().wait(ez.getWaitScope()).getSession();
+  auto session = open.send().wait(ez.ws()).getSession();
   auto step = session.stepRequest();
   auto l = step.initCommands(1);
   l[0].initLookup();
@@ -444,7 +461,7 @@ TEST_F(NodeRpc, MalformedCommandKindIsRejected) {
   data[0] = 200;
   data[1] = 0;
   ASSERT_EQ(static_cast<unsigned>(l[0].asReader().which()), 200u);
-  auto r = step.send().wait(ez.getWaitScope());
+  auto r = step.send().wait(ez.ws());
   EXPECT_EQ(r.getError().getCode(), wire::ErrorCode::INVALID_ARGUMENT);
   EXPECT_NE(std::string(r.getError().getMessage().cStr()).find("unknown"), std::string::npos);
   EXPECT_TRUE(c->ping().ok());
@@ -472,17 +489,17 @@ TEST_F(NodeRpc, DisconnectReleasesEveryRequestLockAndSlot) {
   auto watcher = connect();
   {
     // A worker that dies: raw connection, no close() ever sent.
-    capnp::EzRpcClient ez(address().c_str());
-    auto open = ez.getMain<wire::CacheNode>().openRequest();
+    raw_rpc ez(address());
+    auto open = ez.node.openRequest();
     EXPECT_TRUE(wire_convert::put_spec(open.initSpec(), small_spec()).ok());
-    auto session = open.send().wait(ez.getWaitScope()).getSession();
+    auto session = open.send().wait(ez.ws()).getSession();
     std::vector<command> cmds{create(1, iota_tokens(1, 32)), cmd::match{1}, cmd::alloc_req{1},
                               cmd::alloc_kv{1, 0, 32}, cmd::cache_unfinished{1, 32}};
     auto step = session.stepRequest();
     auto l = step.initCommands(static_cast<unsigned>(cmds.size()));
     for (unsigned i = 0; i < l.size(); ++i)
       wire_convert::put_command(l[i], cmds[i]);
-    auto r = step.send().wait(ez.getWaitScope());
+    auto r = step.send().wait(ez.ws());
     for (auto x : r.getResults())
       ASSERT_EQ(x.getError().getCode(), wire::ErrorCode::OK) << x.getError().getMessage().cStr();
     auto t = tree_of(*watcher);
@@ -673,14 +690,14 @@ TEST_F(TcpNode, OnlyTheTokenOpensTheNode) {
   auto none = client::connect(addr, "");
   ASSERT_FALSE(none.ok()) << "ping without login is refused";
 
-  capnp::EzRpcClient ez(addr.c_str());
-  auto open = ez.getMain<wire::CacheNode>().openRequest();
+  raw_rpc ez(addr);
+  auto open = ez.node.openRequest();
   EXPECT_TRUE(wire_convert::put_spec(open.initSpec(), small_spec()).ok());
-  auto r = open.send().wait(ez.getWaitScope());
+  auto r = open.send().wait(ez.ws());
   EXPECT_EQ(r.getError().getCode(), wire::ErrorCode::UNAUTHENTICATED);
   // Every other call answers with the same error value, not an exception.
-  auto locked = ez.getMain<wire::CacheNode>();
-  auto& ws = ez.getWaitScope();
+  auto locked = ez.node;
+  auto& ws = ez.ws();
   EXPECT_EQ(locked.pingRequest().send().wait(ws).getError().getCode(),
             wire::ErrorCode::UNAUTHENTICATED);
   EXPECT_EQ(locked.statsRequest().send().wait(ws).getError().getCode(),
@@ -976,9 +993,9 @@ TEST_F(IdleInstances, AReopenedInstanceResumesItsCacheAndTheLongestIdleIsDropped
 TEST_F(NodeRpc, SlowOrDeadClientsDoNotStallOthers) {
   std::promise<void> stuck, release;
   std::thread slow([&] {
-    capnp::EzRpcClient ez(address().c_str());
-    auto& ws = ez.getWaitScope();
-    auto open = ez.getMain<wire::CacheNode>().openRequest();
+    raw_rpc ez(address());
+    auto& ws = ez.ws();
+    auto open = ez.node.openRequest();
     EXPECT_TRUE(wire_convert::put_spec(open.initSpec(), small_spec()).ok());
     auto session = open.send().wait(ws).getSession();
     auto b1 = session.beginForwardRequest();
@@ -988,7 +1005,7 @@ TEST_F(NodeRpc, SlowOrDeadClientsDoNotStallOthers) {
     b2.setBatch(2);
     auto pending_fence = b2.send();
     kj::Vector<kj::Promise<void>> flood;
-    auto node = ez.getMain<wire::CacheNode>();
+    auto node = ez.node;
     for (int i = 0; i < 5000; ++i)
       flood.add(node.pingRequest().send().ignoreResult());
     ws.poll();  // write the requests out, then stop reading
