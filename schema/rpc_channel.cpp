@@ -24,7 +24,7 @@ rpc_channel::rpc_channel(kj::AutoCloseFd socket)
       stream_(io_->lowLevelProvider->wrapSocketFd(
           fd_.get(), kj::LowLevelAsyncIoProvider::ALREADY_NONBLOCK |
                          kj::LowLevelAsyncIoProvider::ALREADY_CLOEXEC)),
-      messages_(*stream_),
+      messages_(*stream_, socket_message_stream::write_mode::per_loop_turn),
       network_(messages_, capnp::rpc::twoparty::Side::CLIENT),
       rpc_(capnp::makeRpcClient(network_)) {}
 

@@ -1,7 +1,7 @@
 #pragma once
 // Internal to schema/: a client's Cap'n Proto connection to a node over a socket it
 // connected itself (connect_stream_socket) — the two-party RPC system over
-// client_message_stream (reads through a buffer, the small messages of one loop turn in one
+// socket_message_stream (reads through a buffer, the small messages of one loop turn in one
 // write). What capnp::EzRpcClient did before, with the stream chosen here.
 //
 // Thread safety: a channel belongs to the thread that made it — its calls, its waits and
@@ -20,7 +20,7 @@
 #include <memory>
 
 #include "hybridcache.capnp.h"
-#include "schema/client_message_stream.hpp"
+#include "schema/socket_message_stream.hpp"
 
 namespace hc::wire_convert {
 
@@ -48,7 +48,7 @@ class rpc_channel {
   kj::AutoCloseFd fd_;  // first: closed after everything that uses it
   std::shared_ptr<kj::AsyncIoContext> io_;
   kj::Own<kj::AsyncIoStream> stream_;
-  client_message_stream messages_;
+  socket_message_stream messages_;
   capnp::TwoPartyVatNetwork network_;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc_;
 };

@@ -8,8 +8,7 @@ namespace hc::rpc {
 
 bounded_message_stream::bounded_message_stream(kj::AsyncIoStream& stream, kj::Timer& timer,
                                                read_bounds bounds, std::function<void()> on_pause)
-    : inner_(stream),
-      input_(stream),
+    : inner_(stream, wire_convert::socket_message_stream::write_mode::each_message),
       timer_(timer),
       bounds_(bounds),
       on_pause_(std::move(on_pause)) {}
@@ -37,17 +36,17 @@ kj::Promise<void> bounded_message_stream::room() {
 }
 
 kj::Promise<kj::Maybe<capnp::MessageReaderAndFds>> bounded_message_stream::tryReadMessage(
-    kj::ArrayPtr<kj::AutoCloseFd> /*fd_space: no descriptors travel on this stream*/,
-    capnp::ReaderOptions options, kj::ArrayPtr<capnp::word> scratch) {
+    kj::ArrayPtr<kj::AutoCloseFd> fd_space, capnp::ReaderOptions options,
+    kj::ArrayPtr<capnp::word> scratch) {
   return room()
-      .then([this, options, scratch]() { return capnp::tryReadMessage(input_, options, scratch); })
-      .then([this](kj::Maybe<kj::Own<capnp::MessageReader>>&& m)
-                -> kj::Maybe<capnp::MessageReaderAndFds> {
+      .then([this, fd_space, options, scratch]() {
+        return inner_.tryReadMessage(fd_space, options, scratch);
+      })
+      .then([this](kj::Maybe<capnp::MessageReaderAndFds>&& m) {
         KJ_IF_MAYBE (read, m) {
-          note_incoming(**read);
-          return capnp::MessageReaderAndFds{kj::mv(*read), nullptr};
+          note_incoming(*read->reader);
         }
-        return nullptr;
+        return kj::mv(m);
       });
 }
 

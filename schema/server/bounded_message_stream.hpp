@@ -19,7 +19,7 @@
 #include <functional>
 #include <unordered_set>
 
-#include "schema/buffered_input.hpp"
+#include "schema/socket_message_stream.hpp"
 
 namespace hc::rpc {
 
@@ -30,9 +30,10 @@ struct read_bounds {
   std::size_t max_reply_backlog_bytes = std::size_t{64} << 20;
 };
 
-/// Wraps the accepted stream for one TwoPartyVatNetwork, reading it through a buffer
-/// (wire_convert::buffered_input: one system call takes what the socket holds, where Cap'n
-/// Proto alone makes two or three per message). The reply backlog comes from
+/// Wraps the accepted stream for one TwoPartyVatNetwork, through a
+/// wire_convert::socket_message_stream (reads through a buffer: one system call takes what
+/// the socket holds, where Cap'n Proto alone makes two or three per message; each message
+/// written at once, so the network's queue is the whole backlog). The reply backlog comes from
 /// `backlog_bytes` (the network's queue: set it once the network exists); `on_pause`
 /// hears each time reading stops for a bound (not again until it has read on).
 // capnp::MessageStream has no virtual destructor; this final class is owned and destroyed
@@ -74,8 +75,7 @@ class bounded_message_stream final : public capnp::MessageStream {
   void note_incoming(capnp::MessageReader& m);
   void note_outgoing(kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments);
 
-  capnp::AsyncIoMessageStream inner_;   ///< writes
-  wire_convert::buffered_input input_;  ///< reads
+  wire_convert::socket_message_stream inner_;
   kj::Timer& timer_;
   read_bounds bounds_;
   std::function<void()> on_pause_;

@@ -1,13 +1,13 @@
-#include "schema/client_message_stream.hpp"
+#include "schema/socket_message_stream.hpp"
 
 #include <capnp/serialize.h>
 
 namespace hc::wire_convert {
 
-client_message_stream::client_message_stream(kj::AsyncIoStream& stream)
-    : stream_(stream), inner_(stream), input_(stream) {}
+socket_message_stream::socket_message_stream(kj::AsyncIoStream& stream, write_mode mode)
+    : stream_(stream), mode_(mode), inner_(stream), input_(stream) {}
 
-kj::Promise<kj::Maybe<capnp::MessageReaderAndFds>> client_message_stream::tryReadMessage(
+kj::Promise<kj::Maybe<capnp::MessageReaderAndFds>> socket_message_stream::tryReadMessage(
     kj::ArrayPtr<kj::AutoCloseFd> /*fd_space: no descriptors travel on this stream*/,
     capnp::ReaderOptions options, kj::ArrayPtr<capnp::word> scratch) {
   return capnp::tryReadMessage(input_, options, scratch)
@@ -20,7 +20,7 @@ kj::Promise<kj::Maybe<capnp::MessageReaderAndFds>> client_message_stream::tryRea
       });
 }
 
-kj::Promise<void> client_message_stream::append(kj::Function<kj::Promise<void>()> write) {
+kj::Promise<void> socket_message_stream::append(kj::Function<kj::Promise<void>()> write) {
   auto next = tail_
                   .then([this, write = kj::mv(write)]() mutable -> kj::Promise<void> {
                     KJ_IF_MAYBE (e, failed_) {
@@ -35,7 +35,7 @@ kj::Promise<void> client_message_stream::append(kj::Function<kj::Promise<void>()
   return next.addBranch();
 }
 
-void client_message_stream::flush() {
+void socket_message_stream::flush() {
   if (queued_.empty()) return;
   auto batch = kj::heapArray<kj::Array<capnp::word>>(queued_.size());
   for (std::size_t i = 0; i < queued_.size(); ++i)
@@ -52,9 +52,13 @@ void client_message_stream::flush() {
   });
 }
 
-kj::Promise<void> client_message_stream::writeMessage(
+kj::Promise<void> socket_message_stream::writeMessage(
     kj::ArrayPtr<const int> fds, kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments) {
   KJ_REQUIRE(fds.size() == 0, "this stream carries no file descriptors");
+  if (mode_ == write_mode::each_message) {
+    ++writes_;
+    return inner_.writeMessage(nullptr, segments);
+  }
   KJ_IF_MAYBE (e, failed_) {
     return kj::cp(*e);
   }
@@ -75,15 +79,20 @@ kj::Promise<void> client_message_stream::writeMessage(
   return kj::READY_NOW;
 }
 
-kj::Promise<void> client_message_stream::writeMessages(
+kj::Promise<void> socket_message_stream::writeMessages(
     kj::ArrayPtr<kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>>> messages) {
+  if (mode_ == write_mode::each_message) {
+    ++writes_;
+    return inner_.writeMessages(messages);
+  }
   auto each = kj::heapArrayBuilder<kj::Promise<void>>(messages.size());
   for (auto m : messages)
     each.add(writeMessage(nullptr, m));
   return kj::joinPromises(each.finish());
 }
 
-kj::Promise<void> client_message_stream::end() {
+kj::Promise<void> socket_message_stream::end() {
+  if (mode_ == write_mode::each_message) return inner_.end();
   flush();
   return append([this]() -> kj::Promise<void> {
     stream_.shutdownWrite();
@@ -91,7 +100,7 @@ kj::Promise<void> client_message_stream::end() {
   });
 }
 
-void client_message_stream::taskFailed(kj::Exception&& e) {
+void socket_message_stream::taskFailed(kj::Exception&& e) {
   if (failed_ == nullptr) failed_ = kj::mv(e);
 }
 
