@@ -91,8 +91,6 @@ struct node_connection {
   wire::CacheNode::Client node = nullptr;
 };
 
-/// address: "unix:/path" or "host:port"; a non-empty `token` logs in (TCP). `deadline`
-/// (> 0) bounds the connect, the login and the ping, each.
 /// A channel to `address` ("unix:/path" or "host:port"), nothing sent yet: the node's
 /// bootstrap is `channel->node()`. `deadline` (> 0) bounds the connect.
 inline result<std::shared_ptr<rpc_channel>> open_channel(const std::string& address,
@@ -105,6 +103,8 @@ inline result<std::shared_ptr<rpc_channel>> open_channel(const std::string& addr
   });
 }
 
+/// address: "unix:/path" or "host:port"; a non-empty `token` logs in (TCP). `deadline`
+/// (> 0) bounds the connect, the login and the ping, each.
 inline result<node_connection> connect_node(const std::string& address, const std::string& token,
                                             std::chrono::milliseconds deadline = {}) {
   auto channel = open_channel(address, deadline);
