@@ -16,7 +16,6 @@
 #include <kj/io.h>
 #include <kj/timer.h>
 
-#include <cstddef>
 #include <memory>
 
 #include "hybridcache.capnp.h"
@@ -41,8 +40,6 @@ class rpc_channel {
   /// Shuts the socket down both ways: the node sees the connection end and every later
   /// call fails. Any thread, while the channel lives.
   void sever() noexcept;
-  /// Writes made on the socket so far (each one `writev`).
-  std::size_t writes() const noexcept { return messages_.writes(); }
 
  private:
   kj::AutoCloseFd fd_;  // first: closed after everything that uses it
