@@ -118,11 +118,11 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--step-spin-us", o.step_spin_us,
-                 "Microseconds the RPC thread polls for a step's completion before it sleeps "
-                 "until the actor wakes it: a step done within it answers without that wake-up "
-                 "(BENCHMARKS.md §4.4), but meanwhile the thread reads no other connection and "
-                 "holds a CPU. 0 = never polls: for a node that shares a few cores with its "
-                 "workers (8 Python workers on 2 vCPUs: 11-17% more steps, §4.11)")
+                 "Microseconds the RPC thread polls for a step's (and a Store.exists's) "
+                 "completion before it sleeps until the actor wakes it: a call done within it "
+                 "answers without that wake-up (BENCHMARKS.md §4.4, §4.16), but meanwhile the "
+                 "thread reads no other connection and holds a CPU, so it polls only while one "
+                 "connection is calling. 0 = never polls")
       ->capture_default_str()
       ->check(CLI::Range(0u, 100000u));
   app.add_option("--kv-events", o.kv_events,

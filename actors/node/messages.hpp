@@ -122,11 +122,12 @@ using cache_actor = caf::typed_actor<
     caf::replies_to<inspect_atom, bool, std::uint64_t>::with<std::string, block_listing_ptr>>;
 
 /// scheduler (one per node): the instances and the sessions.
-using scheduler_actor_type = caf::typed_actor<
-    caf::reacts_to<open_atom, open_ptr>, caf::reacts_to<stats_atom, stats_ptr>,
-    caf::reacts_to<drain_atom, drain_ptr>, caf::reacts_to<ext_store_atom, store_ptr>,
-    /// From a radix_cache: a session of instance `id` is gone.
-    caf::reacts_to<detached_atom, std::uint64_t, close_ptr>, caf::reacts_to<shutdown_atom>>;
+using scheduler_actor_type =
+    caf::typed_actor<caf::reacts_to<open_atom, open_ptr>, caf::reacts_to<stats_atom, stats_ptr>,
+                     caf::reacts_to<drain_atom, drain_ptr>,
+                     /// From a radix_cache: a session of instance `id` is gone.
+                     caf::reacts_to<detached_atom, std::uint64_t, close_ptr>,
+                     caf::reacts_to<shutdown_atom>>;
 
 }  // namespace hc::msg
 

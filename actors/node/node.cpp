@@ -1,7 +1,8 @@
 // The actor system and the thread-safe entry points of hc::node. A step goes from the
 // caller's thread straight to its session's radix_cache, a fence or byte access straight to
-// its forward_stream (one hop; the route is in the session registry); opens, closes, stats
-// and drains go to the scheduler actor.
+// its forward_stream (one hop; the route is in the session registry), an external client's
+// store call straight to host_storage; opens, closes, stats and drains go to the scheduler
+// actor.
 #include "actors/node/node.hpp"
 
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "actors/common/invariant.hpp"
 #include "actors/common/log.hpp"
 #include "actors/node/actor_watch.hpp"
+#include "actors/node/host_storage_actor.hpp"
 #include "actors/node/messages.hpp"
 #include "actors/node/scheduler_actor.hpp"
 #include "actors/scheduler/command_executor.hpp"
@@ -49,6 +51,7 @@ struct node::impl {
   caf::actor_system sys;
   session_registry registry;
   msg::scheduler_actor_type root;
+  msg::storage_actor host;
   std::atomic<bool> down{false};
 
   template <class Job>
@@ -115,7 +118,12 @@ node::node(const node_config& cfg) {
     log::error(what + "; the node refuses every job from now on");
     if (user) user(what);
   };
-  impl_->root = impl_->sys.spawn(scheduler_actor, impl_->cfg, &impl_->registry);
+  // Blocking L3 I/O: on its own thread, never on the scheduler's.
+  impl_->host = impl_->sys.spawn<caf::detached>(host_storage_actor, impl_->cfg.l3,
+                                                impl_->cfg.metrics, impl_->cfg.time_source);
+  watch_actor(caf::actor_cast<caf::strong_actor_ptr>(impl_->host), "the host_storage actor",
+              impl_->cfg.on_actor_failure);
+  impl_->root = impl_->sys.spawn(scheduler_actor, impl_->cfg, &impl_->registry, impl_->host);
   watch_actor(caf::actor_cast<caf::strong_actor_ptr>(impl_->root), "the scheduler actor",
               impl_->cfg.on_actor_failure);
 }
@@ -177,7 +185,7 @@ void node::submit(std::shared_ptr<drain_job> j) {
 
 void node::submit(std::shared_ptr<store_job> j) {
   if (impl_->refuse_if_down(j)) return;
-  caf::anon_send(impl_->root, msg::ext_store_atom::value, std::move(j));
+  caf::anon_send(impl_->host, msg::ext_store_atom::value, std::move(j));  // completed there
 }
 
 bool node::kill_instance_for_testing(session_id session) {

@@ -22,7 +22,6 @@
 #include "actors/node/actor_watch.hpp"
 #include "actors/node/forward_stream_actor.hpp"
 #include "actors/node/host_memory.hpp"
-#include "actors/node/host_storage_actor.hpp"
 #include "actors/node/messages.hpp"
 #include "actors/node/radix_cache_actor.hpp"
 #include "gpu/anonymous_memory.hpp"
@@ -491,16 +490,14 @@ void session_detached(msg::scheduler_actor_type::pointer self, node_state& st, s
 
 msg::scheduler_actor_type::behavior_type scheduler_actor(msg::scheduler_actor_type::pointer self,
                                                          node_config cfg,
-                                                         session_registry* registry) {
+                                                         session_registry* registry,
+                                                         msg::storage_actor host) {
   auto st = std::make_shared<node_state>();
   st->cfg = std::move(cfg);
   st->live_tokens = std::make_shared<token_budget>(st->cfg.max_request_tokens);
   st->registry = registry;
-  // Blocking L3 I/O: on its own thread, never on the scheduler's.
-  st->host = self->spawn<caf::detached + caf::linked>(host_storage_actor, st->cfg.l3,
-                                                      st->cfg.metrics, st->cfg.time_source);
-  watch_actor(caf::actor_cast<caf::strong_actor_ptr>(st->host), "the host_storage actor",
-              st->cfg.on_actor_failure);
+  st->host = std::move(host);
+  self->link_to(st->host);  // either one's failure ends the other
   // A linked actor that ends: an instance dropped when idle (user_shutdown) is routine;
   // anything else is a failure (actor_watch.hpp) and ends the scheduler, and through the
   // links every other actor, with the same reason.
@@ -518,9 +515,6 @@ msg::scheduler_actor_type::behavior_type scheduler_actor(msg::scheduler_actor_ty
         }
       },
       [self, st](msg::drain_atom, const msg::drain_ptr& job) { drain(self, *st, job); },
-      [self, st](msg::ext_store_atom, const msg::store_ptr& job) {
-        self->send(st->host, msg::ext_store_atom::value, job);  // its I/O thread completes it
-      },
       [self, st](msg::detached_atom, std::uint64_t instance_id, const msg::close_ptr& job) {
         session_detached(self, *st, instance_id);
         job->complete();

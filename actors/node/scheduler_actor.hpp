@@ -47,9 +47,12 @@ struct session_registry {
   }
 };
 
-/// `registry` outlives the actor.
+/// `registry` outlives the actor. `host`: the node's host_storage actor (spawned detached
+/// by the node, which sends it the external clients' store calls itself); the scheduler
+/// links to it, hands it to the instances that back up to L3 and stops it at shutdown.
 msg::scheduler_actor_type::behavior_type scheduler_actor(msg::scheduler_actor_type::pointer self,
                                                          node_config cfg,
-                                                         session_registry* registry);
+                                                         session_registry* registry,
+                                                         msg::storage_actor host);
 
 }  // namespace hc

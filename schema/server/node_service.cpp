@@ -25,8 +25,9 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 class node_impl final : public wire::CacheNode::Server {
  public:
-  node_impl(server_ctx& ctx, bool locked, std::function<void()> on_login = {})
-      : ctx_(ctx), locked_(locked), on_login_(std::move(on_login)) {}
+  node_impl(server_ctx& ctx, bool locked, std::uint64_t connection,
+            std::function<void()> on_login = {})
+      : ctx_(ctx), locked_(locked), connection_(connection), on_login_(std::move(on_login)) {}
 
   kj::Promise<void> ping(PingContext c) override {
     if (refused(c.getResults())) return kj::READY_NOW;
@@ -55,11 +56,11 @@ class node_impl final : public wire::CacheNode::Server {
     }
     auto job = std::make_shared<open_job>();
     job->spec = std::move(*spec);
-    return submit(ctx_.n, job).then([ctx = &ctx_, c, job, t]() mutable {
+    return submit(ctx_.n, job).then([ctx = &ctx_, connection = connection_, c, job, t]() mutable {
       auto res = c.getResults();
       wc::put_error(res.initError(), job->err);
       if (job->err.code != errc::ok) return;
-      res.setSession(make_session(*ctx, job->session, job->info));
+      res.setSession(make_session(*ctx, job->session, job->info, connection));
       wc::put_pool_info(res.initInfo(), job->info);
       t.done();
     });
@@ -85,7 +86,7 @@ class node_impl final : public wire::CacheNode::Server {
       return kj::READY_NOW;
     }
     wc::put_error(res.initError(), {});
-    res.setNode(kj::heap<node_impl>(ctx_, false));
+    res.setNode(kj::heap<node_impl>(ctx_, false, connection_));
     if (on_login_) on_login_();
     return kj::READY_NOW;
   }
@@ -134,7 +135,7 @@ class node_impl final : public wire::CacheNode::Server {
       delete r;
       open->fetch_sub(1);
     });
-    res.setStore(make_store(ctx_, identity, std::move(owned)));
+    res.setStore(make_store(ctx_, identity, std::move(owned), connection_));
     return kj::READY_NOW;
   }
 
@@ -171,6 +172,7 @@ class node_impl final : public wire::CacheNode::Server {
 
   server_ctx& ctx_;
   bool locked_;
+  std::uint64_t connection_;        ///< spin_policy's caller
   std::function<void()> on_login_;  ///< locked only: tells the connection it logged in
 };
 #pragma GCC diagnostic pop
@@ -179,7 +181,7 @@ class node_impl final : public wire::CacheNode::Server {
 
 kj::Own<wire::CacheNode::Server> make_node_service(server_ctx& ctx, bool locked,
                                                    std::function<void()> on_login) {
-  return kj::heap<node_impl>(ctx, locked, std::move(on_login));
+  return kj::heap<node_impl>(ctx, locked, ++ctx.next_connection, std::move(on_login));
 }
 
 }  // namespace hc::rpc

@@ -12,7 +12,8 @@
 
 namespace hc::rpc {
 
-/// `on_login` (locked only) hears each successful login on this capability.
+/// One per connection (its sessions and stores are that connection's calls for
+/// spin_policy). `on_login` (locked only) hears each successful login on it.
 kj::Own<wire::CacheNode::Server> make_node_service(server_ctx& ctx, bool locked,
                                                    std::function<void()> on_login = {});
 

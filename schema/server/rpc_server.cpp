@@ -51,9 +51,9 @@ struct rpc_server::impl {
                       "descriptors? raise the node's limit (ulimit -n, LimitNOFILE=)");
           });
       connections->on_login_refused([m = &ctx.metrics] { m->fault("rpc_login_refused"); });
-      auto unix_node =
-          std::make_shared<capnp::Capability::Client>(rpc::make_node_service(ctx, false));
-      rpc::bootstrap_factory unix_boot = [unix_node](std::function<void()>) { return *unix_node; };
+      rpc::bootstrap_factory unix_boot = [c = &ctx](std::function<void()>) {
+        return capnp::Capability::Client(rpc::make_node_service(*c, false));  // its own
+      };
       rpc::bootstrap_factory tcp_boot = [c = &ctx](std::function<void()> logged_in) {
         return capnp::Capability::Client(rpc::make_node_service(*c, true, std::move(logged_in)));
       };
@@ -121,7 +121,7 @@ status rpc_server::start(const rpc_server_config& cfg) {
   impl_->ctx.version = cfg.node_version;
   impl_->ctx.store_arena_bytes = cfg.store_arena_bytes;
   impl_->ctx.max_stores = cfg.max_stores;
-  impl_->ctx.step_spin = cfg.step_spin;
+  impl_->ctx.spin = rpc::spin_policy(cfg.step_spin);
   impl_->ctx.max_store_keys = cfg.max_store_keys;
   std::promise<status> started;
   auto fut = started.get_future();

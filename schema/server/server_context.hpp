@@ -4,6 +4,7 @@
 // Everything here runs on the RPC thread.
 
 #include <kj/async.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +14,7 @@
 
 #include "actors/common/metrics_sink.hpp"
 #include "actors/node/node.hpp"
+#include "schema/server/spin_policy.hpp"
 
 namespace hc::rpc {
 
@@ -31,8 +33,10 @@ struct server_ctx {
       std::make_shared<std::atomic<std::size_t>>(0);
   std::size_t max_store_keys = 0;
   std::uint64_t next_arena = 0;
-  /// submit_spinning's budget for a step (rpc_server_config::step_spin).
-  std::chrono::nanoseconds step_spin{0};
+  /// How long a step or a Store.exists polls for its completion (submit_spinning).
+  spin_policy spin;
+  /// Numbers the connections (their bootstrap node services), for spin_policy.
+  std::uint64_t next_connection = 0;
 };
 
 /// Submits a job and returns a promise that resolves (on this kj thread) once an actor
@@ -50,8 +54,11 @@ kj::Promise<void> submit(node& n, const std::shared_ptr<Job>& job) {
 /// work is tens of µs): a job done within it resolves without this thread going to sleep
 /// and being woken again (one context switch fewer per call, the costliest part of a small
 /// call on a VM), and the actor's side skips the cross-thread wake-up as well. Meanwhile
-/// this thread serves nobody else, so the budget bounds what another connection may wait.
-/// After the budget, as submit().
+/// this thread serves nobody else, so the budget bounds what another connection may wait
+/// (spin_policy gives none while several connections call). Between its polls it yields
+/// its CPU, which the actor's thread may be waiting for (on 2 vCPUs a Store.exists's p99
+/// was 256–345 µs without the yield, 149–230 µs with it: BENCHMARKS.md §4.16). After the
+/// budget, as submit().
 template <class Job>
 kj::Promise<void> submit_spinning(node& n, const std::shared_ptr<Job>& job,
                                   std::chrono::nanoseconds spin) {
@@ -71,6 +78,7 @@ kj::Promise<void> submit_spinning(node& n, const std::shared_ptr<Job>& job,
   do {
     for (int i = 0; i < 64; ++i)
       if (c->state.load(std::memory_order_acquire) == done) return kj::READY_NOW;
+    ::sched_yield();
   } while (clk::now() < until);
   auto paf = kj::newPromiseAndCrossThreadFulfiller<void>();
   c->fulfiller = kj::mv(paf.fulfiller);

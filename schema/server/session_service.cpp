@@ -13,7 +13,8 @@ namespace wc = wire_convert;
 #pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
 class session_impl final : public wire::Session::Server {
  public:
-  session_impl(server_ctx& ctx, session_id id) : ctx_(ctx), id_(id) {}
+  session_impl(server_ctx& ctx, session_id id, std::uint64_t connection)
+      : ctx_(ctx), id_(id), connection_(connection) {}
   ~session_impl() noexcept(false) {
     if (closed_) return;
     ctx_.metrics.fault("client_gone");
@@ -37,14 +38,15 @@ class session_impl final : public wire::Session::Server {
       }
       job->cmds.push_back(std::move(*one));
     }
-    return submit_spinning(ctx_.n, job, ctx_.step_spin).then([c, job, t]() mutable {
-      auto res = c.getResults(wc::step_results_size(job->results));  // one segment
-      wc::put_error(res.initError(), job->err);
-      auto out = res.initResults(static_cast<unsigned>(job->results.size()));
-      for (unsigned i = 0; i < out.size(); ++i)
-        wc::put_result(out[i], job->results[i]);
-      t.done();
-    });
+    return submit_spinning(ctx_.n, job, ctx_.spin.budget_for(connection_))
+        .then([c, job, t]() mutable {
+          auto res = c.getResults(wc::step_results_size(job->results));  // one segment
+          wc::put_error(res.initError(), job->err);
+          auto out = res.initResults(static_cast<unsigned>(job->results.size()));
+          for (unsigned i = 0; i < out.size(); ++i)
+            wc::put_result(out[i], job->results[i]);
+          t.done();
+        });
   }
 
   kj::Promise<void> beginForward(BeginForwardContext c) override {
@@ -138,14 +140,16 @@ class session_impl final : public wire::Session::Server {
   server_ctx& ctx_;
   session_id id_;
   pool_info info_;
+  std::uint64_t connection_;  ///< spin_policy's caller
   bool closed_ = false;
 };
 #pragma GCC diagnostic pop
 
 }  // namespace
 
-kj::Own<wire::Session::Server> make_session(server_ctx& ctx, session_id id, pool_info info) {
-  auto s = kj::heap<session_impl>(ctx, id);
+kj::Own<wire::Session::Server> make_session(server_ctx& ctx, session_id id, pool_info info,
+                                            std::uint64_t connection) {
+  auto s = kj::heap<session_impl>(ctx, id, connection);
   s->set_info(std::move(info));
   return s;
 }

@@ -12,6 +12,8 @@
 namespace hc::rpc {
 
 /// The capability of session `id` of the node, opened with `info`.
-kj::Own<wire::Session::Server> make_session(server_ctx& ctx, session_id id, pool_info info);
+/// `connection`: the connection it belongs to (spin_policy).
+kj::Own<wire::Session::Server> make_session(server_ctx& ctx, session_id id, pool_info info,
+                                            std::uint64_t connection);
 
 }  // namespace hc::rpc

@@ -17,7 +17,9 @@ namespace hc::rpc {
 /// A Store identity: 1..256 printable characters.
 status check_identity(const std::string& id);
 
+/// `connection`: the connection it belongs to (spin_policy).
 kj::Own<wire::Store::Server> make_store(server_ctx& ctx, std::string identity,
-                                        std::shared_ptr<shm_region> arena);
+                                        std::shared_ptr<shm_region> arena,
+                                        std::uint64_t connection);
 
 }  // namespace hc::rpc

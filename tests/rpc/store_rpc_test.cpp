@@ -225,6 +225,39 @@ TEST_F(StoreRpc, ALateCallIsCancelledAsATimeoutAndTheClientStaysUsable) {
   EXPECT_TRUE(c->ping().ok());
 }
 
+// The node's RPC thread polls a while for an exists to finish (--step-spin-us) and then
+// sleeps until the host_storage actor wakes it: an exists that outlasts the poll is
+// answered when it ends, and meanwhile the node serves other connections.
+TEST_F(StoreRpc, AnExistsThatOutlastsThePollIsAnsweredWhenItEnds) {
+  auto s = open("slow");
+  ASSERT_TRUE(s);
+  fill(s->arena().subspan(0, 2 * page), 4);
+  const std::vector<store_entry> e{{"a", {{0, page}}}, {"b", {{page, page}}}};
+  ASSERT_TRUE(s->set(store_pool::kv_page, e).ok());
+  faults->hold_exists();
+  result<store_exists_reply> answer = error{errc::io_error, "not answered"};
+  std::thread caller([&] {  // a client belongs to the thread that made it
+    auto mine = client::connect("unix:" + socket);
+    if (!mine) return void(answer = mine.err());
+    auto same = (*mine)->open_store("slow");
+    if (!same) return void(answer = same.err());
+    answer = (*same)->exists(std::vector<std::string>{"a", "b", "c"});
+  });
+  for (int i = 0; i < 1000 && faults->exists_calls == 0; ++i)  // a bounded wait (10 s)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GT(faults->exists_calls.load(), 0u) << "the exists never reached the store";
+  c->set_call_timeout(std::chrono::seconds(2));
+  for (int i = 0; i < 5; ++i) {  // well past the poll (200 µs): the node serves on
+    auto pong = c->ping();
+    EXPECT_TRUE(pong.ok()) << pong.err().message;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  faults->release_exists();
+  caller.join();
+  ASSERT_TRUE(answer.ok()) << answer.err().message;
+  EXPECT_EQ(answer->kv_hit_pages, 2u);
+}
+
 // Strings cross the wire whole: Cap'n Proto's conversion from std::string stops at the
 // first NUL, so "k\0a" and "k\0b" were both stored and found as "k" — one key's get read
 // another's value. Now the node sees the NUL, and refuses it in a key or an identity.

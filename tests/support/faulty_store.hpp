@@ -2,7 +2,8 @@
 // Fault injection for L3 tests: wraps a real store and fails writes, fails or slows reads,
 // or corrupts values behind the store's back, on the keys or after the counts configured.
 // A slow read takes its time on the test's manual clock (the clock the node under test
-// reads), never on the wall clock; reads can also be held until the test releases them.
+// reads), never on the wall clock; reads (and, apart, existence checks) can also be held
+// until the test releases them.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -43,7 +44,20 @@ class faulty_store final : public l3_store {
     cv_.notify_all();
   }
 
-  std::atomic<std::size_t> writes{0}, reads{0}, state_reads{0};
+  /// Existence checks block from now until release_exists().
+  void hold_exists() {
+    std::lock_guard lk(mu_);
+    exists_held_ = true;
+  }
+  void release_exists() {
+    {
+      std::lock_guard lk(mu_);
+      exists_held_ = false;
+    }
+    cv_.notify_all();
+  }
+
+  std::atomic<std::size_t> writes{0}, reads{0}, state_reads{0}, exists_calls{0};
 
   status set(l3_pool pool, std::string_view key, std::span<const std::byte> value) override {
     if (writes >= fail_writes_after) return {write_error, "injected write failure"};
@@ -69,7 +83,14 @@ class faulty_store final : public l3_store {
     }
     return inner_.get(pool, key, out);
   }
-  bool exists(l3_pool pool, std::string_view key) override { return inner_.exists(pool, key); }
+  bool exists(l3_pool pool, std::string_view key) override {
+    ++exists_calls;
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return !exists_held_; });
+    }
+    return inner_.exists(pool, key);
+  }
   status erase(l3_pool pool, std::string_view key) override { return inner_.erase(pool, key); }
   result<std::size_t> erase_prefix(std::string_view prefix) override {
     return inner_.erase_prefix(prefix);
@@ -82,6 +103,7 @@ class faulty_store final : public l3_store {
   std::mutex mu_;
   std::condition_variable cv_;
   bool held_ = false;
+  bool exists_held_ = false;
 };
 
 }  // namespace hc::test

@@ -2,7 +2,8 @@
 // KV, then cache_finished) over one `step` RPC vs the same commands in process, the raw
 // Cap'n Proto round trip (`ping`, answered on the RPC thread without the actors), and a
 // small call through the actors, sequential and pipelined (a window of calls in
-// flight), over a Unix socket and over TCP, measured side by side in one run.
+// flight), over a Unix socket and over TCP, measured side by side in one run; and the
+// external L3 store's calls (SGLang's HiCache backend: batch exists, get, set of pages).
 //
 // The node is in this process by default. To measure a separate hybridcached process
 // (scripts/bench-rpc.sh does this), set
@@ -26,6 +27,7 @@
 #include "schema/client.hpp"
 #include "schema/rpc_probe.hpp"
 #include "schema/server/rpc_server.hpp"
+#include "storage/memory_store.hpp"
 #include "tools/hcbench/call_latencies.hpp"
 
 namespace {
@@ -39,9 +41,15 @@ const char* env(const char* name) {
   return v && *v ? v : nullptr;
 }
 
+node_config with_l3() {
+  node_config c;
+  c.l3 = std::make_shared<memory_store>(std::size_t{256} << 20);  // the Store benchmarks'
+  return c;
+}
+
 struct bench_node {
   null_metrics metrics;
-  node n{node_config{}};
+  node n{with_l3()};
   rpc_server server{n, metrics};
   std::string socket =
       (std::filesystem::temp_directory_path() / ("hcbench-" + std::to_string(::getpid()) + ".sock"))
@@ -323,6 +331,50 @@ void BM_SmallStepRpc(benchmark::State& state) {
     lat.time([&] { benchmark::DoNotOptimize((*s)->step(one)); });
 }
 
+/// An external client's L3 batch of `keys` pages of `bytes` each (SGLang's HiCache
+/// storage backend: page keys are hex SHA-256 digests): op 0 = exists of pages that are
+/// all present, 1 = get of them, 2 = set of them (idempotent: they exist already).
+void BM_StoreRpc(benchmark::State& state) {
+  const int op = static_cast<int>(state.range(0));
+  const auto keys = static_cast<std::size_t>(state.range(1));
+  const auto bytes = static_cast<std::uint64_t>(state.range(2));
+  auto c = client::connect(node_address(false));
+  if (!c) return state.SkipWithError(c.err().message.c_str());
+  auto st = (*c)->open_store("hcbench-" + std::to_string(::getpid()));
+  if (!st) return state.SkipWithError(st.err().message.c_str());
+  if ((*st)->arena().size() < keys * bytes) return state.SkipWithError("arena too small");
+  std::vector<std::string> names;
+  std::vector<store_entry> entries;
+  for (std::size_t i = 0; i < keys; ++i) {
+    std::string k(64, '0');
+    const std::string n = std::to_string(i + 1);
+    k.replace(k.size() - n.size(), n.size(), n);
+    names.push_back(k);
+    entries.push_back({k, {{i * bytes, bytes}}});
+  }
+  std::fill((*st)->arena().begin(), (*st)->arena().end(), std::byte{7});
+  auto put = (*st)->set(store_pool::kv_page, entries);
+  if (!put || std::count(put->begin(), put->end(), true) != static_cast<long>(keys))
+    return state.SkipWithError("the values could not be stored");
+  bool ok = true;
+  latencies lat(state);
+  for (auto _ : state) {
+    lat.time([&] {
+      if (op == 0) {
+        auto r = (*st)->exists(names);
+        ok = r && r->kv_hit_pages == keys;
+      } else {
+        auto r = op == 1 ? (*st)->get(store_pool::kv_page, entries)
+                         : (*st)->set(store_pool::kv_page, entries);
+        ok = r && std::count(r->begin(), r->end(), true) == static_cast<long>(keys);
+      }
+    });
+    if (!ok) return state.SkipWithError("a store call failed or missed");
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(keys));
+  (void)(*st)->clear();
+}
+
 /// The machine's floor: a 64-byte blocking ping-pong over a Unix socket pair with a forked
 /// echo process (floors.md §1), so every RPC figure has its OS round trip beside it.
 void BM_SocketPingPong(benchmark::State& state) {
@@ -394,6 +446,14 @@ BENCHMARK(BM_IterationRpc)
 BENCHMARK(BM_RawRoundTrip)->ArgName("tcp")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SmallStepRpc)->ArgName("tcp")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SocketPingPong)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_StoreRpc)
+    ->ArgNames({"op", "keys", "bytes"})
+    ->Args({0, 16, 4096})
+    ->Args({0, 128, 4096})
+    ->Args({1, 16, 4096})
+    ->Args({1, 16, 65536})
+    ->Args({2, 16, 65536})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PipelinedRawRoundTrip)
     ->ArgNames({"tcp", "window"})
     ->ArgsProduct({{0, 1}, {16}})
