@@ -30,7 +30,7 @@ for _ in $(seq 200); do
 done
 tcp=$(grep -o 'serving on tcp [0-9.:]*' "$tmp/log" | awk '{print $4}')
 [ -n "$tcp" ] || { cat "$tmp/log"; echo "the node did not start"; exit 1; }
-filter='StepRpc|RoundTrip|Pipelined|StepInProcess|SocketPingPong|Iteration'
+filter='StepRpc|RoundTrip|Pipelined|StepInProcess|SocketPingPong|Iteration|StoreRpc'
 # Interleaved repetitions: the VM's wake-up cost drifts; compare figures of one run.
 common=(--benchmark_filter="$filter" --benchmark_min_time=0.5 --benchmark_repetitions=3
         --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true "$@")
