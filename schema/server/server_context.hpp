@@ -57,7 +57,7 @@ kj::Promise<void> submit(node& n, const std::shared_ptr<Job>& job) {
 /// this thread serves nobody else, so the budget bounds what another connection may wait
 /// (spin_policy gives none while several connections call). Between its polls it yields
 /// its CPU, which the actor's thread may be waiting for (on 2 vCPUs a Store.exists's p99
-/// was 256–345 µs without the yield, 149–230 µs with it: BENCHMARKS.md §4.16). After the
+/// was 208–387 µs without the yield, 184–220 µs with it: BENCHMARKS.md §4.16). After the
 /// budget, as submit().
 template <class Job>
 kj::Promise<void> submit_spinning(node& n, const std::shared_ptr<Job>& job,
