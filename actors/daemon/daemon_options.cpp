@@ -118,7 +118,7 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--step-spin-us", o.step_spin_us,
-                 "Microseconds the RPC thread polls for a step's (and a Store.exists's) "
+                 "Microseconds the RPC thread polls for a step's (a fence's, a Store.exists's) "
                  "completion before it sleeps until the actor wakes it: a call done within it "
                  "answers without that wake-up (BENCHMARKS.md §4.4, §4.16), but meanwhile the "
                  "thread reads no other connection and holds a CPU, so it polls only while one "

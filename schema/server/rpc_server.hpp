@@ -54,8 +54,8 @@ struct rpc_server_config {
   std::size_t max_stores = 64;
   /// Most keys in one Store call. Default: 65536.
   std::size_t max_store_keys = 65536;
-  /// How long the RPC thread polls for a step's (and a Store.exists's) completion before
-  /// it sleeps until the actor wakes it (rpc::submit_spinning), while one connection is
+  /// How long the RPC thread polls for a step's (a fence's, a Store.exists's) completion
+  /// before it sleeps until the actor wakes it (rpc::submit_spinning), while one connection is
   /// calling (rpc::spin_policy: none while several are); 0 = never polls. Default: 200 µs
   /// (measured: BENCHMARKS.md §4.4, §4.16).
   std::chrono::nanoseconds step_spin = std::chrono::microseconds(200);

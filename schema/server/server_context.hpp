@@ -33,7 +33,7 @@ struct server_ctx {
       std::make_shared<std::atomic<std::size_t>>(0);
   std::size_t max_store_keys = 0;
   std::uint64_t next_arena = 0;
-  /// How long a step or a Store.exists polls for its completion (submit_spinning).
+  /// How long a step, a fence or a Store.exists polls for its completion (submit_spinning).
   spin_policy spin;
   /// Numbers the connections (their bootstrap node services), for spin_policy.
   std::uint64_t next_connection = 0;

@@ -104,12 +104,15 @@ class session_impl final : public wire::Session::Server {
     job->session = id_;
     job->batch = batch;
     job->begin = begin;
-    return submit(ctx_.n, job).then([c, job, t]() mutable {
-      wc::put_error(c.getResults().initError(), job->err);
-      if constexpr (requires { c.getResults().setWaitedNs(0); })
-        c.getResults().setWaitedNs(job->waited_ns);
-      t.done();
-    });
+    // Two per forward pass, each answered at once unless a begin waits for queued ops:
+    // polled for, as a step is (a begin that waits longer sleeps after the poll).
+    return submit_spinning(ctx_.n, job, ctx_.spin.budget_for(connection_))
+        .then([c, job, t]() mutable {
+          wc::put_error(c.getResults().initError(), job->err);
+          if constexpr (requires { c.getResults().setWaitedNs(0); })
+            c.getResults().setWaitedNs(job->waited_ns);
+          t.done();
+        });
   }
   template <class Ctx>
   kj::Promise<void> read(Ctx c, bytes_job::what op, std::int64_t index) {

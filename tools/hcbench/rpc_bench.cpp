@@ -2,8 +2,9 @@
 // KV, then cache_finished) over one `step` RPC vs the same commands in process, the raw
 // Cap'n Proto round trip (`ping`, answered on the RPC thread without the actors), and a
 // small call through the actors, sequential and pipelined (a window of calls in
-// flight), over a Unix socket and over TCP, measured side by side in one run; and the
-// external L3 store's calls (SGLang's HiCache backend: batch exists, get, set of pages).
+// flight), over a Unix socket and over TCP, measured side by side in one run; a forward's
+// two fences; and the external L3 store's calls (SGLang's HiCache backend: batch exists,
+// get, set of pages).
 //
 // The node is in this process by default. To measure a separate hybridcached process
 // (scripts/bench-rpc.sh does this), set
@@ -331,6 +332,23 @@ void BM_SmallStepRpc(benchmark::State& state) {
     lat.time([&] { benchmark::DoNotOptimize((*s)->step(one)); });
 }
 
+/// A forward pass's two fences (beginForward, endForward) with nothing queued before them:
+/// what a worker's every forward costs besides its step.
+void BM_FenceRpc(benchmark::State& state) {
+  auto c = client::connect(node_address(false));
+  if (!c) return state.SkipWithError(c.err().message.c_str());
+  auto s = (*c)->open(bench_spec());
+  if (!s) return state.SkipWithError(s.err().message.c_str());
+  std::uint64_t batch = 0;
+  bool ok = true;
+  latencies lat(state);
+  for (auto _ : state) {
+    ++batch;
+    lat.time([&] { ok = (*s)->begin_forward(batch).ok() && (*s)->end_forward(batch).ok(); });
+    if (!ok) return state.SkipWithError("a fence failed");
+  }
+}
+
 /// An external client's L3 batch of `keys` pages of `bytes` each (SGLang's HiCache
 /// storage backend: page keys are hex SHA-256 digests): op 0 = exists of pages that are
 /// all present, 1 = get of them, 2 = set of them (idempotent: they exist already).
@@ -446,6 +464,7 @@ BENCHMARK(BM_IterationRpc)
 BENCHMARK(BM_RawRoundTrip)->ArgName("tcp")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SmallStepRpc)->ArgName("tcp")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SocketPingPong)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FenceRpc)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StoreRpc)
     ->ArgNames({"op", "keys", "bytes"})
     ->Args({0, 16, 4096})
