@@ -3,8 +3,9 @@
 // radix_cache — which spawns the instance's forward_stream — on first use), registers the
 // session's route for the entry points, counts sessions per instance and destroys the
 // longest-idle instances, and answers stats and drain by asking every instance.
-// Steps, fences and byte access never pass through it: they go from the caller's thread
-// straight to the session's radix_cache or forward_stream (node.cpp).
+// Steps, fences, byte access and external Store calls never pass through it: they go from
+// the caller's thread straight to the session's radix_cache or forward_stream, or to the
+// node's host_storage (node.cpp).
 #include "actors/node/scheduler_actor.hpp"
 #include "actors/node/inspect_document.hpp"
 #include "actors/node/json_text.hpp"
