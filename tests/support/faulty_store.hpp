@@ -32,30 +32,11 @@ class faulty_store final : public l3_store {
   std::chrono::milliseconds read_delay{0};
 
   /// Reads block from now until release_reads().
-  void hold_reads() {
-    std::lock_guard lk(mu_);
-    held_ = true;
-  }
-  void release_reads() {
-    {
-      std::lock_guard lk(mu_);
-      held_ = false;
-    }
-    cv_.notify_all();
-  }
-
+  void hold_reads() { set_held(held_, true); }
+  void release_reads() { set_held(held_, false); }
   /// Existence checks block from now until release_exists().
-  void hold_exists() {
-    std::lock_guard lk(mu_);
-    exists_held_ = true;
-  }
-  void release_exists() {
-    {
-      std::lock_guard lk(mu_);
-      exists_held_ = false;
-    }
-    cv_.notify_all();
-  }
+  void hold_exists() { set_held(exists_held_, true); }
+  void release_exists() { set_held(exists_held_, false); }
 
   std::atomic<std::size_t> writes{0}, reads{0}, state_reads{0}, exists_calls{0};
 
@@ -68,10 +49,7 @@ class faulty_store final : public l3_store {
   status get(l3_pool pool, std::string_view key, std::vector<std::byte>& out) override {
     ++reads;
     if (pool == l3_pool::ssm_state) ++state_reads;
-    {
-      std::unique_lock lk(mu_);
-      cv_.wait(lk, [&] { return !held_; });
-    }
+    wait_while_held(held_);
     if (read_delay.count() > 0) {
       if (time_ == nullptr)
         return {errc::invalid_argument, "faulty_store: read_delay needs a clock"};
@@ -85,10 +63,7 @@ class faulty_store final : public l3_store {
   }
   bool exists(l3_pool pool, std::string_view key) override {
     ++exists_calls;
-    {
-      std::unique_lock lk(mu_);
-      cv_.wait(lk, [&] { return !exists_held_; });
-    }
+    wait_while_held(exists_held_);
     return inner_.exists(pool, key);
   }
   status erase(l3_pool pool, std::string_view key) override { return inner_.erase(pool, key); }
@@ -98,6 +73,19 @@ class faulty_store final : public l3_store {
   l3_usage usage() const override { return inner_.usage(); }
 
  private:
+  void set_held(bool& which, bool held) {
+    {
+      std::lock_guard lk(mu_);
+      which = held;
+    }
+    cv_.notify_all();
+  }
+  /// Blocks while `which` is held.
+  void wait_while_held(const bool& which) {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return !which; });
+  }
+
   l3_store& inner_;
   manual_clock* time_;
   std::mutex mu_;
