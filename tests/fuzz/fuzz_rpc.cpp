@@ -29,6 +29,7 @@
 #include "actors/common/invariant.hpp"
 #include "actors/common/metrics_sink.hpp"
 #include "actors/node/node.hpp"
+#include "gpu/shm_region.hpp"
 #include "schema/client.hpp"
 #include "schema/node_connection.hpp"
 #include "schema/server/rpc_server.hpp"
@@ -65,9 +66,13 @@ struct environment {
     rc.max_store_keys = 64;
     if (status s = server->start(rc); !s) fail("server: " + s.err().message);
     // The environment is never destroyed (its threads run until exit): the socket file
-    // goes at exit, or every fuzzing run would leave one in /tmp.
+    // and the instances' pools in /dev/shm go at exit, or every fuzzing run would leave
+    // them behind (the pools until the next node's start found them orphaned).
     static const std::string* bound = &socket;
-    std::atexit([] { ::unlink(bound->c_str()); });
+    std::atexit([] {
+      ::unlink(bound->c_str());
+      (void)unlink_orphaned_segments("hybridcache-", ::getpid());  // this process's own
+    });
     auto c = client::connect("unix:" + socket);
     if (!c) fail("observer: " + c.err().message);
     observer = std::move(*c);
