@@ -30,8 +30,6 @@ class spin_policy {
   std::chrono::nanoseconds budget_for(std::uint64_t caller,
                                       clock::time_point now = clock::now()) noexcept;
 
-  std::chrono::nanoseconds budget() const noexcept { return budget_; }
-
  private:
   std::chrono::nanoseconds budget_;
   std::uint64_t last_caller_ = 0;

@@ -3,8 +3,6 @@
 // first part of the input) and flags (the rest, NUL-separated). Any input must end in
 // options that pass or a CLI11 parse error / an invalid_config message — never another
 // exception or a crash.
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
@@ -16,7 +14,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   hc::fuzz::fuzz_input in(data, size);
-  static const std::string config = "/tmp/hc-fuzz-config-" + std::to_string(::getpid()) + ".conf";
+  const std::string& config = hc::fuzz::scratch_file("config", ".conf");
   const bool with_config = in.flag();
   if (with_config) {
     const std::string text = in.text(4096);

@@ -11,6 +11,8 @@
 #include <span>
 #include <string>
 
+#include <unistd.h>
+
 namespace hc::fuzz {
 
 class fuzz_input {
@@ -72,6 +74,21 @@ class fuzz_input {
 [[noreturn]] inline void fail(const std::string& what) {
   std::fprintf(stderr, "fuzz finding: %s\n", what.c_str());
   std::abort();
+}
+
+/// The path of this process's one scratch file `/tmp/hc-fuzz-<stem>-<pid><suffix>`, for
+/// a target that must hand its input to code that reads files. The file (if the target
+/// created it) is removed when the process exits: a fuzzing run or a corpus replay leaves
+/// nothing behind. Call it with one stem per process.
+inline const std::string& scratch_file(const char* stem, const char* suffix) {
+  static const std::string path =
+      std::string("/tmp/hc-fuzz-") + stem + "-" + std::to_string(::getpid()) + suffix;
+  static const bool registered = [] {
+    std::atexit([] { ::unlink(path.c_str()); });
+    return true;
+  }();
+  (void)registered;
+  return path;
 }
 
 }  // namespace hc::fuzz

@@ -2,8 +2,6 @@
 // `hcctl replay` does next with a trace it accepted: the token generator's self test, and,
 // when the trace's pools are small, the whole replay in process. A bad trace must give an
 // error naming the line, never a crash, a hang or an unbounded allocation.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -15,8 +13,7 @@
 namespace {
 
 const std::string& scratch_path() {
-  static const std::string p = "/tmp/hc-fuzz-trace-" + std::to_string(::getpid()) + ".jsonl";
-  return p;
+  return hc::fuzz::scratch_file("trace", ".jsonl");
 }
 
 /// Replays only what runs in milliseconds (pools of a real trace's size, few ops); what
