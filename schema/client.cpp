@@ -1,7 +1,10 @@
 #include "schema/client.hpp"
 
+#include <optional>
+
 #include "gpu/shm_region.hpp"
 #include "schema/node_connection.hpp"
+#include "schema/store_parts.hpp"
 
 namespace hc {
 
@@ -334,6 +337,93 @@ result<std::vector<bool>> client_store::set(store_pool pool, std::span<const sto
     put_entries(req, entries);
     auto r = impl_->link->wait(wc::checked_send(req));
     return ok_list(r);
+  });
+}
+
+namespace {
+
+/// Sends a get or set of entries [p.first, p.last) and pushes the call out on the socket
+/// (the client's stream writes a loop turn's messages when the loop is about to wait):
+/// the node starts on it while this thread copies.
+template <class Req>
+auto send_part(Req req, store_pool pool, std::span<const store_entry> entries,
+               const store_parts::part& p, wc::rpc_channel& channel) {
+  req.setPool(pool_to_wire(pool));
+  put_entries(req, entries.subspan(p.first, p.last - p.first));
+  auto promise = wc::checked_send(req);
+  channel.wait_scope().poll();
+  return promise;
+}
+
+}  // namespace
+
+result<std::vector<bool>> client_store::set_from(store_pool pool,
+                                                 std::span<const store_entry> entries,
+                                                 std::span<const std::uintptr_t> addresses,
+                                                 std::uint64_t part_bytes) {
+  if (status s = store_parts::check(entries, addresses, impl_->arena.bytes().size()); !s)
+    return s.err();
+  return guarded([&]() -> result<std::vector<bool>> {
+    const auto parts = store_parts::split(entries, part_bytes);
+    std::vector<bool> out;
+    out.reserve(entries.size());
+    using promise_t = decltype(impl_->cap.setRequest().send());
+    std::optional<promise_t> in_flight;
+    auto finish = [&]() -> status {
+      auto r = impl_->link->wait(kj::mv(*in_flight));
+      in_flight.reset();
+      auto got = ok_list(r);
+      if (!got) return got.err();
+      out.insert(out.end(), got->begin(), got->end());
+      return {};
+    };
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      if (in_flight && !store_parts::disjoint(parts[k], parts[k - 1]))
+        if (status s = finish(); !s) return s.err();
+      store_parts::copy_in(parts[k], entries, addresses, impl_->arena.bytes());
+      if (in_flight)
+        if (status s = finish(); !s) return s.err();
+      in_flight.emplace(
+          send_part(impl_->cap.setRequest(), pool, entries, parts[k], *impl_->link->channel));
+    }
+    if (in_flight)
+      if (status s = finish(); !s) return s.err();
+    return out;
+  });
+}
+
+result<std::vector<bool>> client_store::get_into(store_pool pool,
+                                                 std::span<const store_entry> entries,
+                                                 std::span<const std::uintptr_t> addresses,
+                                                 std::uint64_t part_bytes) {
+  if (status s = store_parts::check(entries, addresses, impl_->arena.bytes().size()); !s)
+    return s.err();
+  return guarded([&]() -> result<std::vector<bool>> {
+    const auto parts = store_parts::split(entries, part_bytes);
+    std::vector<bool> out;
+    out.reserve(entries.size());
+    using promise_t = decltype(impl_->cap.getRequest().send());
+    std::optional<promise_t> in_flight;
+    if (!parts.empty())
+      in_flight.emplace(
+          send_part(impl_->cap.getRequest(), pool, entries, parts[0], *impl_->link->channel));
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      auto r = impl_->link->wait(kj::mv(*in_flight));
+      in_flight.reset();
+      auto got = ok_list(r);
+      if (!got) return got.err();
+      const bool next = k + 1 < parts.size();
+      const bool side_by_side = next && store_parts::disjoint(parts[k], parts[k + 1]);
+      if (side_by_side)
+        in_flight.emplace(
+            send_part(impl_->cap.getRequest(), pool, entries, parts[k + 1], *impl_->link->channel));
+      store_parts::copy_out(parts[k], entries, addresses, impl_->arena.bytes(), *got);
+      out.insert(out.end(), got->begin(), got->end());
+      if (next && !side_by_side)
+        in_flight.emplace(
+            send_part(impl_->cap.getRequest(), pool, entries, parts[k + 1], *impl_->link->channel));
+    }
+    return out;
   });
 }
 

@@ -104,6 +104,25 @@ class client_store {
   /// Erases every value under this store's identity (both pools); returns how many.
   result<std::uint64_t> clear();
 
+  /// `set` of values that are elsewhere in the caller's memory: each segment's bytes are
+  /// first copied from `addresses` (one per segment, the entries' segments in order) to
+  /// its arena range. The batch goes in parts of at most `part_bytes` (a larger value
+  /// alone; 0: one part), one `set` call each, and a part is copied while the node writes
+  /// the part before — unless their arena ranges meet, then after it. Bad input
+  /// (addresses not one per segment, a segment outside the arena, a null address) is
+  /// invalid_argument before anything is copied or sent. One bool per entry, as `set`;
+  /// an error of any part (a timeout: see arena_name) ends the call with it.
+  result<std::vector<bool>> set_from(store_pool pool, std::span<const store_entry> entries,
+                                     std::span<const std::uintptr_t> addresses,
+                                     std::uint64_t part_bytes);
+  /// `get` whose values go on to the caller's memory: each present value's segments are
+  /// copied from the arena to `addresses` (one per segment, as in set_from; a missing
+  /// value's addresses are not written). In parts as set_from: a part is copied out while
+  /// the node reads the next one into the arena, unless their arena ranges meet.
+  result<std::vector<bool>> get_into(store_pool pool, std::span<const store_entry> entries,
+                                     std::span<const std::uintptr_t> addresses,
+                                     std::uint64_t part_bytes);
+
  private:
   friend class client;
   struct impl;

@@ -4,6 +4,7 @@
 // corrupt values are misses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include <cstring>
@@ -115,6 +116,110 @@ TEST_F(StoreRpc, PagesAndAScatteredStateRoundTripThroughTheArena) {
   const store_entry wrong_len{"h2", {{700000, 999}}};
   EXPECT_EQ(*s->get(store_pool::ssm_state, std::span(&wrong_len, 1)), std::vector<bool>{false})
       << "a value whose length differs from its segments is not served";
+}
+
+// set_from / get_into: values that live in the caller's memory (SGLang's host pool) go
+// through the arena in parts, each part's copy beside the node's work on the one before.
+TEST_F(StoreRpc, ValuesMoveBetweenTheCallersMemoryAndTheStoreInParts) {
+  auto s = open("qwen3-next/tp0of2");
+  ASSERT_TRUE(s);
+  constexpr std::size_t count = 10;
+  std::vector<std::byte> host(count * page), back(count * page);
+  for (std::size_t i = 0; i < count; ++i)  // each page its own bytes
+    fill(std::span(host).subspan(i * page, page), static_cast<std::uint8_t>(3 + i));
+  // Pages one after another in the arena; the last in two segments (as a state is).
+  std::vector<store_entry> pages;
+  std::vector<std::uintptr_t> from, to;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string key = std::string("p").append(std::to_string(i));
+    if (i + 1 < count) {
+      pages.push_back({key, {{i * page, page}}});
+      from.push_back(reinterpret_cast<std::uintptr_t>(host.data() + i * page));
+      to.push_back(reinterpret_cast<std::uintptr_t>(back.data() + i * page));
+    } else {
+      pages.push_back({key, {{i * page, 100}, {i * page + 100, page - 100}}});
+      for (std::size_t at : {std::size_t{0}, std::size_t{100}}) {
+        from.push_back(reinterpret_cast<std::uintptr_t>(host.data() + i * page + at));
+        to.push_back(reinterpret_cast<std::uintptr_t>(back.data() + i * page + at));
+      }
+    }
+  }
+  for (std::uint64_t part : {std::uint64_t{3 * page}, std::uint64_t{0}, std::uint64_t{1}}) {
+    SCOPED_TRACE("part_bytes " + std::to_string(part));
+    ASSERT_TRUE(s->clear().ok());
+    auto w = s->set_from(store_pool::kv_page, pages, from, part);
+    ASSERT_TRUE(w.ok()) << w.err().message;
+    EXPECT_EQ(*w, std::vector<bool>(count, true));
+    EXPECT_EQ(mem->usage().values, count);
+    std::fill(back.begin(), back.end(), std::byte{0});
+    // One key missing: its bytes in the caller's memory stay as they were.
+    auto asked = pages;
+    asked[4].key = "missing";
+    std::fill(back.begin() + 4 * page, back.begin() + 5 * page, std::byte{0x5a});
+    auto r = s->get_into(store_pool::kv_page, asked, to, part);
+    ASSERT_TRUE(r.ok()) << r.err().message;
+    std::vector<bool> want(count, true);
+    want[4] = false;
+    EXPECT_EQ(*r, want);
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto* got = back.data() + i * page;
+      if (i == 4)
+        EXPECT_TRUE(std::all_of(got, got + page, [](std::byte b) { return b == std::byte{0x5a}; }))
+            << "a missing value's memory is not written";
+      else
+        EXPECT_TRUE(std::equal(got, got + page, host.data() + i * page)) << "page " << i;
+    }
+  }
+}
+
+// Parts that reuse the same arena range run one after another, never side by side: each
+// value goes in and comes back with its own bytes.
+TEST_F(StoreRpc, PartsSharingArenaSpaceRunInTurn) {
+  auto s = open("m");
+  ASSERT_TRUE(s);
+  constexpr std::size_t count = 6;
+  std::vector<std::byte> host(count * page), back(count * page);
+  for (std::size_t i = 0; i < count; ++i)
+    fill(std::span(host).subspan(i * page, page), static_cast<std::uint8_t>(9 + i));
+  std::vector<store_entry> at_zero;
+  std::vector<std::uintptr_t> from, to;
+  for (std::size_t i = 0; i < count; ++i) {
+    at_zero.push_back({std::string("z").append(std::to_string(i)), {{0, page}}});
+    from.push_back(reinterpret_cast<std::uintptr_t>(host.data() + i * page));
+    to.push_back(reinterpret_cast<std::uintptr_t>(back.data() + i * page));
+  }
+  auto w = s->set_from(store_pool::kv_page, at_zero, from, page);
+  ASSERT_TRUE(w.ok()) << w.err().message;
+  const auto arena = s->arena();
+  for (std::size_t i = 0; i < count; ++i) {  // what was stored, read back the plain way
+    ASSERT_EQ(*s->get(store_pool::kv_page, std::span(&at_zero[i], 1)), std::vector<bool>{true});
+    EXPECT_TRUE(std::equal(arena.begin(), arena.begin() + page, host.begin() + i * page))
+        << "value " << i << " was stored with its own bytes";
+  }
+  auto r = s->get_into(store_pool::kv_page, at_zero, to, page);
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  EXPECT_EQ(*r, std::vector<bool>(count, true));
+  EXPECT_EQ(host, back);
+}
+
+TEST_F(StoreRpc, BadAddressesAreRefusedBeforeAnythingMoves) {
+  auto s = open("m");
+  ASSERT_TRUE(s);
+  std::vector<std::byte> host(2 * page);
+  const auto at = reinterpret_cast<std::uintptr_t>(host.data());
+  const std::vector<store_entry> two{{"a", {{0, page}}}, {"b", {{page, page}}}};
+  auto few = s->set_from(store_pool::kv_page, two, std::vector<std::uintptr_t>{at}, 0);
+  ASSERT_FALSE(few.ok());
+  EXPECT_EQ(few.err().code, errc::invalid_argument);
+  auto null = s->get_into(store_pool::kv_page, two, std::vector<std::uintptr_t>{at, 0}, 0);
+  ASSERT_FALSE(null.ok());
+  EXPECT_EQ(null.err().code, errc::invalid_argument);
+  const std::vector<store_entry> outside{{"c", {{(1u << 20) - 10, page}}}};
+  auto o = s->set_from(store_pool::kv_page, outside, std::vector<std::uintptr_t>{at}, 0);
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.err().message.find("outside"), std::string::npos) << o.err().message;
+  EXPECT_EQ(mem->usage().values, 0u) << "a refused batch writes nothing";
+  EXPECT_TRUE(s->set_from(store_pool::kv_page, {}, {}, 0).ok()) << "no values: nothing to do";
 }
 
 TEST_F(StoreRpc, ExistenceFollowsTheTrailingPagesRule) {

@@ -6,6 +6,9 @@ a fake page_first_direct host pool group (tests/sglang_fakes.py: torch tensors l
 SGLang's), and times, per 128-page batch (SGLang's STORAGE_BATCH_SIZE):
 
   memcpy       torch copy of the batch's bytes between two host buffers (the floor)
+  memcpy_x2    two threads each making that copy at once: near memcpy's time if the host
+               copies two at a time, which ``part_bytes`` (copies beside the node's
+               work) needs to pay; twice it or more if not
   set_v1/get_v1  HybridCacheStorage.batch_set_v1 / batch_get_v1 (host pool <-> arena <-> L3)
   set/get v0   batch_set / batch_get with flat page tensors
   store set/get  Store.set / Store.get of the same values already in the arena (no copy
@@ -21,6 +24,7 @@ import hashlib
 import os
 import statistics
 import sys
+import threading
 import time
 
 # The script's own folder holds the package's sources (without the compiled module): the
@@ -50,6 +54,8 @@ def main():
     ap.add_argument("--tokens-per-page", type=int, default=16, help="page size (default 16)")
     ap.add_argument("--layers", type=int, default=12, help="attention layers (default 12)")
     ap.add_argument("--head-dim", type=int, default=256, help="head dim, 1 KV head (default 256)")
+    ap.add_argument("--part-bytes", type=int, default=None,
+                    help="the backend's part_bytes option (default: the backend's default)")
     args = ap.parse_args()
     if "HC_DAEMON" not in os.environ:
         sys.exit("bench_backend: set HC_DAEMON to the hybridcached binary")
@@ -69,7 +75,8 @@ def main():
         from hybridcache.sglang import HybridCacheStorage
 
         cfg = sg.HiCacheStorageConfig(is_page_first_layout=False, extra_config={
-            "socket": node.socket, "timeout": 60, "interface_v1": 1})
+            "socket": node.socket, "timeout": 60, "interface_v1": 1,
+            **({} if args.part_bytes is None else {"part_bytes": args.part_bytes})})
         be = HybridCacheStorage(cfg, {})
         be.register_mem_pool_host(group)
         be.register_mem_host_pool_v2(kv, sg.PoolName.KV)
@@ -79,8 +86,9 @@ def main():
         flat_src = [kv.get_data_page(p * page) for p in range(BATCH)]
         a = torch.empty(batch_bytes, dtype=torch.uint8)
         b = torch.randint(0, 255, (batch_bytes,), dtype=torch.uint8)
-        t = {k: [] for k in ("memcpy", "set_v1", "get_v1", "set_v0", "get_v0", "store_set",
-                             "store_get")}
+        a2, b2 = torch.empty_like(a), b.clone()
+        t = {k: [] for k in ("memcpy", "memcpy_x2", "set_v1", "get_v1", "set_v0", "get_v0",
+                             "store_set", "store_get")}
         link = be._link()
         store = link.store
         entries = [(k, [(i * kv.page_bytes(), kv.page_bytes())])
@@ -89,6 +97,12 @@ def main():
             t0 = time.perf_counter()
             a.copy_(b)
             t["memcpy"].append(time.perf_counter() - t0)
+            other = threading.Thread(target=a2.copy_, args=(b2,))
+            t0 = time.perf_counter()
+            other.start()
+            a.copy_(b)
+            other.join()
+            t["memcpy_x2"].append(time.perf_counter() - t0)
             k1 = keys_for(r, "v1")
             t0 = time.perf_counter()
             ok = be.batch_set_v1(k1, src)

@@ -163,6 +163,20 @@ class py_store {
       return value_or_raise(box->live().set(pool, e));
     });
   }
+  std::vector<bool> set_from(store_pool pool, const py_entries& entries,
+                             std::vector<std::uintptr_t> addresses, std::uint64_t part_bytes) {
+    return conn_->call<std::vector<bool>>(
+        [box = box_, pool, e = to_entries(entries), a = std::move(addresses), part_bytes] {
+          return value_or_raise(box->live().set_from(pool, e, a, part_bytes));
+        });
+  }
+  std::vector<bool> get_into(store_pool pool, const py_entries& entries,
+                             std::vector<std::uintptr_t> addresses, std::uint64_t part_bytes) {
+    return conn_->call<std::vector<bool>>(
+        [box = box_, pool, e = to_entries(entries), a = std::move(addresses), part_bytes] {
+          return value_or_raise(box->live().get_into(pool, e, a, part_bytes));
+        });
+  }
   std::uint64_t clear() {
     return conn_->call<std::uint64_t>([box = box_] { return value_or_raise(box->live().clear()); });
   }
@@ -651,6 +665,10 @@ PYBIND11_MODULE(_native, m) {
       .def("exists", &py_store::exists, py::arg("kv_keys"), py::arg("sidecars"))
       .def("get", &py_store::get, py::arg("pool"), py::arg("entries"))
       .def("set", &py_store::set, py::arg("pool"), py::arg("entries"))
+      .def("set_from", &py_store::set_from, py::arg("pool"), py::arg("entries"),
+           py::arg("addresses"), py::arg("part_bytes"))
+      .def("get_into", &py_store::get_into, py::arg("pool"), py::arg("entries"),
+           py::arg("addresses"), py::arg("part_bytes"))
       .def("clear", &py_store::clear)
       .def("close", &py_store::close)
       .def_property_readonly("closed", &py_store::closed)

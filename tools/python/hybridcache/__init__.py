@@ -58,7 +58,8 @@ from ._native import (  # noqa: F401  (re-exported)
 __all__ = [
     "connect", "Node", "Session", "InstanceSpec", "Strategy", "CommandResult", "PoolState",
     "PoolInfo", "PingReply", "cmd", "res", "Error", "InvalidArgument", "InvalidConfig",
-    "NotFound", "OutOfMemory", "Unavailable", "Timeout", "DEFAULT_SOCKET", "Store",
+    "NotFound", "OutOfMemory", "Unavailable", "Timeout", "DEFAULT_SOCKET", "DEFAULT_PART_BYTES",
+    "Store",
     "StorePool", "Sidecar", "ExistsReply", "Segment", "Entry", "copy_in", "copy_out",
 ]
 
@@ -95,6 +96,12 @@ def _map_shm(name: str, size: int) -> mmap.mmap:
 
 #: The socket a node listens on by default (hybridcached --socket).
 DEFAULT_SOCKET = "/tmp/hybridcache.sock"
+#: Store.set_from / get_into: the most bytes of one part (one call to the node); 0, the
+#: default, moves a batch as one part. Parts let the copies between the caller's memory and
+#: the arena overlap the node's work on the part before — which needs a core to spare: on
+#: a 2-vCPU host, where two copies at once take as long as two in turn, parts measured no
+#: faster (BENCHMARKS.md §7.1).
+DEFAULT_PART_BYTES = 0
 
 
 class _CudaArray:
@@ -342,6 +349,26 @@ class Store:
     def set(self, pool: StorePool, entries: Sequence[Entry]) -> List[bool]:
         """Writes each value from its arena segments (idempotent); one bool per entry."""
         return self._s.set(pool, [(k, list(segs)) for k, segs in entries])
+
+    def set_from(self, pool: StorePool, entries: Sequence[Entry], addresses: Sequence[int],
+                 part_bytes: int = DEFAULT_PART_BYTES) -> List[bool]:
+        """:meth:`set` of values elsewhere in this process's memory: each segment's bytes
+        are copied from ``addresses`` (one per segment, the entries' segments in order;
+        e.g. ``tensor.data_ptr()``) to its arena range first. The batch goes in parts of at
+        most ``part_bytes`` (a larger value alone; 0: one part), and a part is copied while
+        the node writes the one before (after it, if their arena ranges meet). Addresses
+        not one per segment, a segment outside the arena or a null address raise
+        InvalidArgument before anything is copied. One bool per entry."""
+        return self._s.set_from(pool, [(k, list(segs)) for k, segs in entries],
+                                list(addresses), part_bytes)
+
+    def get_into(self, pool: StorePool, entries: Sequence[Entry], addresses: Sequence[int],
+                 part_bytes: int = DEFAULT_PART_BYTES) -> List[bool]:
+        """:meth:`get`, then each present value's segments copied from the arena to
+        ``addresses`` (as in :meth:`set_from`; a missing value's are not written), a part
+        copied out while the node reads the next one. One bool per entry."""
+        return self._s.get_into(pool, [(k, list(segs)) for k, segs in entries],
+                                list(addresses), part_bytes)
 
     def clear(self) -> int:
         """Erases every value under this store's identity (both pools); returns how many."""

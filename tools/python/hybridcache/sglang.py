@@ -26,7 +26,10 @@ tensor of the v0 calls) into this thread's Store arena, node-owned shared memory
 node writes them from there to its L3 store. Getting, the node reads them into the arena and
 they are copied from there into the host pool. A value is the page's bytes as
 ``get_data_page(flat=True)`` has them (K then V), so v0 and v1 share values; a Mamba state
-is one value of its temporal and conv buffers in ``get_page_buffer_meta`` order.
+is one value of its temporal and conv buffers in ``get_page_buffer_meta`` order. The copies
+and the node's call are one native call per batch (``Store.set_from`` / ``get_into``); with
+``part_bytes`` a batch moves in parts, one part's copy running while the node reads or
+writes the part before.
 
 Keys: SGLang's 64-hex page hashes, namespaced by the Store identity this class derives from
 ``HiCacheStorageConfig`` (model, TP/PP/CP coordinate or MLA, host layout) plus the optional
@@ -50,6 +53,10 @@ option                    default                meaning
 ``timeout``               2.0                    seconds a call waits at most
 ``reconnect_interval``    1.0                    seconds between reconnect attempts
 ``namespace``             (none)                 added to the identity (keeps deployments apart)
+``part_bytes``            0 (one part)           a batch moves in parts of at most this many
+                                                 bytes, each part's copy overlapping the node's
+                                                 work on the one before (for hosts with cores
+                                                 to spare; e.g. 4194304)
 ========================  =====================  ============================================
 """
 
@@ -102,7 +109,8 @@ KV = "kv"
 MAMBA = "mamba"
 _TRAILING = "trailing_pages"
 
-_OPTIONS = {"socket", "tcp", "token_file", "timeout", "reconnect_interval", "namespace"}
+_OPTIONS = {"socket", "tcp", "token_file", "timeout", "reconnect_interval", "namespace",
+            "part_bytes"}
 # Keys SGLang leaves in extra_config for every dynamic backend (integration.md §1.1).
 _SGLANG_KEYS = {"backend_name", "module_path", "class_name", "interface_v1", "fault_tolerance"}
 
@@ -199,6 +207,9 @@ class HybridCacheStorage(_Base):
         if not self._timeout > 0 or self._retry < 0:
             raise ValueError("hybridcache: timeout must be > 0 and reconnect_interval >= 0")
         self._namespace: Optional[str] = extra.get("namespace")
+        self._part_bytes = int(extra.get("part_bytes", _hc.DEFAULT_PART_BYTES))
+        if self._part_bytes < 0:
+            raise ValueError("hybridcache: part_bytes must be >= 0")
         self._is_mla = bool(getattr(storage_config, "is_mla_model", False))
         self._tp = (int(getattr(storage_config, "tp_rank", 0)),
                     int(getattr(storage_config, "tp_size", 1)))
@@ -372,27 +383,22 @@ class HybridCacheStorage(_Base):
         which = _hc.StorePool.SSM_STATE if pool == MAMBA else _hc.StorePool.KV_PAGE
         ok: List[bool] = []
         for lo, hi in self._chunks(link, values):
-            entries, placed, at = [], [], 0  # placed: (value, arena offset, address, length)
+            entries, addresses, at = [], [], 0  # values one after another in the arena
             for i in range(lo, hi):
                 segs = []
                 for address, n in values[i]:
                     segs.append((at, n))
-                    placed.append((i, at, address, n))
+                    addresses.append(address)
                     at += n
                 entries.append((self._store_key(keys[i], pool), segs))
             if at > link.arena_bytes:
                 ok.extend([False] * (hi - lo))
                 continue
-            try:
+            try:  # copies and the node's work overlap, part by part (Store.set_from)
                 if fetch:
-                    got = link.store.get(which, entries)
-                    placed = [p for p in placed if got[p[0] - lo]]
-                    _hc.copy_out(link.arena, [p[1] for p in placed], [p[2] for p in placed],
-                                 [p[3] for p in placed])
+                    got = link.store.get_into(which, entries, addresses, self._part_bytes)
                 else:
-                    _hc.copy_in(link.arena, [p[1] for p in placed], [p[2] for p in placed],
-                                [p[3] for p in placed])
-                    got = link.store.set(which, entries)
+                    got = link.store.set_from(which, entries, addresses, self._part_bytes)
             except _hc.Error as e:
                 self._fail(link, e)
                 return ok + [False] * (len(keys) - len(ok))

@@ -180,6 +180,35 @@ class NodeTest(OwnNodeTest):
             with self.assertRaises(hybridcache.InvalidArgument):
                 s.token_arena()
 
+    def test_store_values_move_from_and_into_this_process_in_parts(self):
+        import numpy as np
+        page, count = 4096, 9
+        host = np.arange(count * page, dtype=np.uint32).astype(np.uint8).reshape(count, page)
+        host += np.arange(count, dtype=np.uint8)[:, None]  # each page its own bytes
+        back = np.zeros_like(host)
+        kv = hybridcache.StorePool.KV_PAGE
+        with self.connect() as node, node.store("py-parts") as store:
+            entries = [(f"page-{i}", [(i * page, page)]) for i in range(count)]
+            for part in (2 * page, 0, hybridcache.DEFAULT_PART_BYTES):
+                store.clear()
+                back[:] = 0
+                self.assertEqual(store.set_from(kv, entries, [host[i].ctypes.data for i in
+                                                              range(count)], part), [True] * count)
+                asked = list(entries)
+                asked[3] = ("missing", asked[3][1])
+                back[3] = 0x5A
+                got = store.get_into(kv, asked, [back[i].ctypes.data for i in range(count)], part)
+                self.assertEqual(got, [i != 3 for i in range(count)])
+                for i in range(count):
+                    if i == 3:
+                        self.assertTrue((back[3] == 0x5A).all(), "a missing value is not written")
+                    else:
+                        self.assertTrue((back[i] == host[i]).all(), f"page {i}, part {part}")
+            with self.assertRaisesRegex(hybridcache.InvalidArgument, "1 addresses for 9"):
+                store.set_from(kv, entries, [host.ctypes.data])
+            with self.assertRaisesRegex(hybridcache.InvalidArgument, "is null"):
+                store.get_into(kv, entries[:1], [0])
+
     def test_a_failed_command_is_in_its_result(self):
         with self.connect() as node, node.open(small_spec()) as s:
             r = s.step([cmd.Match(req=99)])[0]

@@ -192,6 +192,26 @@ class SGLangBackendTest(unittest.TestCase):
                     self.assertEqual(sum(stats.backup_pgs), n)
                     self.assertEqual(backend.get_stats().backup_pgs, [], "get_stats empties lists")
 
+    def test_batches_in_parts_round_trip_byte_for_byte(self):
+        at_start = self.store_arenas()
+        for v1 in (True, False):
+            with self.subTest(v1=v1):
+                probe, _, kv, _ = self.attach("page_first_direct", v1)
+                part = 3 * kv.page_bytes() + 1  # three pages a part, the last part short
+                probe.close()
+                backend, _, kv, mamba = self.attach("page_first_direct", v1, part_bytes=part)
+                n = 130  # batches of 128 and 2
+                keys = chain_keys(n, seed=4321 + v1)
+                src = list(range(n))
+                self.fill(kv, mamba, src, slot=1, seed=5)
+                self.assertEqual(self.backup(backend, kv, keys, src, 1, v1), ([True], n))
+                dst = list(range(500, 500 + n))
+                self.assertEqual(self.prefetch(backend, kv, keys, dst, 2, v1), (n, n, [True]))
+                self.assertTrue(all(self.same_page(kv, a, b) for a, b in zip(src, dst)))
+                self.assertTrue(self.same_slot(mamba, 1, 2))
+                backend.close()
+        self.wait_for_arenas(at_start)  # the next tests count arenas
+
     def test_v0_and_v1_share_values(self):
         backend, _, kv, mamba = self.attach("page_first", v1=True)
         keys = chain_keys(5, seed=77)
@@ -460,6 +480,8 @@ class SGLangBackendTest(unittest.TestCase):
             HybridCacheStorage(sg.HiCacheStorageConfig(extra_config={"timeout": 0}), {})
         with self.assertRaises(ValueError):
             HybridCacheStorage(sg.HiCacheStorageConfig(extra_config={"tcp": "h:1"}), {})
+        with self.assertRaises(ValueError):
+            HybridCacheStorage(sg.HiCacheStorageConfig(extra_config={"part_bytes": -1}), {})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,123 @@
+// How client_store::set_from / get_into cut a batch into parts (schema/store_parts.hpp):
+// whole values, at most part_bytes each (a larger value alone), the flat segment index
+// the caller's addresses follow, the arena range each part covers, and checks of the
+// caller's input before anything is copied.
+#include "schema/store_parts.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace hc::test {
+namespace {
+
+using store_parts::part;
+
+std::vector<store_entry> values(const std::vector<std::vector<store_segment>>& segs) {
+  std::vector<store_entry> out;
+  for (std::size_t i = 0; i < segs.size(); ++i)
+    out.push_back({std::string("k").append(std::to_string(i)), segs[i]});
+  return out;
+}
+
+TEST(StoreParts, ValuesAreGroupedWholeUpToThePartSize) {
+  // Four values of 3 bytes one after another, the second in two segments.
+  const auto e = values({{{0, 3}}, {{3, 1}, {4, 2}}, {{6, 3}}, {{9, 3}}});
+  auto p = store_parts::split(e, 6);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].first, 0u);
+  EXPECT_EQ(p[0].last, 2u);
+  EXPECT_EQ(p[0].first_segment, 0u);
+  EXPECT_EQ(p[0].lo, 0u);
+  EXPECT_EQ(p[0].hi, 6u);
+  EXPECT_EQ(p[1].first, 2u);
+  EXPECT_EQ(p[1].last, 4u);
+  EXPECT_EQ(p[1].first_segment, 3u) << "the first value's one segment and the second's two";
+  EXPECT_EQ(p[1].lo, 6u);
+  EXPECT_EQ(p[1].hi, 12u);
+  EXPECT_TRUE(store_parts::disjoint(p[0], p[1]));
+
+  EXPECT_EQ(store_parts::split(e, 0).size(), 1u) << "0: one part";
+  EXPECT_EQ(store_parts::split(e, 1 << 20).size(), 1u);
+  EXPECT_EQ(store_parts::split(e, 5).size(), 4u) << "no two values fit 5 bytes";
+  EXPECT_TRUE(store_parts::split({}, 6).empty());
+}
+
+TEST(StoreParts, AValueLargerThanAPartIsAPartOfItsOwn) {
+  const auto e = values({{{0, 2}}, {{2, 100}}, {{102, 2}}, {{104, 2}}});
+  auto p = store_parts::split(e, 4);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].last, 1u);
+  EXPECT_EQ(p[1].first, 1u);
+  EXPECT_EQ(p[1].last, 2u);
+  EXPECT_EQ(p[2].first, 2u);
+  EXPECT_EQ(p[2].last, 4u);
+}
+
+TEST(StoreParts, PartsWhoseArenaRangesMeetAreNotDisjoint) {
+  // Values laid out in reused arena space: each part at offset 0.
+  const auto e = values({{{0, 8}}, {{0, 8}}, {{4, 8}}, {{16, 8}}});
+  auto p = store_parts::split(e, 8);
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_FALSE(store_parts::disjoint(p[0], p[1]));
+  EXPECT_FALSE(store_parts::disjoint(p[1], p[2])) << "[0,8) and [4,12) meet";
+  EXPECT_TRUE(store_parts::disjoint(p[2], p[3])) << "[4,12) and [16,24) do not";
+  EXPECT_TRUE(store_parts::disjoint(p[3], p[2]));
+  const part empty{0, 1, 0, 0, 0};
+  EXPECT_TRUE(store_parts::disjoint(empty, p[0])) << "a part without bytes meets none";
+}
+
+TEST(StoreParts, BadInputIsRefusedNamingTheProblem) {
+  std::vector<std::byte> mem(64);
+  const auto at = reinterpret_cast<std::uintptr_t>(mem.data());
+  const auto e = values({{{0, 8}}, {{8, 8}, {16, 0}}});
+  const std::vector<std::uintptr_t> three{at, at + 8, 0};  // a null address of 0 bytes is fine
+  EXPECT_TRUE(store_parts::check(e, three, 64).ok());
+
+  auto few = store_parts::check(e, std::vector<std::uintptr_t>{at, at}, 64);
+  ASSERT_FALSE(few.ok());
+  EXPECT_EQ(few.err().code, errc::invalid_argument);
+  EXPECT_NE(few.err().message.find("2 addresses for 3 segments"), std::string::npos)
+      << few.err().message;
+  auto outside = store_parts::check(e, three, 12);
+  ASSERT_FALSE(outside.ok());
+  EXPECT_NE(outside.err().message.find("entry 1"), std::string::npos) << outside.err().message;
+  EXPECT_NE(outside.err().message.find("outside the 12-byte arena"), std::string::npos);
+  const std::vector<std::uintptr_t> null_first{0, at, at};
+  auto null = store_parts::check(e, null_first, 64);
+  ASSERT_FALSE(null.ok());
+  EXPECT_NE(null.err().message.find("address 0"), std::string::npos) << null.err().message;
+  const auto huge = values({{{UINT64_MAX - 2, 8}}});
+  EXPECT_FALSE(store_parts::check(huge, std::vector<std::uintptr_t>{at}, 64).ok())
+      << "an offset near 2^64 does not wrap into the arena";
+}
+
+TEST(StoreParts, CopiesGoSegmentBySegmentAndSkipAbsentValues) {
+  std::vector<std::byte> arena(32), src(32), dst(32, std::byte{0xee});
+  for (std::size_t i = 0; i < src.size(); ++i)
+    src[i] = static_cast<std::byte>(i + 1);
+  const auto s = reinterpret_cast<std::uintptr_t>(src.data());
+  const auto d = reinterpret_cast<std::uintptr_t>(dst.data());
+  // Value 0: src[0..4) -> arena[8..12); value 1: src[4..6) and src[6..8) -> arena[0..2), [20..22).
+  const auto e = values({{{8, 4}}, {{0, 2}, {20, 2}}});
+  const auto p = store_parts::split(e, 0);
+  ASSERT_EQ(p.size(), 1u);
+  store_parts::copy_in(p[0], e, std::vector<std::uintptr_t>{s, s + 4, s + 6}, arena);
+  EXPECT_EQ(arena[8], std::byte{1});
+  EXPECT_EQ(arena[11], std::byte{4});
+  EXPECT_EQ(arena[0], std::byte{5});
+  EXPECT_EQ(arena[21], std::byte{8});
+
+  store_parts::copy_out(p[0], e, std::vector<std::uintptr_t>{d, d + 4, d + 6}, arena,
+                        std::vector<bool>{false, true});
+  EXPECT_EQ(dst[0], std::byte{0xee}) << "an absent value's bytes are not written";
+  EXPECT_EQ(dst[3], std::byte{0xee});
+  EXPECT_EQ(dst[4], std::byte{5});
+  EXPECT_EQ(dst[5], std::byte{6});
+  EXPECT_EQ(dst[6], std::byte{7});
+  EXPECT_EQ(dst[7], std::byte{8});
+}
+
+}  // namespace
+}  // namespace hc::test
