@@ -1,6 +1,7 @@
 #include "schema/client.hpp"
 
 #include <optional>
+#include <utility>
 
 #include "gpu/shm_region.hpp"
 #include "schema/node_connection.hpp"
@@ -342,18 +343,49 @@ result<std::vector<bool>> client_store::set(store_pool pool, std::span<const sto
 
 namespace {
 
-/// Sends a get or set of entries [p.first, p.last) and pushes the call out on the socket
-/// (the client's stream writes a loop turn's messages when the loop is about to wait):
-/// the node starts on it while this thread copies.
-template <class Req>
-auto send_part(Req req, store_pool pool, std::span<const store_entry> entries,
-               const store_parts::part& p, wc::rpc_channel& channel) {
-  req.setPool(pool_to_wire(pool));
-  put_entries(req, entries.subspan(p.first, p.last - p.first));
-  auto promise = wc::checked_send(req);
-  channel.wait_scope().poll();
-  return promise;
+/// The parts of a set_from / get_into whose input passed store_parts::check.
+result<std::vector<store_parts::part>> plan(std::span<const store_entry> entries,
+                                            std::span<const std::uintptr_t> addresses,
+                                            std::uint64_t arena_bytes, std::uint64_t part_bytes) {
+  if (status s = store_parts::check(entries, addresses, arena_bytes); !s) return s.err();
+  return store_parts::split(entries, part_bytes);
 }
+
+/// The call of one part at a time in flight, and the bools of the parts answered so far.
+template <class Request>
+class part_calls {
+ public:
+  part_calls(rpc_link& link, store_pool pool, std::span<const store_entry> entries)
+      : link_(link), pool_(pool), entries_(entries) {
+    out_.reserve(entries.size());
+  }
+  bool in_flight() const noexcept { return pending_.has_value(); }
+  /// Sends `req` for part p's entries and pushes it out on the socket (the client's stream
+  /// writes a loop turn's messages when the loop is about to wait): the node starts on it
+  /// while this thread copies.
+  void send(Request req, const store_parts::part& p) {
+    req.setPool(pool_to_wire(pool_));
+    put_entries(req, entries_.subspan(p.first, p.last - p.first));
+    pending_.emplace(wc::checked_send(req));
+    link_.channel->wait_scope().poll();
+  }
+  /// Waits for the call in flight: its part's bools (also added to all()).
+  result<std::vector<bool>> finish() {
+    auto r = link_.wait(kj::mv(*pending_));
+    pending_.reset();
+    auto got = ok_list(r);
+    if (got) out_.insert(out_.end(), got->begin(), got->end());
+    return got;
+  }
+  std::vector<bool>& all() noexcept { return out_; }
+
+ private:
+  rpc_link& link_;
+  store_pool pool_;
+  std::span<const store_entry> entries_;
+  std::optional<decltype(std::declval<Request>().send())> pending_;
+  std::vector<bool> out_;
+};
 
 }  // namespace
 
@@ -361,34 +393,22 @@ result<std::vector<bool>> client_store::set_from(store_pool pool,
                                                  std::span<const store_entry> entries,
                                                  std::span<const std::uintptr_t> addresses,
                                                  std::uint64_t part_bytes) {
-  if (status s = store_parts::check(entries, addresses, impl_->arena.bytes().size()); !s)
-    return s.err();
+  auto parts = plan(entries, addresses, impl_->arena.bytes().size(), part_bytes);
+  if (!parts) return parts.err();
   return guarded([&]() -> result<std::vector<bool>> {
-    const auto parts = store_parts::split(entries, part_bytes);
-    std::vector<bool> out;
-    out.reserve(entries.size());
-    using promise_t = decltype(impl_->cap.setRequest().send());
-    std::optional<promise_t> in_flight;
-    auto finish = [&]() -> status {
-      auto r = impl_->link->wait(kj::mv(*in_flight));
-      in_flight.reset();
-      auto got = ok_list(r);
-      if (!got) return got.err();
-      out.insert(out.end(), got->begin(), got->end());
-      return {};
-    };
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      if (in_flight && !store_parts::disjoint(parts[k], parts[k - 1]))
-        if (status s = finish(); !s) return s.err();
-      store_parts::copy_in(parts[k], entries, addresses, impl_->arena.bytes());
-      if (in_flight)
-        if (status s = finish(); !s) return s.err();
-      in_flight.emplace(
-          send_part(impl_->cap.setRequest(), pool, entries, parts[k], *impl_->link->channel));
+    part_calls<decltype(impl_->cap.setRequest())> calls(*impl_->link, pool, entries);
+    for (std::size_t k = 0; k < parts->size(); ++k) {
+      const store_parts::part& p = (*parts)[k];
+      if (calls.in_flight() && !store_parts::disjoint(p, (*parts)[k - 1]))
+        if (auto r = calls.finish(); !r) return r.err();  // the node still reads that range
+      store_parts::copy_in(p, entries, addresses, impl_->arena.bytes());
+      if (calls.in_flight())
+        if (auto r = calls.finish(); !r) return r.err();
+      calls.send(impl_->cap.setRequest(), p);
     }
-    if (in_flight)
-      if (status s = finish(); !s) return s.err();
-    return out;
+    if (calls.in_flight())
+      if (auto r = calls.finish(); !r) return r.err();
+    return std::move(calls.all());
   });
 }
 
@@ -396,34 +416,22 @@ result<std::vector<bool>> client_store::get_into(store_pool pool,
                                                  std::span<const store_entry> entries,
                                                  std::span<const std::uintptr_t> addresses,
                                                  std::uint64_t part_bytes) {
-  if (status s = store_parts::check(entries, addresses, impl_->arena.bytes().size()); !s)
-    return s.err();
+  auto parts = plan(entries, addresses, impl_->arena.bytes().size(), part_bytes);
+  if (!parts) return parts.err();
   return guarded([&]() -> result<std::vector<bool>> {
-    const auto parts = store_parts::split(entries, part_bytes);
-    std::vector<bool> out;
-    out.reserve(entries.size());
-    using promise_t = decltype(impl_->cap.getRequest().send());
-    std::optional<promise_t> in_flight;
-    if (!parts.empty())
-      in_flight.emplace(
-          send_part(impl_->cap.getRequest(), pool, entries, parts[0], *impl_->link->channel));
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      auto r = impl_->link->wait(kj::mv(*in_flight));
-      in_flight.reset();
-      auto got = ok_list(r);
+    part_calls<decltype(impl_->cap.getRequest())> calls(*impl_->link, pool, entries);
+    if (!parts->empty()) calls.send(impl_->cap.getRequest(), parts->front());
+    for (std::size_t k = 0; k < parts->size(); ++k) {
+      const store_parts::part& p = (*parts)[k];
+      auto got = calls.finish();
       if (!got) return got.err();
-      const bool next = k + 1 < parts.size();
-      const bool side_by_side = next && store_parts::disjoint(parts[k], parts[k + 1]);
-      if (side_by_side)
-        in_flight.emplace(
-            send_part(impl_->cap.getRequest(), pool, entries, parts[k + 1], *impl_->link->channel));
-      store_parts::copy_out(parts[k], entries, addresses, impl_->arena.bytes(), *got);
-      out.insert(out.end(), got->begin(), got->end());
-      if (next && !side_by_side)
-        in_flight.emplace(
-            send_part(impl_->cap.getRequest(), pool, entries, parts[k + 1], *impl_->link->channel));
+      const store_parts::part* next = k + 1 < parts->size() ? &(*parts)[k + 1] : nullptr;
+      const bool side_by_side = next && store_parts::disjoint(p, *next);
+      if (side_by_side) calls.send(impl_->cap.getRequest(), *next);
+      store_parts::copy_out(p, entries, addresses, impl_->arena.bytes(), *got);
+      if (next && !side_by_side) calls.send(impl_->cap.getRequest(), *next);  // p's range
     }
-    return out;
+    return std::move(calls.all());
   });
 }
 
