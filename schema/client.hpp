@@ -110,15 +110,17 @@ class client_store {
   /// alone; 0: one part), one `set` call each, and a part is copied while the node writes
   /// the part before — unless their arena ranges meet, then after it. Bad input
   /// (addresses not one per segment, a segment outside the arena, a null address) is
-  /// invalid_argument before anything is copied or sent. One bool per entry, as `set`;
-  /// an error of any part (a timeout: see arena_name) ends the call with it.
+  /// invalid_argument before anything is copied or sent. One bool per entry, as `set`.
+  /// An error of a part (the node's, e.g. a bad key, or a timeout: see arena_name) ends
+  /// the call with it; the parts before it were set.
   result<std::vector<bool>> set_from(store_pool pool, std::span<const store_entry> entries,
                                      std::span<const std::uintptr_t> addresses,
                                      std::uint64_t part_bytes);
   /// `get` whose values go on to the caller's memory: each present value's segments are
   /// copied from the arena to `addresses` (one per segment, as in set_from; a missing
   /// value's addresses are not written). In parts as set_from: a part is copied out while
-  /// the node reads the next one into the arena, unless their arena ranges meet.
+  /// the node reads the next one into the arena, unless their arena ranges meet. An
+  /// error ends the call as in set_from, the parts before it copied out.
   result<std::vector<bool>> get_into(store_pool pool, std::span<const store_entry> entries,
                                      std::span<const std::uintptr_t> addresses,
                                      std::uint64_t part_bytes);

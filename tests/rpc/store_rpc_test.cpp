@@ -222,6 +222,25 @@ TEST_F(StoreRpc, BadAddressesAreRefusedBeforeAnythingMoves) {
   EXPECT_TRUE(s->set_from(store_pool::kv_page, {}, {}, 0).ok()) << "no values: nothing to do";
 }
 
+// The node refuses a part (here a key it cannot take): the call ends with its error, and
+// the parts before it are stored.
+TEST_F(StoreRpc, ARefusedPartEndsTheCallWithThePartsBeforeItStored) {
+  auto s = open("m");
+  ASSERT_TRUE(s);
+  std::vector<std::byte> host(3 * page);
+  fill(host, 1);
+  const auto at = reinterpret_cast<std::uintptr_t>(host.data());
+  const std::vector<store_entry> three{
+      {"a", {{0, page}}}, {"b", {{page, page}}}, {"", {{2 * page, page}}}};
+  auto r = s->set_from(store_pool::kv_page, three, std::vector<std::uintptr_t>{at, at + page, at},
+                       2 * page);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.err().code, errc::invalid_argument) << r.err().message;
+  EXPECT_EQ(mem->usage().values, 2u) << "the first part (a, b) was set";
+  const std::vector<store_entry> back{{"a", {{0, page}}}, {"b", {{page, page}}}};
+  EXPECT_EQ(*s->get(store_pool::kv_page, back), (std::vector<bool>{true, true}));
+}
+
 TEST_F(StoreRpc, ExistenceFollowsTheTrailingPagesRule) {
   auto s = open("m/tp0");
   ASSERT_TRUE(s);

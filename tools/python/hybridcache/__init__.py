@@ -358,7 +358,8 @@ class Store:
         most ``part_bytes`` (a larger value alone; 0: one part), and a part is copied while
         the node writes the one before (after it, if their arena ranges meet). Addresses
         not one per segment, a segment outside the arena or a null address raise
-        InvalidArgument before anything is copied. One bool per entry."""
+        InvalidArgument before anything is copied. One bool per entry; a part the node
+        refuses raises its error, the parts before it set."""
         return self._s.set_from(pool, [(k, list(segs)) for k, segs in entries],
                                 list(addresses), part_bytes)
 
