@@ -394,7 +394,7 @@ class HybridCacheStorage(_Base):
             if at > link.arena_bytes:
                 ok.extend([False] * (hi - lo))
                 continue
-            try:  # copies and the node's work overlap, part by part (Store.set_from)
+            try:  # the copies and the call in one (in parts with part_bytes)
                 if fetch:
                     got = link.store.get_into(which, entries, addresses, self._part_bytes)
                 else:
