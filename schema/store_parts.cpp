@@ -2,9 +2,37 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <string>
 
 namespace hc::store_parts {
+namespace {
+
+/// The arena ranges [lo, hi) of the segments put in a part so far (disjoint), to tell
+/// whether the next value's segments meet one of them.
+class taken_ranges {
+ public:
+  bool meets(std::uint64_t lo, std::uint64_t hi) const {
+    auto after = by_start_.upper_bound(lo);  // the first range starting after lo
+    if (after != by_start_.end() && after->first < hi) return true;
+    return after != by_start_.begin() && std::prev(after)->second > lo;
+  }
+  /// Values are mostly laid out one after another: then each insert lands at the end.
+  void take(std::uint64_t lo, std::uint64_t hi) { by_start_.emplace_hint(by_start_.end(), lo, hi); }
+  void clear() noexcept { by_start_.clear(); }
+
+ private:
+  std::map<std::uint64_t, std::uint64_t> by_start_;
+};
+
+bool meets(const taken_ranges& taken, const store_entry& e) {
+  return std::any_of(e.segments.begin(), e.segments.end(), [&](const store_segment& s) {
+    return s.length != 0 && taken.meets(s.offset, s.offset + s.length);
+  });
+}
+
+}  // namespace
 
 status check(std::span<const store_entry> entries, std::span<const std::uintptr_t> addresses,
              std::uint64_t arena_bytes) {
@@ -16,7 +44,9 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
                                              " addresses for " + std::to_string(segments) +
                                              " segments (one per segment)"};
   std::size_t k = 0;
+  taken_ranges own;  // one value's segments
   for (std::size_t i = 0; i < entries.size(); ++i) {
+    own.clear();
     for (const store_segment& s : entries[i].segments) {
       if (s.offset > arena_bytes || s.length > arena_bytes - s.offset)
         return error{errc::invalid_argument, "invalid_argument: entry " + std::to_string(i) +
@@ -26,6 +56,16 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
       if (s.length != 0 && addresses[k] == 0)
         return error{errc::invalid_argument, "invalid_argument: address " + std::to_string(k) +
                                                  " (entry " + std::to_string(i) + ") is null"};
+      if (s.length != 0) {
+        // Two segments of one value in the same arena bytes: a copy in would overwrite the
+        // first with the second's bytes, a get would leave both with the value's later ones.
+        if (own.meets(s.offset, s.offset + s.length))
+          return error{errc::invalid_argument,
+                       "invalid_argument: entry " + std::to_string(i) + ": segment [" +
+                           std::to_string(s.offset) + ", +" + std::to_string(s.length) +
+                           ") overlaps another segment of the same value in the arena"};
+        own.take(s.offset, s.offset + s.length);
+      }
       ++k;
     }
   }
@@ -36,6 +76,7 @@ std::vector<part> split(std::span<const store_entry> entries, std::uint64_t part
   std::vector<part> parts;
   std::size_t segment = 0;
   std::uint64_t bytes = 0;
+  taken_ranges taken;  // the current part's
   for (std::size_t i = 0; i < entries.size(); ++i) {
     std::uint64_t size = 0, lo = UINT64_MAX, hi = 0;
     for (const store_segment& s : entries[i].segments) {
@@ -44,10 +85,17 @@ std::vector<part> split(std::span<const store_entry> entries, std::uint64_t part
       lo = std::min(lo, s.offset);
       hi = std::max(hi, s.offset + s.length);
     }
-    if (parts.empty() || (part_bytes != 0 && bytes + size > part_bytes && bytes != 0)) {
+    // A new part when this value would make the part too large, or when its arena ranges
+    // meet those of a value already in the part (one call cannot carry two values through
+    // the same arena bytes).
+    if (parts.empty() || (part_bytes != 0 && bytes + size > part_bytes && bytes != 0) ||
+        meets(taken, entries[i])) {
       parts.push_back(part{i, i, segment, 0, 0});
       bytes = 0;
+      taken.clear();
     }
+    for (const store_segment& s : entries[i].segments)
+      if (s.length != 0) taken.take(s.offset, s.offset + s.length);
     part& p = parts.back();
     p.last = i + 1;
     if (hi != 0) {

@@ -4,9 +4,10 @@
 // overlap the node's work on the part before, and those copies.
 //
 // A part is a run of whole entries (a value is never split: the node reads or writes it in
-// one piece). Two parts may run side by side (one copied while the node works on the other)
-// only if their arena ranges are disjoint; the caller lays values out one after another in
-// the arena, so consecutive parts are — `disjoint` says when they are not.
+// one piece) whose segments take distinct arena bytes. Two parts may run side by side (one
+// copied while the node works on the other) only if their arena ranges are disjoint; a
+// caller that lays values out one after another in the arena gets such parts — `disjoint`
+// says when they are not (a caller that reuses arena space, e.g. every value at offset 0).
 
 #include <cstddef>
 #include <cstdint>
@@ -28,13 +29,15 @@ struct part {
 };
 
 /// invalid_argument naming the first problem: `addresses` is not one per segment, a
-/// segment lies outside an arena of `arena_bytes`, or a segment with bytes has a null
-/// address. Nothing is copied before this passes.
+/// segment lies outside an arena of `arena_bytes`, a segment with bytes has a null
+/// address, or two segments of one value overlap in the arena. Nothing is copied before
+/// this passes.
 status check(std::span<const store_entry> entries, std::span<const std::uintptr_t> addresses,
              std::uint64_t arena_bytes);
 
-/// The entries cut into parts of at most `part_bytes` each (a larger value is a part of its
-/// own); `part_bytes` 0: one part. No part is empty; none for no entries.
+/// The entries (which passed `check`) cut into parts of at most `part_bytes` each (a larger
+/// value is a part of its own; `part_bytes` 0: no limit), and before a value whose arena
+/// ranges meet those of a value already in the part. No part is empty; none for no entries.
 std::vector<part> split(std::span<const store_entry> entries, std::uint64_t part_bytes);
 
 /// Whether the two parts' arena ranges do not meet (a part without bytes meets none).

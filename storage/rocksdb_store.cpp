@@ -414,6 +414,7 @@ std::vector<std::uint64_t> rocksdb_store::gc_candidates_locked() const {
   }
   std::sort(dead.rbegin(), dead.rend());
   std::vector<std::uint64_t> out;
+  out.reserve(dead.size());
   for (const auto& d : dead)
     out.push_back(d.second);
   return out;

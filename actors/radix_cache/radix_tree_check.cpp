@@ -8,7 +8,7 @@
 namespace hc {
 namespace {
 
-status violation(std::string what, const radix_node* n) {
+status violation(const std::string& what, const radix_node* n) {
   return {errc::invariant_violated, what + " (node " + std::to_string(n ? n->id : 0) + ")"};
 }
 

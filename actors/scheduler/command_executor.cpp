@@ -30,7 +30,7 @@ struct runner {
   command_result& out;
   forward_ops& ops;
 
-  void check(status s) {
+  void check(const status& s) {
     if (!s) fail(out, s.err());
   }
   template <class T>

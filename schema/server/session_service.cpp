@@ -88,7 +88,7 @@ class session_impl final : public wire::Session::Server {
     });
   }
 
-  void set_info(const pool_info& p) { info_ = p; }
+  void set_info(pool_info p) { info_ = std::move(p); }
 
  private:
   template <class Ctx>

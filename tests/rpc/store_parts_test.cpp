@@ -68,6 +68,27 @@ TEST(StoreParts, PartsWhoseArenaRangesMeetAreNotDisjoint) {
   EXPECT_TRUE(store_parts::disjoint(empty, p[0])) << "a part without bytes meets none";
 }
 
+TEST(StoreParts, AValueWhoseArenaBytesMeetThePartsStartsTheNext) {
+  // No size limit: value 2 ([4,12)) meets values 0 and 1, value 3 ([16,24)) meets none of
+  // part 2's, value 4 ([20,21)) meets value 3's.
+  const auto e = values({{{0, 8}}, {{8, 8}}, {{4, 8}}, {{16, 8}}, {{20, 1}}});
+  auto p = store_parts::split(e, 0);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].last, 2u);
+  EXPECT_EQ(p[1].first, 2u);
+  EXPECT_EQ(p[1].last, 4u);
+  EXPECT_EQ(p[1].first_segment, 2u);
+  EXPECT_EQ(p[2].first, 4u);
+  EXPECT_FALSE(store_parts::disjoint(p[1], p[2]));
+
+  // Interleaved values whose bounding ranges cross but whose bytes do not: one part.
+  const auto interleaved = values({{{0, 4}, {8, 4}}, {{4, 4}, {12, 4}}, {{16, 0}}, {{1, 0}}});
+  EXPECT_EQ(store_parts::split(interleaved, 0).size(), 1u)
+      << "segments, not ranges, decide; a segment of no bytes meets nothing";
+  // Every value at offset 0: one value a part, whatever the size limit.
+  EXPECT_EQ(store_parts::split(values({{{0, 8}}, {{0, 8}}, {{0, 8}}}), 1 << 20).size(), 3u);
+}
+
 TEST(StoreParts, BadInputIsRefusedNamingTheProblem) {
   std::vector<std::byte> mem(64);
   const auto at = reinterpret_cast<std::uintptr_t>(mem.data());
@@ -88,6 +109,15 @@ TEST(StoreParts, BadInputIsRefusedNamingTheProblem) {
   auto null = store_parts::check(e, null_first, 64);
   ASSERT_FALSE(null.ok());
   EXPECT_NE(null.err().message.find("address 0"), std::string::npos) << null.err().message;
+  const auto overlapping = values({{{0, 8}}, {{16, 8}, {20, 8}}});
+  auto twice = store_parts::check(overlapping, std::vector<std::uintptr_t>{at, at, at + 8}, 64);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.err().message.find("entry 1: segment [20, +8) overlaps"), std::string::npos)
+      << twice.err().message;
+  EXPECT_TRUE(
+      store_parts::check(values({{{0, 8}}, {{0, 8}}}), std::vector<std::uintptr_t>{at, at}, 64)
+          .ok())
+      << "two values in the same arena bytes are fine: they go in parts of their own";
   const auto huge = values({{{UINT64_MAX - 2, 8}}});
   EXPECT_FALSE(store_parts::check(huge, std::vector<std::uintptr_t>{at}, 64).ok())
       << "an offset near 2^64 does not wrap into the arena";

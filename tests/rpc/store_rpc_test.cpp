@@ -172,8 +172,9 @@ TEST_F(StoreRpc, ValuesMoveBetweenTheCallersMemoryAndTheStoreInParts) {
   }
 }
 
-// Parts that reuse the same arena range run one after another, never side by side: each
-// value goes in and comes back with its own bytes.
+// Values that reuse the same arena range go in parts of their own, which run one after
+// another, never side by side — whatever the part size: each value goes in and comes back
+// with its own bytes.
 TEST_F(StoreRpc, PartsSharingArenaSpaceRunInTurn) {
   auto s = open("m");
   ASSERT_TRUE(s);
@@ -188,18 +189,24 @@ TEST_F(StoreRpc, PartsSharingArenaSpaceRunInTurn) {
     from.push_back(reinterpret_cast<std::uintptr_t>(host.data() + i * page));
     to.push_back(reinterpret_cast<std::uintptr_t>(back.data() + i * page));
   }
-  auto w = s->set_from(store_pool::kv_page, at_zero, from, page);
-  ASSERT_TRUE(w.ok()) << w.err().message;
   const auto arena = s->arena();
-  for (std::size_t i = 0; i < count; ++i) {  // what was stored, read back the plain way
-    ASSERT_EQ(*s->get(store_pool::kv_page, std::span(&at_zero[i], 1)), std::vector<bool>{true});
-    EXPECT_TRUE(std::equal(arena.begin(), arena.begin() + page, host.begin() + i * page))
-        << "value " << i << " was stored with its own bytes";
+  for (std::uint64_t part : {std::uint64_t{page}, std::uint64_t{0}, std::uint64_t{3 * page}}) {
+    SCOPED_TRACE("part_bytes " + std::to_string(part));
+    ASSERT_TRUE(s->clear().ok());
+    auto w = s->set_from(store_pool::kv_page, at_zero, from, part);
+    ASSERT_TRUE(w.ok()) << w.err().message;
+    EXPECT_EQ(*w, std::vector<bool>(count, true));
+    for (std::size_t i = 0; i < count; ++i) {  // what was stored, read back the plain way
+      ASSERT_EQ(*s->get(store_pool::kv_page, std::span(&at_zero[i], 1)), std::vector<bool>{true});
+      EXPECT_TRUE(std::equal(arena.begin(), arena.begin() + page, host.begin() + i * page))
+          << "value " << i << " was stored with its own bytes";
+    }
+    std::fill(back.begin(), back.end(), std::byte{0});
+    auto r = s->get_into(store_pool::kv_page, at_zero, to, part);
+    ASSERT_TRUE(r.ok()) << r.err().message;
+    EXPECT_EQ(*r, std::vector<bool>(count, true));
+    EXPECT_EQ(host, back);
   }
-  auto r = s->get_into(store_pool::kv_page, at_zero, to, page);
-  ASSERT_TRUE(r.ok()) << r.err().message;
-  EXPECT_EQ(*r, std::vector<bool>(count, true));
-  EXPECT_EQ(host, back);
 }
 
 TEST_F(StoreRpc, BadAddressesAreRefusedBeforeAnythingMoves) {

@@ -355,11 +355,14 @@ class Store:
         """:meth:`set` of values elsewhere in this process's memory: each segment's bytes
         are copied from ``addresses`` (one per segment, the entries' segments in order;
         e.g. ``tensor.data_ptr()``) to its arena range first. The batch goes in parts of at
-        most ``part_bytes`` (a larger value alone; 0: one part), and a part is copied while
-        the node writes the one before (after it, if their arena ranges meet). Addresses
-        not one per segment, a segment outside the arena or a null address raise
-        InvalidArgument before anything is copied. One bool per entry; a part the node
-        refuses raises its error, the parts before it set."""
+        most ``part_bytes`` (a larger value alone; 0: no limit), and a part is copied while
+        the node writes the one before (after it, if their arena ranges meet). Values may
+        reuse arena space (e.g. all at offset 0): a value whose arena bytes are those of
+        one already in the part starts a new part, so each moves with its own bytes.
+        Addresses not one per segment, a segment outside the arena, a null address or two
+        segments of one value overlapping in the arena raise InvalidArgument before
+        anything is copied. One bool per entry; a part the node refuses raises its error,
+        the parts before it set."""
         return self._s.set_from(pool, [(k, list(segs)) for k, segs in entries],
                                 list(addresses), part_bytes)
 

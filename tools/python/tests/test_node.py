@@ -208,6 +208,17 @@ class NodeTest(OwnNodeTest):
                 store.set_from(kv, entries, [host.ctypes.data])
             with self.assertRaisesRegex(hybridcache.InvalidArgument, "is null"):
                 store.get_into(kv, entries[:1], [0])
+            with self.assertRaisesRegex(hybridcache.InvalidArgument, "overlaps another segment"):
+                store.set_from(kv, [("twice", [(0, page), (page // 2, page)])],
+                               [host[0].ctypes.data, host[1].ctypes.data])
+            # Every value staged at arena offset 0, one part: each keeps its own bytes.
+            at_zero = [(f"zero-{i}", [(0, page)]) for i in range(count)]
+            self.assertEqual(store.set_from(kv, at_zero, [host[i].ctypes.data for i in
+                                                          range(count)], 0), [True] * count)
+            back[:] = 0
+            self.assertEqual(store.get_into(kv, at_zero, [back[i].ctypes.data for i in
+                                                          range(count)], 0), [True] * count)
+            self.assertTrue((back == host).all(), "values sharing arena bytes kept their own")
 
     def test_a_failed_command_is_in_its_result(self):
         with self.connect() as node, node.open(small_spec()) as s:
