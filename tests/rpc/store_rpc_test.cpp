@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 #include <thread>
 
 #include <cstring>
@@ -206,6 +207,75 @@ TEST_F(StoreRpc, PartsSharingArenaSpaceRunInTurn) {
     ASSERT_TRUE(r.ok()) << r.err().message;
     EXPECT_EQ(*r, std::vector<bool>(count, true));
     EXPECT_EQ(host, back);
+  }
+}
+
+// Layouts drawn at random — values of one to three segments (some empty) in a small window
+// of the arena, so that values often share arena bytes, and part sizes from one value a part
+// to no limit: every value is stored with its own bytes and comes back byte for byte.
+TEST_F(StoreRpc, RandomLayoutsAndPartSizesRoundTripByteForByte) {
+  auto s = open("random");
+  ASSERT_TRUE(s);
+  std::mt19937_64 rng(20261127);
+  auto draw = [&](std::uint64_t lo, std::uint64_t hi) {  // [lo, hi]
+    return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+  };
+  const auto arena = s->arena();
+  for (int round = 0; round < 40; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const std::size_t count = draw(1, 12);
+    std::vector<store_entry> entries;
+    std::vector<std::vector<std::byte>> values;  // each value's bytes, its segments in order
+    std::vector<std::uintptr_t> from;
+    for (std::size_t i = 0; i < count; ++i) {
+      store_entry e{"r" + std::to_string(round) + "-" + std::to_string(i), {}};
+      const std::size_t segments = draw(1, 3);
+      std::uint64_t at = draw(0, 1500), bytes = 0;
+      for (std::size_t k = 0; k < segments; ++k) {  // one value's segments never overlap
+        const std::uint64_t len = k + 1 == segments && bytes == 0 ? draw(1, 300) : draw(0, 300);
+        e.segments.push_back({at, len});
+        at += len + draw(0, 64);
+        bytes += len;
+      }
+      if (draw(0, 1) == 1) std::reverse(e.segments.begin(), e.segments.end());
+      values.emplace_back(bytes);
+      for (auto& b : values.back())
+        b = static_cast<std::byte>(draw(0, 255));
+      std::uint64_t off = 0;
+      for (const store_segment& g : e.segments) {
+        from.push_back(reinterpret_cast<std::uintptr_t>(values.back().data() + off));
+        off += g.length;
+      }
+      entries.push_back(std::move(e));
+    }
+    const std::uint64_t choices[] = {0, 1, 200, 700, 1 << 20};
+    const std::uint64_t part = choices[draw(0, 4)];
+    SCOPED_TRACE("part_bytes " + std::to_string(part));
+    ASSERT_TRUE(s->clear().ok());
+    auto w = s->set_from(store_pool::kv_page, entries, from, part);
+    ASSERT_TRUE(w.ok()) << w.err().message;
+    EXPECT_EQ(*w, std::vector<bool>(count, true));
+    for (std::size_t i = 0; i < count; ++i) {  // what was stored, read back the plain way
+      ASSERT_EQ(*s->get(store_pool::kv_page, std::span(&entries[i], 1)), std::vector<bool>{true});
+      std::vector<std::byte> stored;
+      for (const store_segment& g : entries[i].segments)
+        stored.insert(stored.end(), arena.begin() + g.offset, arena.begin() + g.offset + g.length);
+      EXPECT_EQ(stored, values[i]) << "value " << i << " was stored with its own bytes";
+    }
+    std::vector<std::vector<std::byte>> back;
+    std::vector<std::uintptr_t> to;
+    for (std::size_t i = 0; i < count; ++i) {
+      back.emplace_back(values[i].size());
+      std::uint64_t off = 0;
+      for (const store_segment& g : entries[i].segments) {
+        to.push_back(reinterpret_cast<std::uintptr_t>(back.back().data() + off));
+        off += g.length;
+      }
+    }
+    auto r = s->get_into(store_pool::kv_page, entries, to, part);
+    ASSERT_TRUE(r.ok()) << r.err().message;
+    EXPECT_EQ(*r, std::vector<bool>(count, true));
+    EXPECT_EQ(back, values);
   }
 }
 
