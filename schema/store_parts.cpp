@@ -9,27 +9,75 @@
 namespace hc::store_parts {
 namespace {
 
-/// The arena ranges [lo, hi) of the segments put in a part so far (disjoint), to tell
-/// whether the next value's segments meet one of them.
+/// The arena ranges [lo, hi) that the values of a part take, to tell whether the next
+/// value's segments meet one of them. Callers mostly lay values out one after another:
+/// while a segment starts at or after the end of all taken so far, the end alone answers
+/// (nothing stored). The first that starts below it indexes the part's values in a map,
+/// which answers from then on.
 class taken_ranges {
  public:
-  bool meets(std::uint64_t lo, std::uint64_t hi) const {
-    auto after = by_start_.upper_bound(lo);  // the first range starting after lo
-    if (after != by_start_.end() && after->first < hi) return true;
-    return after != by_start_.begin() && std::prev(after)->second > lo;
+  /// `so_far`: the values taken since clear() (the map is built from them when needed).
+  bool meets(const store_entry& e, std::span<const store_entry> so_far) {
+    for (const store_segment& s : e.segments) {
+      if (s.length == 0 || s.offset >= end_) continue;
+      index(so_far);
+      auto after = by_start_.upper_bound(s.offset);  // the first range starting after it
+      if (after != by_start_.end() && after->first < s.offset + s.length) return true;
+      if (after != by_start_.begin() && std::prev(after)->second > s.offset) return true;
+    }
+    return false;
   }
-  /// Values are mostly laid out one after another: then each insert lands at the end.
-  void take(std::uint64_t lo, std::uint64_t hi) { by_start_.emplace_hint(by_start_.end(), lo, hi); }
-  void clear() noexcept { by_start_.clear(); }
+  void take(const store_entry& e) {
+    for (const store_segment& s : e.segments) {
+      if (s.length == 0) continue;
+      if (indexed_) by_start_.emplace(s.offset, s.offset + s.length);
+      end_ = std::max(end_, s.offset + s.length);
+    }
+  }
+  void clear() noexcept {
+    by_start_.clear();
+    indexed_ = false;
+    end_ = 0;
+  }
 
  private:
-  std::map<std::uint64_t, std::uint64_t> by_start_;
+  void index(std::span<const store_entry> so_far) {
+    if (indexed_) return;
+    for (const store_entry& e : so_far)
+      for (const store_segment& s : e.segments)
+        if (s.length != 0) by_start_.emplace(s.offset, s.offset + s.length);
+    indexed_ = true;
+  }
+
+  std::map<std::uint64_t, std::uint64_t> by_start_;  // once indexed_
+  bool indexed_ = false;
+  std::uint64_t end_ = 0;  // of every range taken
 };
 
-bool meets(const taken_ranges& taken, const store_entry& e) {
-  return std::any_of(e.segments.begin(), e.segments.end(), [&](const store_segment& s) {
-    return s.length != 0 && taken.meets(s.offset, s.offset + s.length);
-  });
+/// Whether two segments with bytes of one value take the same arena bytes (a copy in would
+/// overwrite the first with the second's bytes, a get leave both with the later ones).
+/// Segments one after another (the usual layout) take one pass; others are sorted in
+/// `scratch`.
+bool segments_overlap(const store_entry& e,
+                      std::vector<std::pair<std::uint64_t, std::uint64_t>>& scratch) {
+  std::uint64_t end = 0;
+  bool ascending = true;
+  for (const store_segment& s : e.segments) {
+    if (s.length == 0) continue;
+    if (s.offset < end) {
+      ascending = false;
+      break;
+    }
+    end = s.offset + s.length;
+  }
+  if (ascending) return false;
+  scratch.clear();
+  for (const store_segment& s : e.segments)
+    if (s.length != 0) scratch.emplace_back(s.offset, s.offset + s.length);
+  std::sort(scratch.begin(), scratch.end());
+  for (std::size_t j = 1; j < scratch.size(); ++j)
+    if (scratch[j].first < scratch[j - 1].second) return true;
+  return false;
 }
 
 }  // namespace
@@ -44,9 +92,8 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
                                              " addresses for " + std::to_string(segments) +
                                              " segments (one per segment)"};
   std::size_t k = 0;
-  taken_ranges own;  // one value's segments
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> scratch;
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    own.clear();
     for (const store_segment& s : entries[i].segments) {
       if (s.offset > arena_bytes || s.length > arena_bytes - s.offset)
         return error{errc::invalid_argument, "invalid_argument: entry " + std::to_string(i) +
@@ -56,18 +103,13 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
       if (s.length != 0 && addresses[k] == 0)
         return error{errc::invalid_argument, "invalid_argument: address " + std::to_string(k) +
                                                  " (entry " + std::to_string(i) + ") is null"};
-      if (s.length != 0) {
-        // Two segments of one value in the same arena bytes: a copy in would overwrite the
-        // first with the second's bytes, a get would leave both with the value's later ones.
-        if (own.meets(s.offset, s.offset + s.length))
-          return error{errc::invalid_argument,
-                       "invalid_argument: entry " + std::to_string(i) + ": segment [" +
-                           std::to_string(s.offset) + ", +" + std::to_string(s.length) +
-                           ") overlaps another segment of the same value in the arena"};
-        own.take(s.offset, s.offset + s.length);
-      }
       ++k;
     }
+    if (entries[i].segments.size() > 1 && segments_overlap(entries[i], scratch))
+      return error{errc::invalid_argument,
+                   "invalid_argument: entry " + std::to_string(i) +
+                       ": two of its segments overlap in the arena (a value's segments take "
+                       "distinct arena bytes)"};
   }
   return {};
 }
@@ -89,13 +131,12 @@ std::vector<part> split(std::span<const store_entry> entries, std::uint64_t part
     // meet those of a value already in the part (one call cannot carry two values through
     // the same arena bytes).
     if (parts.empty() || (part_bytes != 0 && bytes + size > part_bytes && bytes != 0) ||
-        meets(taken, entries[i])) {
+        taken.meets(entries[i], entries.subspan(parts.back().first, i - parts.back().first))) {
       parts.push_back(part{i, i, segment, 0, 0});
       bytes = 0;
       taken.clear();
     }
-    for (const store_segment& s : entries[i].segments)
-      if (s.length != 0) taken.take(s.offset, s.offset + s.length);
+    taken.take(entries[i]);
     part& p = parts.back();
     p.last = i + 1;
     if (hi != 0) {

@@ -85,6 +85,13 @@ TEST(StoreParts, AValueWhoseArenaBytesMeetThePartsStartsTheNext) {
   const auto interleaved = values({{{0, 4}, {8, 4}}, {{4, 4}, {12, 4}}, {{16, 0}}, {{1, 0}}});
   EXPECT_EQ(store_parts::split(interleaved, 0).size(), 1u)
       << "segments, not ranges, decide; a segment of no bytes meets nothing";
+  // Values out of arena order: [16,24), then [0,8) (below what the part took, meeting
+  // none of it), then [4,12) (meeting [0,8)).
+  auto back_and_forth = store_parts::split(values({{{16, 8}}, {{0, 8}}, {{4, 8}}}), 0);
+  ASSERT_EQ(back_and_forth.size(), 2u);
+  EXPECT_EQ(back_and_forth[0].last, 2u);
+  EXPECT_EQ(back_and_forth[0].lo, 0u);
+  EXPECT_EQ(back_and_forth[0].hi, 24u);
   // Every value at offset 0: one value a part, whatever the size limit.
   EXPECT_EQ(store_parts::split(values({{{0, 8}}, {{0, 8}}, {{0, 8}}}), 1 << 20).size(), 3u);
 }
@@ -112,8 +119,21 @@ TEST(StoreParts, BadInputIsRefusedNamingTheProblem) {
   const auto overlapping = values({{{0, 8}}, {{16, 8}, {20, 8}}});
   auto twice = store_parts::check(overlapping, std::vector<std::uintptr_t>{at, at, at + 8}, 64);
   ASSERT_FALSE(twice.ok());
-  EXPECT_NE(twice.err().message.find("entry 1: segment [20, +8) overlaps"), std::string::npos)
+  EXPECT_NE(twice.err().message.find("entry 1: two of its segments overlap"), std::string::npos)
       << twice.err().message;
+  EXPECT_FALSE(
+      store_parts::check(values({{{0, 8}, {7, 4}}}), std::vector<std::uintptr_t>{at, at}, 64).ok())
+      << "in arena order, one byte shared";
+  EXPECT_TRUE(
+      store_parts::check(values({{{0, 8}, {8, 4}}}), std::vector<std::uintptr_t>{at, at}, 64).ok())
+      << "in arena order, touching";
+  const auto reversed = values({{{40, 8}, {30, 10}, {0, 30}}});
+  EXPECT_TRUE(store_parts::check(reversed, std::vector<std::uintptr_t>{at, at, at}, 64).ok())
+      << "segments out of arena order that do not overlap";
+  const auto reversed_overlapping = values({{{40, 8}, {30, 11}, {0, 30}}});
+  EXPECT_FALSE(
+      store_parts::check(reversed_overlapping, std::vector<std::uintptr_t>{at, at, at}, 64).ok())
+      << "[30,41) meets [40,48)";
   EXPECT_TRUE(
       store_parts::check(values({{{0, 8}}, {{0, 8}}}), std::vector<std::uintptr_t>{at, at}, 64)
           .ok())

@@ -208,7 +208,7 @@ class NodeTest(OwnNodeTest):
                 store.set_from(kv, entries, [host.ctypes.data])
             with self.assertRaisesRegex(hybridcache.InvalidArgument, "is null"):
                 store.get_into(kv, entries[:1], [0])
-            with self.assertRaisesRegex(hybridcache.InvalidArgument, "overlaps another segment"):
+            with self.assertRaisesRegex(hybridcache.InvalidArgument, "two of its segments overlap"):
                 store.set_from(kv, [("twice", [(0, page), (page // 2, page)])],
                                [host[0].ctypes.data, host[1].ctypes.data])
             # Every value staged at arena offset 0, one part: each keeps its own bytes.
