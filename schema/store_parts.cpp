@@ -11,11 +11,13 @@ namespace {
 
 /// The arena ranges [lo, hi) that the values of a part take, to tell whether the next
 /// value's segments meet one of them. Callers mostly lay values out one after another:
-/// while a segment starts at or after the end of all taken so far, the end alone answers
-/// (nothing stored). The first that starts below it indexes the part's values in a map,
-/// which answers from then on.
+/// while a value starts at or after the end of all taken so far, that end alone answers
+/// (nothing stored). The first segment that starts below it indexes the part's values in
+/// a map, which answers from then on.
 class taken_ranges {
  public:
+  /// The end of every range taken (0: none).
+  std::uint64_t end() const noexcept { return end_; }
   /// `so_far`: the values taken since clear() (the map is built from them when needed).
   bool meets(const store_entry& e, std::span<const store_entry> so_far) {
     for (const store_segment& s : e.segments) {
@@ -27,12 +29,12 @@ class taken_ranges {
     }
     return false;
   }
-  void take(const store_entry& e) {
-    for (const store_segment& s : e.segments) {
-      if (s.length == 0) continue;
-      if (indexed_) by_start_.emplace(s.offset, s.offset + s.length);
-      end_ = std::max(end_, s.offset + s.length);
-    }
+  /// Takes e's segments; `hi`: the end of the last of them in the arena.
+  void take(const store_entry& e, std::uint64_t hi) {
+    if (indexed_)
+      for (const store_segment& s : e.segments)
+        if (s.length != 0) by_start_.emplace(s.offset, s.offset + s.length);
+    end_ = std::max(end_, hi);
   }
   void clear() noexcept {
     by_start_.clear();
@@ -55,22 +57,11 @@ class taken_ranges {
 };
 
 /// Whether two segments with bytes of one value take the same arena bytes (a copy in would
-/// overwrite the first with the second's bytes, a get leave both with the later ones).
-/// Segments one after another (the usual layout) take one pass; others are sorted in
+/// overwrite the first with the second's bytes, a get leave both with the later ones),
+/// for a value whose segments are not in arena order (those that are cannot): sorted in
 /// `scratch`.
 bool segments_overlap(const store_entry& e,
                       std::vector<std::pair<std::uint64_t, std::uint64_t>>& scratch) {
-  std::uint64_t end = 0;
-  bool ascending = true;
-  for (const store_segment& s : e.segments) {
-    if (s.length == 0) continue;
-    if (s.offset < end) {
-      ascending = false;
-      break;
-    }
-    end = s.offset + s.length;
-  }
-  if (ascending) return false;
   scratch.clear();
   for (const store_segment& s : e.segments)
     if (s.length != 0) scratch.emplace_back(s.offset, s.offset + s.length);
@@ -94,6 +85,8 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
   std::size_t k = 0;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> scratch;
   for (std::size_t i = 0; i < entries.size(); ++i) {
+    std::uint64_t end = 0;  // of the value's segments so far, while in arena order
+    bool in_order = true;
     for (const store_segment& s : entries[i].segments) {
       if (s.offset > arena_bytes || s.length > arena_bytes - s.offset)
         return error{errc::invalid_argument, "invalid_argument: entry " + std::to_string(i) +
@@ -103,9 +96,13 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
       if (s.length != 0 && addresses[k] == 0)
         return error{errc::invalid_argument, "invalid_argument: address " + std::to_string(k) +
                                                  " (entry " + std::to_string(i) + ") is null"};
+      if (s.length != 0) {
+        in_order = in_order && s.offset >= end;
+        end = s.offset + s.length;
+      }
       ++k;
     }
-    if (entries[i].segments.size() > 1 && segments_overlap(entries[i], scratch))
+    if (!in_order && segments_overlap(entries[i], scratch))
       return error{errc::invalid_argument,
                    "invalid_argument: entry " + std::to_string(i) +
                        ": two of its segments overlap in the arena (a value's segments take "
@@ -131,12 +128,13 @@ std::vector<part> split(std::span<const store_entry> entries, std::uint64_t part
     // meet those of a value already in the part (one call cannot carry two values through
     // the same arena bytes).
     if (parts.empty() || (part_bytes != 0 && bytes + size > part_bytes && bytes != 0) ||
-        taken.meets(entries[i], entries.subspan(parts.back().first, i - parts.back().first))) {
+        (hi != 0 && lo < taken.end() &&
+         taken.meets(entries[i], entries.subspan(parts.back().first, i - parts.back().first)))) {
       parts.push_back(part{i, i, segment, 0, 0});
       bytes = 0;
       taken.clear();
     }
-    taken.take(entries[i]);
+    taken.take(entries[i], hi);
     part& p = parts.back();
     p.last = i + 1;
     if (hi != 0) {

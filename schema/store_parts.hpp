@@ -1,7 +1,8 @@
 #pragma once
-// Internal to schema/ (the client library): how client_store::set_from / get_into cut a
-// batch of Store values into parts whose copies between the caller's memory and the arena
-// overlap the node's work on the part before, and those copies.
+// Internal to schema/ (the client library; hcbench times it, BM_StorePartsPlan): how
+// client_store::set_from / get_into cut a batch of Store values into parts whose copies
+// between the caller's memory and the arena overlap the node's work on the part before,
+// and those copies.
 //
 // A part is a run of whole entries (a value is never split: the node reads or writes it in
 // one piece) whose segments take distinct arena bytes. Two parts may run side by side (one
