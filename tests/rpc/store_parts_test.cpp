@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace hc::test {
@@ -94,6 +96,79 @@ TEST(StoreParts, AValueWhoseArenaBytesMeetThePartsStartsTheNext) {
   EXPECT_EQ(back_and_forth[0].hi, 24u);
   // Every value at offset 0: one value a part, whatever the size limit.
   EXPECT_EQ(store_parts::split(values({{{0, 8}}, {{0, 8}}, {{0, 8}}}), 1 << 20).size(), 3u);
+}
+
+// The cut and the checks against the plainest statement of their rules, on random layouts
+// (values often sharing arena bytes, segments out of order or empty, part sizes from a few
+// bytes to none): a new part when the value would pass the size, or when one of its
+// segments meets one of a value already in the part; a value refused when two of its own
+// segments meet.
+TEST(StoreParts, TheCutAndTheChecksAgreeWithTheirRulesStatedPlainly) {
+  std::mt19937_64 rng(27112026);
+  auto draw = [&](std::uint64_t lo, std::uint64_t hi) {  // [lo, hi]
+    return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
+  };
+  auto meet = [](const store_segment& a, const store_segment& b) {
+    return a.length != 0 && b.length != 0 && a.offset < b.offset + b.length &&
+           b.offset < a.offset + a.length;
+  };
+  for (int round = 0; round < 5000; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const std::uint64_t window = draw(0, 1) == 0 ? 64 : 4096;  // small: values often meet
+    std::vector<store_entry> e(draw(0, 16));
+    std::size_t segments = 0;
+    bool own_overlap = false;
+    for (auto& v : e) {
+      v.segments.resize(draw(1, 4));
+      for (auto& s : v.segments)
+        s = {draw(0, window), draw(0, 3) == 0 ? 0 : draw(1, 48)};
+      segments += v.segments.size();
+      for (std::size_t a = 0; a < v.segments.size(); ++a)
+        for (std::size_t b = a + 1; b < v.segments.size(); ++b)
+          own_overlap = own_overlap || meet(v.segments[a], v.segments[b]);
+    }
+    const std::vector<std::uintptr_t> addresses(segments, 64);
+    ASSERT_EQ(store_parts::check(e, addresses, window + 48).ok(), !own_overlap);
+    if (own_overlap) continue;
+
+    const std::uint64_t limit = draw(0, 2) == 0 ? 0 : draw(1, 200);
+    std::vector<part> want;
+    std::uint64_t bytes = 0;
+    std::size_t segment = 0;
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      std::uint64_t size = 0;
+      for (const auto& s : e[i].segments)
+        size += s.length;
+      bool meets = false;
+      if (!want.empty())
+        for (std::size_t j = want.back().first; j < i; ++j)
+          for (const auto& a : e[j].segments)
+            for (const auto& b : e[i].segments)
+              meets = meets || meet(a, b);
+      if (want.empty() || (limit != 0 && bytes != 0 && bytes + size > limit) || meets) {
+        want.push_back(part{i, i, segment, 0, 0});
+        bytes = 0;
+      }
+      part& p = want.back();
+      p.last = i + 1;
+      for (const auto& s : e[i].segments) {
+        if (s.length == 0) continue;
+        p.lo = p.lo == p.hi ? s.offset : std::min(p.lo, s.offset);
+        p.hi = std::max(p.hi, s.offset + s.length);
+      }
+      bytes += size;
+      segment += e[i].segments.size();
+    }
+    const auto got = store_parts::split(e, limit);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].first, want[k].first) << "part " << k;
+      EXPECT_EQ(got[k].last, want[k].last) << "part " << k;
+      EXPECT_EQ(got[k].first_segment, want[k].first_segment) << "part " << k;
+      EXPECT_EQ(got[k].lo, want[k].lo) << "part " << k;
+      EXPECT_EQ(got[k].hi, want[k].hi) << "part " << k;
+    }
+  }
 }
 
 TEST(StoreParts, BadInputIsRefusedNamingTheProblem) {
