@@ -220,13 +220,25 @@ TEST_F(StoreRpc, RandomLayoutsAndPartSizesRoundTripByteForByte) {
   auto draw = [&](std::uint64_t lo, std::uint64_t hi) {  // [lo, hi]
     return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
   };
+  // One address per segment: where its bytes are in the value's buffer.
+  auto addresses = [](const std::vector<store_entry>& entries,
+                      std::vector<std::vector<std::byte>>& buffers) {
+    std::vector<std::uintptr_t> out;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      std::uint64_t off = 0;
+      for (const store_segment& g : entries[i].segments) {
+        out.push_back(reinterpret_cast<std::uintptr_t>(buffers[i].data() + off));
+        off += g.length;
+      }
+    }
+    return out;
+  };
   const auto arena = s->arena();
   for (int round = 0; round < 40; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     const std::size_t count = draw(1, 12);
     std::vector<store_entry> entries;
     std::vector<std::vector<std::byte>> values;  // each value's bytes, its segments in order
-    std::vector<std::uintptr_t> from;
     for (std::size_t i = 0; i < count; ++i) {
       store_entry e{"r" + std::to_string(round) + "-" + std::to_string(i), {}};
       const std::size_t segments = draw(1, 3);
@@ -241,18 +253,13 @@ TEST_F(StoreRpc, RandomLayoutsAndPartSizesRoundTripByteForByte) {
       values.emplace_back(bytes);
       for (auto& b : values.back())
         b = static_cast<std::byte>(draw(0, 255));
-      std::uint64_t off = 0;
-      for (const store_segment& g : e.segments) {
-        from.push_back(reinterpret_cast<std::uintptr_t>(values.back().data() + off));
-        off += g.length;
-      }
       entries.push_back(std::move(e));
     }
     const std::uint64_t choices[] = {0, 1, 200, 700, 1 << 20};
     const std::uint64_t part = choices[draw(0, 4)];
     SCOPED_TRACE("part_bytes " + std::to_string(part));
     ASSERT_TRUE(s->clear().ok());
-    auto w = s->set_from(store_pool::kv_page, entries, from, part);
+    auto w = s->set_from(store_pool::kv_page, entries, addresses(entries, values), part);
     ASSERT_TRUE(w.ok()) << w.err().message;
     EXPECT_EQ(*w, std::vector<bool>(count, true));
     for (std::size_t i = 0; i < count; ++i) {  // what was stored, read back the plain way
@@ -263,16 +270,9 @@ TEST_F(StoreRpc, RandomLayoutsAndPartSizesRoundTripByteForByte) {
       EXPECT_EQ(stored, values[i]) << "value " << i << " was stored with its own bytes";
     }
     std::vector<std::vector<std::byte>> back;
-    std::vector<std::uintptr_t> to;
-    for (std::size_t i = 0; i < count; ++i) {
-      back.emplace_back(values[i].size());
-      std::uint64_t off = 0;
-      for (const store_segment& g : entries[i].segments) {
-        to.push_back(reinterpret_cast<std::uintptr_t>(back.back().data() + off));
-        off += g.length;
-      }
-    }
-    auto r = s->get_into(store_pool::kv_page, entries, to, part);
+    for (const auto& v : values)
+      back.emplace_back(v.size());
+    auto r = s->get_into(store_pool::kv_page, entries, addresses(entries, back), part);
     ASSERT_TRUE(r.ok()) << r.err().message;
     EXPECT_EQ(*r, std::vector<bool>(count, true));
     EXPECT_EQ(back, values);
