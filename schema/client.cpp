@@ -225,6 +225,7 @@ struct client_store::impl {
   std::shared_ptr<rpc_link> link;
   wire::Store::Client cap = nullptr;
   shm_region arena;
+  std::size_t max_keys = 0;
 };
 
 client_store::client_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -236,6 +237,10 @@ std::span<std::byte> client_store::arena() const noexcept {
 
 const std::string& client_store::arena_name() const noexcept {
   return impl_->arena.name();
+}
+
+std::size_t client_store::max_keys() const noexcept {
+  return impl_->max_keys;
 }
 
 result<std::unique_ptr<client_store>> client::open_store(const std::string& identity) {
@@ -252,6 +257,8 @@ result<std::unique_ptr<client_store>> client::open_store(const std::string& iden
     auto m = shm_region::map(a.getShm().cStr(), a.getBytes());
     if (!m) return m.err();
     s->arena = std::move(*m);
+    // A node from before the field says 0: its limit was a fixed 65536.
+    s->max_keys = a.getMaxKeys() != 0 ? a.getMaxKeys() : 65536;
     return std::unique_ptr<client_store>(new client_store(std::move(s)));
   });
 }
@@ -346,9 +353,10 @@ namespace {
 /// The parts of a set_from / get_into whose input passed store_parts::check.
 result<std::vector<store_parts::part>> plan(std::span<const store_entry> entries,
                                             std::span<const std::uintptr_t> addresses,
-                                            std::uint64_t arena_bytes, std::uint64_t part_bytes) {
+                                            std::uint64_t arena_bytes, std::uint64_t part_bytes,
+                                            std::size_t max_keys) {
   if (status s = store_parts::check(entries, addresses, arena_bytes); !s) return s.err();
-  return store_parts::split(entries, part_bytes);
+  return store_parts::split(entries, part_bytes, max_keys);
 }
 
 /// The call of one part at a time in flight, and the bools of the parts answered so far.
@@ -393,7 +401,7 @@ result<std::vector<bool>> client_store::set_from(store_pool pool,
                                                  std::span<const store_entry> entries,
                                                  std::span<const std::uintptr_t> addresses,
                                                  std::uint64_t part_bytes) {
-  auto parts = plan(entries, addresses, impl_->arena.bytes().size(), part_bytes);
+  auto parts = plan(entries, addresses, impl_->arena.bytes().size(), part_bytes, impl_->max_keys);
   if (!parts) return parts.err();
   return guarded([&]() -> result<std::vector<bool>> {
     part_calls<decltype(impl_->cap.setRequest())> calls(*impl_->link, pool, entries);
@@ -416,7 +424,7 @@ result<std::vector<bool>> client_store::get_into(store_pool pool,
                                                  std::span<const store_entry> entries,
                                                  std::span<const std::uintptr_t> addresses,
                                                  std::uint64_t part_bytes) {
-  auto parts = plan(entries, addresses, impl_->arena.bytes().size(), part_bytes);
+  auto parts = plan(entries, addresses, impl_->arena.bytes().size(), part_bytes, impl_->max_keys);
   if (!parts) return parts.err();
   return guarded([&]() -> result<std::vector<bool>> {
     part_calls<decltype(impl_->cap.getRequest())> calls(*impl_->link, pool, entries);

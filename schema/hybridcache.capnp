@@ -371,7 +371,9 @@ struct SidecarQuery {
 }
 
 interface Store {
-  arena @0 () -> (error :Error, shm :Text, bytes :UInt64);
+  arena @0 () -> (error :Error, shm :Text, bytes :UInt64, maxKeys :UInt32);
+  # maxKeys: the most keys (entries) one exists / get / set takes (0 from a node before
+  # this field: 65536, its fixed limit then).
   # v2 existence over the KV page keys (batch_exists_v2): the leading run of present KV
   # pages, and every restorable prefix length in pages given the sidecar pools (sparse
   # for trailing pools; ranks intersect these sets).

@@ -111,7 +111,8 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
   return {};
 }
 
-std::vector<part> split(std::span<const store_entry> entries, std::uint64_t part_bytes) {
+std::vector<part> split(std::span<const store_entry> entries, std::uint64_t part_bytes,
+                        std::size_t max_values) {
   std::vector<part> parts;
   std::size_t segment = 0;
   std::uint64_t bytes = 0;
@@ -124,10 +125,11 @@ std::vector<part> split(std::span<const store_entry> entries, std::uint64_t part
       lo = std::min(lo, s.offset);
       hi = std::max(hi, s.offset + s.length);
     }
-    // A new part when this value would make the part too large, or when its arena ranges
-    // meet those of a value already in the part (one call cannot carry two values through
-    // the same arena bytes).
+    // A new part when this value would make the part too large or one value too many for
+    // the node, or when its arena ranges meet those of a value already in the part (one
+    // call cannot carry two values through the same arena bytes).
     if (parts.empty() || (part_bytes != 0 && bytes + size > part_bytes && bytes != 0) ||
+        (max_values != 0 && i - parts.back().first == max_values) ||
         (hi != 0 && lo < taken.end() &&
          taken.meets(entries[i], entries.subspan(parts.back().first, i - parts.back().first)))) {
       parts.push_back(part{i, i, segment, 0, 0});

@@ -37,9 +37,11 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
              std::uint64_t arena_bytes);
 
 /// The entries (which passed `check`) cut into parts of at most `part_bytes` each (a larger
-/// value is a part of its own; `part_bytes` 0: no limit), and before a value whose arena
-/// ranges meet those of a value already in the part. No part is empty; none for no entries.
-std::vector<part> split(std::span<const store_entry> entries, std::uint64_t part_bytes);
+/// value is a part of its own; `part_bytes` 0: no limit) and of at most `max_values` values
+/// (the node's keys per call; 0: no limit), and before a value whose arena ranges meet
+/// those of a value already in the part. No part is empty; none for no entries.
+std::vector<part> split(std::span<const store_entry> entries, std::uint64_t part_bytes,
+                        std::size_t max_values = 0);
 
 /// Whether the two parts' arena ranges do not meet (a part without bytes meets none).
 bool disjoint(const part& a, const part& b) noexcept;

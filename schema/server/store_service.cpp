@@ -1,5 +1,8 @@
 #include "schema/server/store_service.hpp"
 
+#include <algorithm>
+#include <limits>
+
 #include "schema/convert.hpp"
 
 namespace hc::rpc {
@@ -25,6 +28,8 @@ class store_impl final : public wire::Store::Server {
     wc::put_error(c.getResults().initError(), {});
     c.getResults().setShm(arena_->name());
     c.getResults().setBytes(arena_->bytes().size());
+    c.getResults().setMaxKeys(static_cast<std::uint32_t>(
+        std::min<std::size_t>(ctx_.max_store_keys, std::numeric_limits<std::uint32_t>::max())));
     return kj::READY_NOW;
   }
 

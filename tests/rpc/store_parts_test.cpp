@@ -41,6 +41,12 @@ TEST(StoreParts, ValuesAreGroupedWholeUpToThePartSize) {
   EXPECT_TRUE(store_parts::disjoint(p[0], p[1]));
 
   EXPECT_EQ(store_parts::split(e, 0).size(), 1u) << "0: one part";
+  auto few = store_parts::split(e, 0, 3);
+  ASSERT_EQ(few.size(), 2u) << "at most three values a part";
+  EXPECT_EQ(few[0].last, 3u);
+  EXPECT_EQ(few[1].first, 3u);
+  EXPECT_EQ(few[1].first_segment, 4u);
+  EXPECT_EQ(store_parts::split(e, 6, 1).size(), 4u) << "both limits";
   EXPECT_EQ(store_parts::split(e, 1 << 20).size(), 1u);
   EXPECT_EQ(store_parts::split(e, 5).size(), 4u) << "no two values fit 5 bytes";
   EXPECT_TRUE(store_parts::split({}, 6).empty());
@@ -100,9 +106,9 @@ TEST(StoreParts, AValueWhoseArenaBytesMeetThePartsStartsTheNext) {
 
 // The cut and the checks against the plainest statement of their rules, on random layouts
 // (values often sharing arena bytes, segments out of order or empty, part sizes from a few
-// bytes to none): a new part when the value would pass the size, or when one of its
-// segments meets one of a value already in the part; a value refused when two of its own
-// segments meet.
+// bytes to none, one to five values a part or no limit): a new part when the value would
+// pass the size or the count, or when one of its segments meets one of a value already in
+// the part; a value refused when two of its own segments meet.
 TEST(StoreParts, TheCutAndTheChecksAgreeWithTheirRulesStatedPlainly) {
   std::mt19937_64 rng(27112026);
   auto draw = [&](std::uint64_t lo, std::uint64_t hi) {  // [lo, hi]
@@ -132,6 +138,7 @@ TEST(StoreParts, TheCutAndTheChecksAgreeWithTheirRulesStatedPlainly) {
     if (own_overlap) continue;
 
     const std::uint64_t limit = draw(0, 2) == 0 ? 0 : draw(1, 200);
+    const std::size_t most = draw(0, 2) == 0 ? draw(1, 5) : 0;  // values a part
     std::vector<part> want;
     std::uint64_t bytes = 0;
     std::size_t segment = 0;
@@ -145,7 +152,8 @@ TEST(StoreParts, TheCutAndTheChecksAgreeWithTheirRulesStatedPlainly) {
           for (const auto& a : e[j].segments)
             for (const auto& b : e[i].segments)
               meets = meets || meet(a, b);
-      if (want.empty() || (limit != 0 && bytes != 0 && bytes + size > limit) || meets) {
+      if (want.empty() || (limit != 0 && bytes != 0 && bytes + size > limit) ||
+          (most != 0 && i - want.back().first == most) || meets) {
         want.push_back(part{i, i, segment, 0, 0});
         bytes = 0;
       }
@@ -159,7 +167,7 @@ TEST(StoreParts, TheCutAndTheChecksAgreeWithTheirRulesStatedPlainly) {
       bytes += size;
       segment += e[i].segments.size();
     }
-    const auto got = store_parts::split(e, limit);
+    const auto got = store_parts::split(e, limit, most);
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t k = 0; k < got.size(); ++k) {
       EXPECT_EQ(got[k].first, want[k].first) << "part " << k;

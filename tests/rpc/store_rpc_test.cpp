@@ -26,6 +26,7 @@ struct StoreRpc : ::testing::Test {
   std::string socket = unique_socket_path();
   std::unique_ptr<client> c;
   std::uint64_t host_memory_limit = 0;  ///< set in a derived fixture's constructor
+  std::size_t max_store_keys = 65536;   ///< likewise
 
   void SetUp() override {
     node_config cfg;
@@ -38,6 +39,7 @@ struct StoreRpc : ::testing::Test {
     rc.unix_path = socket;
     rc.store_arena_bytes = 1 << 20;
     rc.max_stores = 4;
+    rc.max_store_keys = max_store_keys;
     ASSERT_TRUE(server->start(rc).ok());
     auto cl = client::connect("unix:" + socket);
     ASSERT_TRUE(cl.ok()) << cl.err().message;
@@ -64,6 +66,45 @@ constexpr std::size_t page = 4096;
 struct StoreRpcSmallHost : StoreRpc {
   StoreRpcSmallHost() { host_memory_limit = 512 << 10; }
 };
+
+struct StoreRpcFewKeys : StoreRpc {
+  StoreRpcFewKeys() { max_store_keys = 4; }
+};
+
+// A call with more keys than the node takes is refused, naming the limit, which the store
+// learns when it opens; set_from / get_into cut their parts there, so a batch of any length
+// goes through.
+TEST_F(StoreRpcFewKeys, ACallPastTheKeyLimitIsRefusedAndPartsAreCutThere) {
+  auto s = open("few");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->max_keys(), 4u);
+  constexpr std::size_t count = 10;
+  std::vector<std::byte> host(count * page), back(count * page);
+  std::vector<store_entry> pages;
+  std::vector<std::uintptr_t> from, to;
+  for (std::size_t i = 0; i < count; ++i) {
+    fill(std::span(host).subspan(i * page, page), static_cast<std::uint8_t>(i));
+    pages.push_back({std::string("f").append(std::to_string(i)), {{i * page, page}}});
+    from.push_back(reinterpret_cast<std::uintptr_t>(host.data() + i * page));
+    to.push_back(reinterpret_cast<std::uintptr_t>(back.data() + i * page));
+  }
+  auto plain = s->set(store_pool::kv_page, pages);
+  ASSERT_FALSE(plain.ok());
+  EXPECT_EQ(plain.err().code, errc::invalid_argument);
+  EXPECT_NE(plain.err().message.find("10 keys in one call; the limit is 4"), std::string::npos)
+      << plain.err().message;
+  const std::vector<std::string> five = {"a", "b", "c", "d", "e"};
+  EXPECT_FALSE(s->exists(five).ok());
+  EXPECT_EQ(mem->usage().values, 0u);
+
+  auto w = s->set_from(store_pool::kv_page, pages, from, 0);
+  ASSERT_TRUE(w.ok()) << w.err().message;
+  EXPECT_EQ(*w, std::vector<bool>(count, true));
+  auto r = s->get_into(store_pool::kv_page, pages, to, 0);
+  ASSERT_TRUE(r.ok()) << r.err().message;
+  EXPECT_EQ(*r, std::vector<bool>(count, true));
+  EXPECT_EQ(host, back);
+}
 
 // A store's arena is /dev/shm, which is memory: one the host cannot give is refused (as
 // an instance's pools are), not taken towards the OOM killer, and nothing is left open.
@@ -282,6 +323,7 @@ TEST_F(StoreRpc, RandomLayoutsAndPartSizesRoundTripByteForByte) {
 TEST_F(StoreRpc, BadAddressesAreRefusedBeforeAnythingMoves) {
   auto s = open("m");
   ASSERT_TRUE(s);
+  EXPECT_EQ(s->max_keys(), 65536u) << "the node's limit, as it said";
   std::vector<std::byte> host(2 * page);
   const auto at = reinterpret_cast<std::uintptr_t>(host.data());
   const std::vector<store_entry> two{{"a", {{0, page}}}, {"b", {{page, page}}}};

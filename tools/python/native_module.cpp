@@ -137,9 +137,14 @@ std::vector<store_entry> to_entries(const py_entries& in) {
 
 class py_store {
  public:
-  py_store(std::shared_ptr<connection> conn, std::shared_ptr<store_box> box, std::string name,
-           std::uint64_t bytes)
-      : conn_(std::move(conn)), box_(std::move(box)), name_(std::move(name)), bytes_(bytes) {}
+  /// What the store's open learnt, kept for the properties (no call to the node).
+  struct facts {
+    std::string arena_name;
+    std::uint64_t arena_bytes = 0;
+    std::size_t max_keys = 0;
+  };
+  py_store(std::shared_ptr<connection> conn, std::shared_ptr<store_box> box, facts f)
+      : conn_(std::move(conn)), box_(std::move(box)), facts_(std::move(f)) {}
   ~py_store() {
     if (!closed_) conn_->post([box = box_] { box->s.reset(); });
   }
@@ -189,15 +194,15 @@ class py_store {
       return 0;
     });
   }
-  const std::string& arena_name() const noexcept { return name_; }
-  std::uint64_t arena_bytes() const noexcept { return bytes_; }
+  const std::string& arena_name() const noexcept { return facts_.arena_name; }
+  std::uint64_t arena_bytes() const noexcept { return facts_.arena_bytes; }
+  std::size_t max_keys() const noexcept { return facts_.max_keys; }
   bool closed() const noexcept { return closed_; }
 
  private:
   std::shared_ptr<connection> conn_;
   std::shared_ptr<store_box> box_;
-  std::string name_;
-  std::uint64_t bytes_;
+  facts facts_;
   bool closed_ = false;  ///< Python side (under the GIL)
 };
 
@@ -241,18 +246,17 @@ class py_node {
   std::unique_ptr<py_store> store(std::string identity) {
     connection* c = conn_.get();
     auto box = std::make_shared<store_box>();
-    std::pair<std::string, std::uint64_t> arena;
+    py_store::facts f;
     try {
-      arena = c->call<std::pair<std::string, std::uint64_t>>([c, box,
-                                                              identity = std::move(identity)] {
+      f = c->call<py_store::facts>([c, box, identity = std::move(identity)] {
         box->s = value_or_raise(c->live().open_store(identity));
-        return std::pair<std::string, std::uint64_t>{box->s->arena_name(), box->s->arena().size()};
+        return py_store::facts{box->s->arena_name(), box->s->arena().size(), box->s->max_keys()};
       });
     } catch (const timeout_error&) {
       c->post([box] { box->s.reset(); });
       throw;
     }
-    return std::make_unique<py_store>(conn_, std::move(box), arena.first, arena.second);
+    return std::make_unique<py_store>(conn_, std::move(box), std::move(f));
   }
   std::unique_ptr<py_session> open(instance_spec spec) {
     connection* c = conn_.get();
@@ -673,7 +677,8 @@ PYBIND11_MODULE(_native, m) {
       .def("close", &py_store::close)
       .def_property_readonly("closed", &py_store::closed)
       .def_property_readonly("arena_name", &py_store::arena_name)
-      .def_property_readonly("arena_bytes", &py_store::arena_bytes);
+      .def_property_readonly("arena_bytes", &py_store::arena_bytes)
+      .def_property_readonly("max_keys", &py_store::max_keys);
   m.def(
       "copy_in",
       [](py::buffer buf, const std::vector<std::uint64_t>& offsets,

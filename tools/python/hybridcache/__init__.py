@@ -326,6 +326,13 @@ class Store:
         """The arena's size in bytes (hybridcached --store-arena-bytes)."""
         return self._s.arena_bytes
 
+    @property
+    def max_keys(self) -> int:
+        """The most keys one :meth:`exists`, :meth:`get` or :meth:`set` takes (65536 on
+        hybridcached; more is InvalidArgument); :meth:`set_from` / :meth:`get_into` cut
+        their parts at it."""
+        return self._s.max_keys
+
     def arena_array(self):
         """The arena as a NumPy uint8 array over the same memory (NumPy imported on use)."""
         import numpy
@@ -355,7 +362,8 @@ class Store:
         """:meth:`set` of values elsewhere in this process's memory: each segment's bytes
         are copied from ``addresses`` (one per segment, the entries' segments in order;
         e.g. ``tensor.data_ptr()``) to its arena range first. The batch goes in parts of at
-        most ``part_bytes`` (a larger value alone; 0: no limit), and a part is copied while
+        most ``part_bytes`` (a larger value alone; 0: no limit) and of at most
+        :attr:`max_keys` values, and a part is copied while
         the node writes the one before (after it, if their arena ranges meet). Values may
         reuse arena space (e.g. all at offset 0): a value whose arena bytes are those of
         one already in the part starts a new part, so each moves with its own bytes.

@@ -188,6 +188,7 @@ class NodeTest(OwnNodeTest):
         back = np.zeros_like(host)
         kv = hybridcache.StorePool.KV_PAGE
         with self.connect() as node, node.store("py-parts") as store:
+            self.assertEqual(store.max_keys, 65536)  # the node's, as it said
             entries = [(f"page-{i}", [(i * page, page)]) for i in range(count)]
             for part in (2 * page, 0, hybridcache.DEFAULT_PART_BYTES):
                 store.clear()
