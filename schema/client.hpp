@@ -111,14 +111,15 @@ class client_store {
   /// `set` of values that are elsewhere in the caller's memory: each segment's bytes are
   /// first copied from `addresses` (one per segment, the entries' segments in order) to
   /// its arena range. The batch goes in parts of at most `part_bytes` (a larger value
-  /// alone; 0: no limit) and of at most max_keys() values, one `set` call each, and a part is
-  /// copied while the node writes the part before — unless their arena ranges meet, then after it.
-  /// Values may reuse arena space (e.g. all at offset 0): a value whose arena bytes are those of
-  /// one already in the part starts a new part, so each value moves with its own bytes. Bad input
-  /// (addresses not one per segment, a segment outside the arena, a null address, two segments of
-  /// one value overlapping in the arena) is invalid_argument before anything is copied or sent. One
-  /// bool per entry, as `set`. An error of a part (the node's, e.g. a bad key, or a timeout: see
-  /// arena_name) ends the call with it; the parts before it were set.
+  /// alone; 0: no limit) and of at most max_keys() values, one `set` call each, and a
+  /// part is copied while the node writes the part before — unless their arena ranges
+  /// meet, then after it. Values may reuse arena space (e.g. all at offset 0): a value
+  /// whose arena bytes are those of one already in the part starts a new part, so each
+  /// value moves with its own bytes. Bad input (addresses not one per segment, a segment
+  /// outside the arena, a null address, two segments of one value overlapping in the
+  /// arena) is invalid_argument before anything is copied or sent. One bool per entry, as
+  /// `set`. An error of a part (the node's, e.g. a bad key, or a timeout: see arena_name)
+  /// ends the call with it; the parts before it were set.
   result<std::vector<bool>> set_from(store_pool pool, std::span<const store_entry> entries,
                                      std::span<const std::uintptr_t> addresses,
                                      std::uint64_t part_bytes);

@@ -363,10 +363,10 @@ class Store:
         are copied from ``addresses`` (one per segment, the entries' segments in order;
         e.g. ``tensor.data_ptr()``) to its arena range first. The batch goes in parts of at
         most ``part_bytes`` (a larger value alone; 0: no limit) and of at most
-        :attr:`max_keys` values, and a part is copied while
-        the node writes the one before (after it, if their arena ranges meet). Values may
-        reuse arena space (e.g. all at offset 0): a value whose arena bytes are those of
-        one already in the part starts a new part, so each moves with its own bytes.
+        :attr:`max_keys` values, and a part is copied while the node writes the one before
+        (after it, if their arena ranges meet). Values may reuse arena space (e.g. all at
+        offset 0): a value whose arena bytes are those of one already in the part starts a
+        new part, so each moves with its own bytes.
         Addresses not one per segment, a segment outside the arena, a null address or two
         segments of one value overlapping in the arena raise InvalidArgument before
         anything is copied. One bool per entry; a part the node refuses raises its error,
