@@ -64,7 +64,10 @@ bool kv_allocator::alloc_extend(std::size_t seq_len, kv_index last_index, std::s
   const std::size_t p = page_size_;
   const std::size_t pages = pages_needed(seq_len, n);
   if (pages > free_.size()) return false;
-  out.reserve(out.size() + n);
+  // Room for n more, growing geometrically as push_back would: `out` is a request's row,
+  // which every decode step extends by one token, and an exact reserve(size + n) copies
+  // the whole row at each step — a generation's cost quadratic in its length.
+  if (out.capacity() - out.size() < n) out.reserve(std::max(out.size() + n, 2 * out.capacity()));
   std::size_t left = n;
   // 1. Fill the rest of the partially used last page.
   if (seq_len % p != 0) {

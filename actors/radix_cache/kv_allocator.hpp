@@ -44,7 +44,9 @@ class kv_allocator {
 
   /// Extends a sequence of current length `seq_len` (its last token id `last_index`,
   /// ignored when seq_len % P == 0) by n tokens. Works for any page size. Appends the
-  /// n new ids to out; returns false (and changes nothing) if pages are short.
+  /// n new ids to out, growing its capacity geometrically (a row extended by one token
+  /// per decode step is copied O(log length) times, not at every step); returns false
+  /// (and changes nothing) if pages are short.
   bool alloc_extend(std::size_t seq_len, kv_index last_index, std::size_t n,
                     std::vector<kv_index>& out);
 

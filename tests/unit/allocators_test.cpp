@@ -201,6 +201,40 @@ TEST(KvPagedAllocator, ExtendFillsThePartialPageThenTakesWholePages) {
   EXPECT_EQ(a.pages_needed(8, 0), 0u);
 }
 
+// A request's row grows by one id per decode step; the extend must not copy the whole row
+// each time (it did at page > 1: an exact reserve(size + n) before the appends). Counted by
+// the reallocations the row sees, at both page kinds, with the ids checked as they go.
+TEST(KvPagedAllocator, DecodeStepsGrowTheRowGeometrically) {
+  for (const std::size_t page : {1u, 4u, 64u}) {
+    SCOPED_TRACE("page " + std::to_string(page));
+    kv_allocator a(1 << 16, page);
+    const std::size_t free_at_start = a.available();
+    std::vector<kv_index> row;
+    ASSERT_TRUE(a.alloc_extend(0, 0, 100, row));  // the prefill
+    constexpr std::size_t steps = 4096;
+    std::size_t reallocations = 0;
+    const kv_index* data = row.data();
+    for (std::size_t i = 0; i < steps; ++i) {
+      const std::size_t len = row.size();
+      ASSERT_TRUE(a.alloc_extend(len, row.back(), 1, row));
+      ASSERT_EQ(row.size(), len + 1);
+      if (len % page != 0) {  // inside a page the next id follows the last
+        ASSERT_EQ(row[len], row[len - 1] + 1) << "step " << i;
+      } else {
+        ASSERT_EQ(row[len] % static_cast<kv_index>(page), 0) << "step " << i << ": a page start";
+      }
+      if (row.data() != data) {
+        ++reallocations;
+        data = row.data();
+      }
+    }
+    // Doubling from 100 to 4,196 ids takes ~6 reallocations; one per step would be 4,096.
+    EXPECT_LE(reallocations, 16u);
+    EXPECT_EQ(free_at_start - a.available(), (4196 + page - 1) / page * page)
+        << "the row took whole pages, each once";
+  }
+}
+
 TEST(KvPagedAllocator, FreePrependsSortedUniquePages) {
   kv_allocator a(16, 4);
   auto x = take(a, 0, 0, 16);                      // all four pages

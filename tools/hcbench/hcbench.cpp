@@ -11,6 +11,10 @@
 //   BM_InsertLocked              BM_Insert as a request makes it (cache_unfinished, finish):
 //                                its match locked, the locked node given as known_prefix
 //   BM_EvictMamba / BM_EvictPage evict(mamba_num=1) and evict(num_tokens=page)
+//   BM_DecodeStep                a decode step's KV allocation: radix_cache::alloc_kv of one
+//                                token onto a request's row of ctx tokens (the row as a match
+//                                leaves it: exactly its prefix's capacity), 1,024 steps a
+//                                request, then its ids are freed (untimed) and a new one starts
 //   BM_TraceReplay               whole SGLang traces (tests/data, or $HC_TRACE_DIR)
 //
 // Only the cache call is timed (manual time); building keys and values is not. Besides the
@@ -258,6 +262,36 @@ void BM_EvictPage(benchmark::State& st) {
   BM_Evict(st, false);
 }
 
+void BM_DecodeStep(benchmark::State& st) {
+  const auto ctx = static_cast<std::size_t>(st.range(0));
+  const auto page = static_cast<std::size_t>(st.range(1));
+  constexpr std::size_t steps = 1024;  // decode tokens of one request
+  radix_cache cache(cache_config{(ctx + steps + 2 * page) / page * page + page, page, 64, 64});
+  bench::call_latencies lat(st);
+  std::vector<kv_index> row;
+  std::size_t left = 0;  // decode steps left to the current request
+  for (auto _ : st) {
+    if (left == 0) {
+      st.PauseTiming();
+      if (!row.empty() && !cache.kv().free(row).ok()) return st.SkipWithError("free refused");
+      std::vector<kv_index> prefix;
+      if (!cache.alloc_kv(0, 0, ctx, prefix).ok()) return st.SkipWithError("pool too small");
+      row.clear();
+      row.shrink_to_fit();
+      row.reserve(prefix.size());  // a match's result: reserved for exactly the prefix
+      row.assign(prefix.begin(), prefix.end());
+      left = steps;
+      st.ResumeTiming();
+    }
+    const auto t0 = clk::now();
+    const status s = cache.alloc_kv(row.size(), row.back(), 1, row);
+    lat.stop(t0);
+    if (!s.ok()) return st.SkipWithError(s.err().message.c_str());
+    --left;
+  }
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()));
+}
+
 void BM_TraceReplay(benchmark::State& st, std::string path) {
   auto tr = replay::read_trace(path);
   if (!tr) {
@@ -319,6 +353,12 @@ void evict_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_EvictMamba)->Apply(evict_args);
 BENCHMARK(BM_EvictPage)->Apply(evict_args);
+BENCHMARK(BM_DecodeStep)
+    ->ArgsProduct({{4096, 16384, 65536}, {1, 64}})
+    ->ArgNames({"ctx", "page"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(8 * 1024);
 
 [[maybe_unused]] const bool traces_registered = [] {
   const char* dir = std::getenv("HC_TRACE_DIR");
