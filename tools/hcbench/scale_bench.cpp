@@ -21,6 +21,11 @@
 //                              (in cache) by memcmp, the path walked from the leaf up;
 //                              and the same with every line of those keys prefetched
 //                              first (key_floor_prefetched_*).
+//                              And both again with the CPU's caches emptied before each
+//                              call (match_cold_*, key_floor_cold_*; 500 calls each): every
+//                              size then reads its tree from DRAM, so what is left between
+//                              the sizes is the structure's own growth, not what the caches
+//                              hold (BENCHMARKS.md §2.2.5).
 //
 //   BM_BlockReadByFootprint/mib:N   the key floor's read alone: a memcmp of a random
 //                              14 KiB block of an N MiB buffer, as the cached footprint grows.
@@ -28,14 +33,17 @@
 // Each call is timed alone (steady_clock around the call); building the keys is not timed.
 // One iteration per size: the figures are percentiles over the 2,000 calls.
 #include <benchmark/benchmark.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "actors/radix_cache/radix_cache.hpp"
@@ -52,10 +60,57 @@ constexpr std::size_t system_tokens = 512;
 constexpr std::size_t groups = 16;
 constexpr std::size_t turn_tokens = 256;
 constexpr std::size_t calls = 2000;
+constexpr std::size_t cold_calls = 500;  // each after a sweep of the caches (~5 ms)
 
 double micros(clk::time_point t0, clk::time_point t1) {
   return std::chrono::duration<double, std::micro>(t1 - t0).count();
 }
+
+/// The last-level cache one core sees, in bytes (sysfs; 32 MiB if it cannot be read).
+std::size_t last_level_cache_bytes() {
+  std::size_t best = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    std::size_t n = 0;
+    char unit = 0;
+    if (!(f >> n)) continue;
+    f >> unit;
+    best = std::max(best, unit == 'K' ? n << 10 : unit == 'M' ? n << 20 : n);
+  }
+  return best != 0 ? best : std::size_t{32} << 20;
+}
+
+/// Empties the CPU's caches of everything else by reading a buffer four times the last-level
+/// cache (at least 128 MiB) line by line: what a call touches afterwards comes from DRAM.
+/// The buffer is kept on 4 KiB pages (MADV_NOHUGEPAGE), so a sweep also empties the TLBs
+/// whatever the heap's pages are (GLIBC_TUNABLES=glibc.malloc.hugetlb=1, §2.2.5).
+class cache_sweeper {
+ public:
+  cache_sweeper() : bytes_(std::max(4 * last_level_cache_bytes(), std::size_t{128} << 20)) {
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;  // sweep() then does nothing; ok() says so
+    (void)madvise(p, bytes_, MADV_NOHUGEPAGE);
+    buf_ = static_cast<unsigned char*>(p);
+    std::memset(buf_, 1, bytes_);
+  }
+  cache_sweeper(const cache_sweeper&) = delete;
+  cache_sweeper& operator=(const cache_sweeper&) = delete;
+  ~cache_sweeper() {
+    if (buf_ != nullptr) munmap(buf_, bytes_);
+  }
+  bool ok() const { return buf_ != nullptr; }
+  void sweep() const {
+    if (buf_ == nullptr) return;
+    unsigned sum = 0;
+    for (std::size_t i = 0; i < bytes_; i += 64)
+      sum += buf_[i];
+    benchmark::DoNotOptimize(sum);
+  }
+
+ private:
+  std::size_t bytes_;
+  unsigned char* buf_ = nullptr;
+};
 
 void BM_Scale(benchmark::State& st) {
   const auto target = static_cast<std::size_t>(st.range(0));
@@ -104,16 +159,26 @@ void BM_Scale(benchmark::State& st) {
   bench::call_latencies match_us(st, "match_", calls),
       match_in_cache_us(st, "match_prompt_in_cache_", calls), insert_us(st, "insert_", calls),
       evict_us(st, "evict_", calls), key_floor_us(st, "key_floor_", calls),
-      key_floor_prefetched_us(st, "key_floor_prefetched_", calls);
+      key_floor_prefetched_us(st, "key_floor_prefetched_", calls),
+      match_cold_us(st, "match_cold_", cold_calls),
+      key_floor_cold_us(st, "key_floor_cold_", cold_calls);
+  const cache_sweeper sweeper;
+  if (!sweeper.ok()) {
+    st.SkipWithError("no memory for the cache sweep's buffer");
+    return;
+  }
   std::vector<token_id> prompt;
   std::vector<const radix_node*> path;
   prompt.reserve(conv_tokens);
   // 2,000 matches of random whole conversations. With `in_cache`, each prompt as a worker's
   // request brings it: just written (here copied, untimed, into one reused buffer), so in
   // the CPU's caches — only the tree's side of the compare comes from memory.
-  auto time_key_floor = [&](bench::call_latencies& into, bool prefetch) {
-    for (std::size_t i = 0; i < calls; ++i) {
+  // With `cold`, cold_calls calls, each after the caches were emptied (the prompt is copied
+  // after that, so it is in cache as a worker's request brings it; the tree is not).
+  auto time_key_floor = [&](bench::call_latencies& into, bool prefetch, bool cold = false) {
+    for (std::size_t i = 0; i < (cold ? cold_calls : calls); ++i) {
       const std::size_t c = rng() % keys.size();
+      if (cold) sweeper.sweep();
       prompt.assign(keys[c].begin(), keys[c].end());
       if (!cache.tree().valid(leaves[c])) {
         st.SkipWithError("a conversation's leaf went away");
@@ -145,10 +210,11 @@ void BM_Scale(benchmark::State& st) {
     }
     return true;
   };
-  auto time_matches = [&](bench::call_latencies& into, bool in_cache) {
-    for (std::size_t i = 0; i < calls; ++i) {
+  auto time_matches = [&](bench::call_latencies& into, bool in_cache, bool cold = false) {
+    for (std::size_t i = 0; i < (cold ? cold_calls : calls); ++i) {
       const auto& key = keys[rng() % keys.size()];
       std::span<const token_id> query = key;
+      if (cold) sweeper.sweep();
       if (in_cache) {
         prompt.assign(key.begin(), key.end());
         query = prompt;
@@ -172,6 +238,13 @@ void BM_Scale(benchmark::State& st) {
     // found to go here, BENCHMARKS.md §2.2.4).
     if (!time_key_floor(key_floor_us, false) || !time_key_floor(key_floor_prefetched_us, true))
       return;
+    // The same match and its floor with the tree out of the caches at every size (§2.2.5).
+    time_matches(match_cold_us, true, true);
+    if (!time_key_floor(key_floor_cold_us, false, true)) return;
+    // Untimed random matches, as the warm loops above made them: the inserts below find the
+    // caches as they did before the cold calls emptied them.
+    for (std::size_t i = 0; i < calls; ++i)
+      benchmark::DoNotOptimize(cache.tree().match(0, keys[rng() % keys.size()]).indices.data());
     for (std::size_t i = 0; i < calls; ++i) {
       const std::size_t c = rng() % keys.size();
       match_result m = cache.tree().match(0, keys[c]);
