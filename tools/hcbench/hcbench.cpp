@@ -276,10 +276,8 @@ void BM_DecodeStep(benchmark::State& st) {
       if (!row.empty() && !cache.kv().free(row).ok()) return st.SkipWithError("free refused");
       std::vector<kv_index> prefix;
       if (!cache.alloc_kv(0, 0, ctx, prefix).ok()) return st.SkipWithError("pool too small");
-      row.clear();
-      row.shrink_to_fit();
-      row.reserve(prefix.size());  // a match's result: reserved for exactly the prefix
-      row.assign(prefix.begin(), prefix.end());
+      // The row as a match returns it: capacity exactly the prefix.
+      row = std::vector<kv_index>(prefix.begin(), prefix.end());
       left = steps;
       st.ResumeTiming();
     }
