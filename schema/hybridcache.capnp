@@ -54,7 +54,7 @@ struct InstanceSpec {
   ssmSlots @7 :UInt32;            # usable L1 SSM slots (ids 1..ssmSlots, at most 2^24; slot 0 reserved)
   ssmSlotBytes @8 :UInt64;        # bytes of one slot (conv + temporal state, all SSM layers)
   chunkSize @9 :UInt32 = 64;      # C = max(model chunk size, pageSize): FLA 64, Mamba2 256/128
-  strategy @10 :Strategy;
+  strategy @10 :Strategy;         # noBuffer needs pageSize 1 (SGLang forces it); else invalidConfig
   trackInterval @11 :UInt32 = 256;
   overlap @12 :Bool = true;       # overlap scheduling (ping-pong size 2)
   requestRows @13 :UInt32 = 64;   # request rows of this session

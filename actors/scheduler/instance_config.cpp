@@ -79,6 +79,10 @@ status validate(const instance_spec& s, const spec_limits& lim) {
   if (v->strat != s.strat)
     return bad("strategy " + std::string(to_string(s.strat)) + " is not valid here; use " +
                std::string(to_string(v->strat)));
+  if (v->page_size != s.page_size)  // SGLang forces the page size; a node cannot
+    return bad("strategy " + std::string(to_string(s.strat)) + " needs pageSize " +
+               std::to_string(v->page_size) + " (SGLang forces it; pageSize " +
+               std::to_string(s.page_size) + " needs extra_buffer or extra_buffer_lazy)");
   return {};
 }
 

@@ -66,6 +66,41 @@ TEST_F(TraceReader, RefusesOutOfRangeOpFieldsNamingTheLine) {
       << t.err().message;
 }
 
+// A header whose cache SGLang would not build, or that names no strategy the cache has, is
+// refused on line 1 (a typo must not replay silently as another strategy), as a node
+// refuses such an instance.
+TEST_F(TraceReader, RefusesAHeaderWhoseCacheCannotRunNamingWhy) {
+  auto with = [](std::string h, const std::string& from, const std::string& to) {
+    const auto at = h.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return h.replace(at, from.size(), to) + "\n";
+  };
+  const std::string h1 = header("1");
+  const struct {
+    std::string text, says;
+  } cases[] = {
+      {with(h1, R"("no_buffer")", R"("extra_bufer")"), "strategy 'extra_bufer' is not"},
+      {with(h1, R"("strategy")", R"("ping_pong_size":3,"strategy")"), "ping_pong_size must be 1"},
+      {with(h1, R"("req_pool_rows":2)", R"("req_pool_rows":0)"), "requestRows"},
+      {with(h1, R"("mamba_pool_slots":4)", R"("mamba_pool_slots":0)"), "ssmSlots"},
+      // page 64 without the extra buffer: SGLang asserts page 1 for no_buffer
+      {header("64") + "\n", "strategy no_buffer needs pageSize 1"},
+      {with(with(header("64"), R"("no_buffer")", R"("extra_buffer")"), R"("strategy")",
+            R"("mamba_cache_chunk_size":100,"strategy")"),
+       "chunkSize (100)"},
+  };
+  for (const auto& c : cases) {
+    auto t = read(c.text);
+    ASSERT_FALSE(t.ok()) << c.says;
+    EXPECT_EQ(t.err().code, errc::parse_error) << t.err().message;
+    EXPECT_NE(t.err().message.find(":1: "), std::string::npos) << t.err().message;
+    EXPECT_NE(t.err().message.find(c.says), std::string::npos) << t.err().message;
+  }
+  // The same header with the extra buffer at page 64 is a cache that runs.
+  auto ok = read(with(header("64"), R"("no_buffer")", R"("extra_buffer")"));
+  EXPECT_TRUE(ok.ok()) << ok.err().message;
+}
+
 TEST_F(TraceReader, ASelfTestWithAFloatIsAnErrorNotACrash) {
   std::string h = header("1");
   h.insert(h.size() - 1, R"(,"self_test":{"sys_stream_0_first4":[6.8e300]})");

@@ -37,6 +37,7 @@ TEST(InstanceSpecLimits, KvTokensUpToTheLastInt32IdAreAccepted) {
 TEST(InstanceSpecLimits, KvTokensCountThePagedPoolsReservedPage) {
   instance_spec s = small();
   s.page_size = s.chunk_size = 64;
+  s.strat = strategy::extra_buffer;  // no_buffer needs page 1
   s.kv_tokens = (max_pool_ids - 64) / 64 * 64;
   EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
   s.kv_tokens += 64;
@@ -73,6 +74,25 @@ TEST(InstanceSpecLimits, SlotsPerRequestCannotExceedTheSlots) {
   EXPECT_TRUE(validate(s).ok());
   s.slots_per_request = s.ssm_slots + 1;
   expect_refused(s, "slotsPerRequest");
+}
+
+// SGLang's own rules on the strategy (sizing.hpp validate_strategy): where SGLang would
+// rewrite a setting the worker's pools already have (the strategy, the page size), the node
+// cannot follow, so it refuses the spec naming the rule instead of running another cache.
+TEST(InstanceSpecLimits, SettingsSglangWouldRewriteAreRefused) {
+  instance_spec s = small();
+  s.page_size = s.chunk_size = 64;
+  expect_refused(s, "strategy no_buffer needs pageSize 1");
+  s.strat = strategy::extra_buffer;
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
+  s.strat = strategy::extra_buffer_lazy;
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
+  s.overlap = false;  // lazy needs overlap scheduling
+  expect_refused(s, "extra_buffer_lazy requires overlap");
+  s = small();  // page 1 without the extra buffer, overlap on or off: as SGLang runs it
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
+  s.overlap = false;
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ instance_spec spec_of(const trace_config& c) {
   s.kv_tokens = c.kv_pool_tokens;
   s.ssm_slots = c.mamba_pool_slots;
   s.chunk_size = c.chunk_size;
-  s.strat = parse_strategy(c.strategy).value_or(strategy::no_buffer);
+  s.strat = parse_strategy(c.strategy).value_or(strategy::no_buffer);  // read_trace checked it
   s.track_interval = c.track_interval;
   s.overlap = c.ping_pong_size == 2;
   s.request_rows = c.req_pool_rows;

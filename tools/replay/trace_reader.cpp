@@ -5,6 +5,9 @@
 #include <string_view>
 #include <utility>
 
+#include "actors/common/strategy.hpp"
+#include "actors/scheduler/instance_config.hpp"
+#include "tools/replay/replay_backend.hpp"
 #include "tools/replay/trace.hpp"
 
 namespace hc::replay {
@@ -83,7 +86,13 @@ status parse_header(const json& j, trace_config& c) {
   if (get_or<int>(j, "version", 0) != 1) return {errc::parse_error, "unsupported trace version"};
   c.page_size = required<std::size_t>(j, "page_size");
   c.strategy = j.at("strategy").get<std::string>();
+  if (!parse_strategy(c.strategy))
+    return {errc::parse_error,
+            "strategy '" + c.strategy + "' is not no_buffer, extra_buffer or extra_buffer_lazy"};
   c.ping_pong_size = get_or<int>(j, "ping_pong_size", 2);
+  if (c.ping_pong_size != 1 && c.ping_pong_size != 2)
+    return {errc::parse_error, "ping_pong_size must be 1 (overlap scheduling off) or 2 (on), not " +
+                                   std::to_string(c.ping_pong_size)};
   c.chunk_size = get_or<std::size_t>(j, "mamba_cache_chunk_size", 64);
   c.track_interval = get_or<std::size_t>(j, "mamba_track_interval", 256);
   c.state_per_req = get_or<std::size_t>(j, "mamba_state_per_req", 3);
@@ -104,6 +113,11 @@ status parse_header(const json& j, trace_config& c) {
     return {errc::parse_error,
             "config: page_size, vocab and sys_groups must be > 0 and "
             "kv_pool_tokens a multiple of page_size"};
+  // The cache the header describes, checked as a node checks an instance it is asked to
+  // open (the names in the message are the RPC spec's: chunkSize = mamba_cache_chunk_size,
+  // ssmSlots = mamba_pool_slots, requestRows = req_pool_rows).
+  if (status v = validate(spec_of(c)); !v)
+    return {errc::parse_error, "config: not a cache this trace can run on: " + v.err().message};
   return {};
 }
 
