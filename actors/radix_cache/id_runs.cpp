@@ -90,9 +90,6 @@ template <class V, std::size_t L>
   }
 }
 
-using deviation_fn = std::uint32_t (*)(const std::uint32_t*, std::size_t, std::size_t,
-                                       std::uint32_t) noexcept;
-
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 [[gnu::target("avx512f")]] std::uint32_t deviation_avx512(const std::uint32_t* id, std::size_t n,
                                                           std::size_t group,
@@ -119,33 +116,36 @@ void fill_base(std::uint32_t* out, const std::uint32_t* firsts, std::size_t runs
                std::size_t run_len, std::size_t skip) noexcept {
   fill<u32x4, 4>(out, firsts, runs, run_len, skip);
 }
-using fill_fn = void (*)(std::uint32_t*, const std::uint32_t*, std::size_t, std::size_t,
-                         std::size_t) noexcept;
 
 std::uint32_t deviation_base(const std::uint32_t* id, std::size_t n, std::size_t group,
                              std::uint32_t first_bits) noexcept {
   return deviation<u32x4, 4>(id, n, group, first_bits);
 }
 
-/// The widest of `wide` (AVX-512), `mid` (AVX2) and `base` (SSE2) that the CPU runs.
-template <class Fn>
-Fn pick([[maybe_unused]] Fn wide, [[maybe_unused]] Fn mid, Fn base) noexcept {
+constexpr id_runs_detail::implementation base_impl{"baseline", deviation_base, fill_base};
+
+/// The builds the CPU runs, widest first (the baseline, SSE2 on x86-64, always runs).
+struct runnable {
+  id_runs_detail::implementation impl[3];
+  std::size_t n = 0;
+  runnable() noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return wide;
-  if (__builtin_cpu_supports("avx2")) return mid;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) impl[n++] = {"avx512f", deviation_avx512, fill_avx512};
+    if (__builtin_cpu_supports("avx2")) impl[n++] = {"avx2", deviation_avx2, fill_avx2};
 #endif
-  return base;
+    impl[n++] = base_impl;
+  }
+};
+
+const runnable& runnables() noexcept {
+  static const runnable r;
+  return r;
 }
 
 std::uint32_t deviation_of(std::span<const kv_index> ids, std::size_t group,
                            std::uint32_t first_bits) noexcept {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  static const deviation_fn fn =
-      pick<deviation_fn>(deviation_avx512, deviation_avx2, deviation_base);
-#else
-  static const deviation_fn fn = deviation_base;
-#endif
+  static const auto fn = runnables().impl[0].deviation;
   // The same 32 bits read unsigned (int32_t and uint32_t may alias); unsigned, so no id
   // overflows.
   return fn(reinterpret_cast<const std::uint32_t*>(ids.data()), ids.size(), group, first_bits);
@@ -169,14 +169,19 @@ bool is_whole_pages(std::span<const kv_index> ids, std::size_t page_size) noexce
 void fill_runs(kv_index* out, std::span<const kv_index> firsts, std::size_t run_len,
                std::size_t skip) noexcept {
   assert(run_len > 0 && skip <= firsts.size() * run_len);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  static const fill_fn fn = pick<fill_fn>(fill_avx512, fill_avx2, fill_base);
-#else
-  static const fill_fn fn = fill_base;
-#endif
+  static const auto fn = runnables().impl[0].fill;
   // Unsigned, as in deviation_of: the same bits.
   fn(reinterpret_cast<std::uint32_t*>(out), reinterpret_cast<const std::uint32_t*>(firsts.data()),
      firsts.size(), run_len, skip);
 }
+
+namespace id_runs_detail {
+
+std::span<const implementation> runnable_implementations() noexcept {
+  const runnable& r = runnables();
+  return {r.impl, r.n};
+}
+
+}  // namespace id_runs_detail
 
 }  // namespace hc

@@ -56,4 +56,26 @@ inline std::size_t leading_run_length(std::span<const kv_index> ids) noexcept {
 void fill_runs(kv_index* out, std::span<const kv_index> firsts, std::size_t run_len,
                std::size_t skip) noexcept;
 
+namespace id_runs_detail {
+
+/// One build of the vector code above, for one instruction set.
+struct implementation {
+  const char* name;  ///< "avx512f", "avx2" or "baseline" (SSE2 on x86-64)
+  /// OR over groups of `group` ids of id[at + i] ^ (id[at] + i) and of id[at] & first_bits:
+  /// zero iff every group is a run whose first id has none of first_bits. REQUIRES: n %
+  /// group == 0.
+  std::uint32_t (*deviation)(const std::uint32_t* id, std::size_t n, std::size_t group,
+                             std::uint32_t first_bits) noexcept;
+  /// fill_runs on raw ids.
+  void (*fill)(std::uint32_t* out, const std::uint32_t* firsts, std::size_t runs,
+               std::size_t run_len, std::size_t skip) noexcept;
+};
+
+/// The builds this CPU can run, widest first: the first is the one the functions above use.
+/// For tests, which check every build against a scalar reference — a host picks the widest
+/// it has, so without this only that one would ever run here.
+std::span<const implementation> runnable_implementations() noexcept;
+
+}  // namespace id_runs_detail
+
 }  // namespace hc

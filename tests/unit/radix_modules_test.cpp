@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <ostream>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -163,6 +164,75 @@ TEST(IdRuns, TheLeadingRunEndsAtTheFirstIdOffIt) {
     EXPECT_EQ(leading_run_length(ids), len) << "a run of " << len << ", then a gap";
     EXPECT_TRUE(is_one_run(std::span<const kv_index>(ids).first(len)));
     EXPECT_FALSE(is_one_run(ids));
+  }
+}
+
+// Every build of the vector code this CPU runs (AVX-512, AVX2, the baseline) gives what a
+// scalar loop gives, for group and run lengths on both sides of every vector width and its
+// four-vector step: a host runs only its widest build, so without this a machine with
+// AVX-512 (this one) would never run the others, which hosts without it use for every
+// node's ids.
+TEST(IdRuns, EveryBuildTheCpuRunsAgreesWithAScalarLoop) {
+  const auto builds = id_runs_detail::runnable_implementations();
+  ASSERT_FALSE(builds.empty());
+  EXPECT_STREQ(builds.back().name, "baseline");
+  std::mt19937 rng(7);
+  auto deviation_ref = [](const std::vector<std::uint32_t>& id, std::size_t group,
+                          std::uint32_t first_bits) {
+    std::uint32_t bad = 0;
+    for (std::size_t at = 0; at < id.size(); at += group) {
+      bad |= id[at] & first_bits;
+      for (std::size_t i = 0; i < group; ++i)
+        bad |= id[at + i] ^ (id[at] + static_cast<std::uint32_t>(i));
+    }
+    return bad;
+  };
+  const std::size_t lengths[] = {1,  2,  3,  4,  5,  7,  8,   9,   15,  16,  17,  31,
+                                 32, 33, 63, 64, 65, 67, 127, 128, 129, 255, 256, 1000};
+  for (const auto& b : builds) {
+    SCOPED_TRACE(b.name);
+    for (std::size_t group : lengths) {
+      for (std::size_t groups : {1u, 3u}) {
+        for (std::uint32_t first_bits : {0u, 63u | 0x80000000u}) {
+          std::vector<std::uint32_t> id;
+          for (std::size_t g = 0; g < groups; ++g) {
+            const auto first = static_cast<std::uint32_t>(rng() % 4096) * 64;  // page starts
+            for (std::size_t i = 0; i < group; ++i)
+              id.push_back(first + static_cast<std::uint32_t>(i));
+          }
+          ASSERT_EQ(b.deviation(id.data(), id.size(), group, first_bits), 0u)
+              << "runs of " << group;
+          for (int k = 0; k < 4; ++k) {  // one id off its run, anywhere (the first too)
+            std::vector<std::uint32_t> off = id;
+            off[rng() % off.size()] ^= 1u << (rng() % 32);
+            ASSERT_EQ(b.deviation(off.data(), off.size(), group, first_bits),
+                      deviation_ref(off, group, first_bits))
+                << "runs of " << group;
+          }
+        }
+      }
+    }
+    for (std::size_t run_len : lengths) {
+      for (std::size_t runs : {1u, 2u, 5u}) {
+        std::vector<std::uint32_t> firsts(runs);
+        for (auto& f : firsts)
+          f = static_cast<std::uint32_t>(rng() % 100000);
+        std::vector<std::uint32_t> want;
+        for (std::uint32_t f : firsts)
+          for (std::size_t i = 0; i < run_len; ++i)
+            want.push_back(f + static_cast<std::uint32_t>(i));
+        for (std::size_t skip :
+             {std::size_t{0}, std::size_t{1}, run_len - 1, run_len, want.size() / 2, want.size()}) {
+          std::vector<std::uint32_t> out(want.size() - skip + 1, 0xdeadbeefu);
+          b.fill(out.data(), firsts.data(), runs, run_len, skip);
+          ASSERT_EQ(out.back(), 0xdeadbeefu) << "wrote past the end: runs of " << run_len;
+          out.pop_back();
+          ASSERT_TRUE(std::equal(out.begin(), out.end(),
+                                 want.begin() + static_cast<std::ptrdiff_t>(skip), want.end()))
+              << runs << " runs of " << run_len << ", skipping " << skip;
+        }
+      }
+    }
   }
 }
 
