@@ -289,6 +289,11 @@ void copy_batch(py::buffer buf, const std::vector<std::uint64_t>& offsets,
     throw invalid_argument_error(
         "invalid_argument: offsets, addresses and lengths differ in length");
   py::buffer_info info = buf.request(into_buffer);
+  // The offsets are bytes of the buffer's memory: a strided view (arr[::2], arr[::-1]) is
+  // not that memory in order, and a reversed one would be written past its end.
+  if (PyBuffer_IsContiguous(info.view(), 'A') == 0)
+    throw invalid_argument_error(
+        "invalid_argument: the buffer is not contiguous (a strided view); pass a contiguous one");
   const auto size = static_cast<std::uint64_t>(info.size * info.itemsize);
   auto* base = static_cast<std::byte*>(info.ptr);
   for (std::size_t i = 0; i < offsets.size(); ++i) {

@@ -74,7 +74,7 @@ def copy_in(buffer, offsets: Sequence[int], addresses: Sequence[int],
     """Copies ``lengths[i]`` bytes from raw address ``addresses[i]`` into
     ``buffer[offsets[i]:]`` for every i, with the GIL released.
 
-    ``buffer`` is any writable buffer (a Store's :attr:`Store.arena`); its ranges are
+    ``buffer`` is any writable, contiguous buffer (a Store's :attr:`Store.arena`); its ranges are
     checked (InvalidArgument). The addresses are the caller's promise, as with
     ``ctypes.memmove``: host-pool pointers from SGLang's ``get_page_buffer_meta`` or a
     tensor's ``data_ptr()``.
