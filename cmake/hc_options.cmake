@@ -48,3 +48,18 @@ if(HC_TSAN)
   add_compile_options(-O1 -g -fsanitize=thread -fno-omit-frame-pointer)
   add_link_options(-fsanitize=thread)
 endif()
+
+# HC_COVERAGE: clang source-based coverage (preset `coverage`): every binary, the node and the
+# Python extension write LLVM_PROFILE_FILE; scripts/coverage-report.sh runs the tests and
+# prints the product's line / function / branch coverage.
+option(HC_COVERAGE "Build with clang source-based coverage (preset coverage)" OFF)
+if(HC_COVERAGE)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "HC_COVERAGE needs clang (cmake --preset coverage sets it)")
+  endif()
+  if(HC_SANITIZE OR HC_TSAN OR HC_FUZZ)
+    message(FATAL_ERROR "HC_COVERAGE is not combined with the sanitizer or fuzz builds")
+  endif()
+  add_compile_options(-fprofile-instr-generate -fcoverage-mapping)
+  add_link_options(-fprofile-instr-generate)
+endif()

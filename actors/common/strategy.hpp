@@ -37,11 +37,8 @@ enum class chunk_convention {
 };
 
 std::string_view to_string(chunk_convention c) noexcept;
-std::optional<chunk_convention> parse_chunk_convention(std::string_view name) noexcept;
 
 /// Prefill-disaggregation role of the node's worker.
 enum class pd_mode { none, prefill, decode };
-std::string_view to_string(pd_mode m) noexcept;
-std::optional<pd_mode> parse_pd_mode(std::string_view name) noexcept;
 
 }  // namespace hc

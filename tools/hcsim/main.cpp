@@ -18,6 +18,10 @@
 #include "gpu/device_probe.hpp"
 #include "tools/hcsim/sim.hpp"
 
+// In a coverage build (HC_COVERAGE) the profile runtime writes its counters at exit; a
+// forked worker leaves through _exit, so it writes them itself. Null otherwise.
+extern "C" int __llvm_profile_write_file(void) __attribute__((weak));  // NOLINT
+
 namespace {
 
 using namespace hc;
@@ -49,6 +53,7 @@ sim_report run_all(const sim_config& cfg) {
         at += static_cast<std::size_t>(n);
       }
       ::close(fds[1]);
+      if (__llvm_profile_write_file != nullptr) __llvm_profile_write_file();
       ::_exit(0);
     }
     ::close(fds[1]);
