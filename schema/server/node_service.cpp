@@ -99,6 +99,15 @@ class node_impl final : public wire::CacheNode::Server {
       wc::put_error(res.initError(), s.err());
       return kj::READY_NOW;
     }
+    // Refused here, not at every call: a client that took each failed call for an outage
+    // would reconnect, and make a new arena, for as long as it runs.
+    if (!ctx_.n.config().l3) {
+      wc::put_error(res.initError(),
+                    {errc::invalid_config,
+                     "this node has no L3 store (hybridcached --l3 false): a Store has nothing "
+                     "to read or write"});
+      return kj::READY_NOW;
+    }
     // Each arena holds its bytes of /dev/shm (which is memory) until released: a client that
     // opened stores without end once filled it, and the kernel's OOM killer took the node.
     auto open = ctx_.open_arenas;

@@ -27,11 +27,12 @@ struct StoreRpc : ::testing::Test {
   std::unique_ptr<client> c;
   std::uint64_t host_memory_limit = 0;  ///< set in a derived fixture's constructor
   std::size_t max_store_keys = 65536;   ///< likewise
+  bool with_l3 = true;                  ///< likewise (hybridcached --l3 false: no L3)
 
   void SetUp() override {
     node_config cfg;
     cfg.metrics = &metrics;
-    cfg.l3 = faults;
+    if (with_l3) cfg.l3 = faults;
     cfg.host_memory_limit = host_memory_limit;
     n = std::make_unique<node>(cfg);
     server = std::make_unique<rpc_server>(*n, metrics);
@@ -70,6 +71,23 @@ struct StoreRpcSmallHost : StoreRpc {
 struct StoreRpcFewKeys : StoreRpc {
   StoreRpcFewKeys() { max_store_keys = 4; }
 };
+
+struct StoreRpcNoL3 : StoreRpc {
+  StoreRpcNoL3() { with_l3 = false; }
+};
+
+// A node without an L3 store refuses a Store when it is asked for one, as a setting of the
+// node (invalid_config), not at each call as an outage: a client that takes failed calls for
+// an outage (the SGLang backend) would reconnect, and make an arena, every second forever.
+TEST_F(StoreRpcNoL3, AStoreIsRefusedWhenOpenedNamingTheSetting) {
+  for (int i = 0; i < 6; ++i) {  // more than --max-stores: a refusal holds no arena
+    auto s = c->open_store("qwen3-next/tp0of2");
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.err().code, errc::invalid_config);
+    EXPECT_NE(s.err().message.find("--l3 false"), std::string::npos) << s.err().message;
+  }
+  EXPECT_TRUE(c->ping().ok());
+}
 
 // A call with more keys than the node takes is refused, naming the limit, which the store
 // learns when it opens; set_from / get_into cut their parts there, so a batch of any length

@@ -310,7 +310,10 @@ class HybridCacheStorage(_Base):
             self.stats.failed_calls += 1
             first = not self._down_logged
             self._down_logged = True
-        if first:
+        if first and isinstance(e, _hc.InvalidConfig):  # a setting of the node (--l3 false)
+            logger.warning("hybridcache: the node refuses a store (%s); answering misses",
+                           e)
+        elif first:
             logger.warning("hybridcache: node unavailable (%s); answering misses until it is "
                            "back", e)
 

@@ -394,6 +394,28 @@ class SGLangBackendTest(unittest.TestCase):
         self.assertTrue(all(self.same_page(kv, a, a + 20) for a in range(10)))
         self.assertGreaterEqual(backend.get_stats().reconnects, 1)
 
+    def test_a_node_without_l3_answers_misses_and_says_so_once(self):
+        # hybridcached --l3 false refuses the Store when it is opened (a setting, not an
+        # outage): the backend answers misses, warns once naming the setting, and makes no
+        # arena (it used to reconnect, open an arena and log twice every retry interval).
+        bare = NodeProcess("--l3", "false")
+        self.addCleanup(bare.stop)
+        backend, _, kv, mamba = self.attach(socket=bare.socket, reconnect_interval=0.01)
+        keys = chain_keys(4, seed=40)
+        self.fill(kv, mamba, range(4), 1, seed=40)
+        with self.assertLogs("hybridcache.sglang", level="INFO") as logs:
+            for _ in range(5):
+                self.assertEqual(self.backup(backend, kv, keys, list(range(4)), 1), ([False], 0))
+                self.assertEqual(self.prefetch(backend, kv, keys, list(range(8, 12)), 2),
+                                 (0, 0, None))
+                threading.Event().wait(0.02)  # past the retry interval: it tries again
+        warnings = [r for r in logs.records if r.levelname == "WARNING"]
+        self.assertEqual(len(warnings), 1, [r.getMessage() for r in logs.records])
+        self.assertIn("--l3 false", warnings[0].getMessage())
+        self.assertEqual(backend.get_stats().reconnects, 0)
+        prefix = "hybridcache-%d-store-" % bare.proc.pid
+        self.assertEqual([n for n in os.listdir("/dev/shm") if n.startswith(prefix)], [])
+
     def test_close_releases_every_threads_store_at_once(self):
         # Each thread's link runs its calls on that thread (io_thread=False), so close() on
         # another one cannot close them there: it drops them, which shuts their sockets
