@@ -54,8 +54,9 @@ class node_kv {
   /// 0 in the listed and encoded forms, else the length of every run.
   std::size_t run_length() const noexcept { return run_len_; }
   bool encoded() const noexcept { return run_len_ == 0 && one_ != 0; }
-  /// f(first, length) for each run of consecutive ids in order (encoded form: as stored;
-  /// other forms: their maximal runs). Reads the stored entries only where they are runs.
+  /// f(first, length) for runs of consecutive ids that spell the value in order: encoded
+  /// form, its entries as stored; runs form, each stored run (consecutive runs are not
+  /// merged); listed form, its maximal runs.
   template <class F>
   void for_each_run(F&& f) const;
   /// The ids (listed form), each run's first id (runs form) or the entries (encoded).

@@ -256,6 +256,34 @@ TEST(NodeKv, OneRunIsOneStoredIdAndSplitsAnywhere) {
   }
 }
 
+// for_each_run spells the value in every form: the encoded entries, each stored run of the
+// runs form (pages 3 and 4 stay two runs), the maximal runs of the listed form.
+TEST(NodeKv, ForEachRunSpellsTheValueInEveryForm) {
+  std::vector<kv_index> ids = ids_from(12, 19);  // pages 3 and 4 of 4: adjacent
+  for (kv_index i = 0; i < 4; ++i)
+    ids.push_back(40 + i);  // page 10
+  const auto runs_of = [](const node_kv& v) {
+    std::vector<std::pair<kv_index, std::size_t>> out;
+    v.for_each_run([&](kv_index first, std::size_t len) { out.emplace_back(first, len); });
+    return out;
+  };
+  using runs = std::vector<std::pair<kv_index, std::size_t>>;
+  node_kv pages;
+  pages.assign_runs(ids, 4);
+  EXPECT_EQ(runs_of(pages), (runs{{12, 4}, {16, 4}, {40, 4}}));
+  node_kv listed;
+  listed.assign(ids);
+  EXPECT_EQ(runs_of(listed), (runs{{12, 8}, {40, 4}}));
+  std::vector<kv_index> scattered = ids_from(100, 139);
+  scattered.push_back(7);  // a lone id
+  for (kv_index i = 0; i < 40; ++i)
+    scattered.push_back(500 + i);
+  node_kv encoded;
+  ASSERT_TRUE(encoded.assign_encoded(scattered));
+  ASSERT_TRUE(encoded.encoded());
+  EXPECT_EQ(runs_of(encoded), (runs{{100, 40}, {7, 1}, {500, 40}}));
+}
+
 // Pages of 4 kept as one id per page, in any page order; split between pages. The listed
 // form of the same ids splits anywhere.
 TEST(NodeKv, PagesAreOneStoredIdPerPageAndSplitBetweenPages) {
