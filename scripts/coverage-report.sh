@@ -39,9 +39,8 @@ if [ ! -f "$build/build.ninja" ] || ! grep -q '^HC_COVERAGE:BOOL=ON' "$build/CMa
   exit 2
 fi
 # The LLVM tools of the clang that built the tree (their profile format must match).
-clang_major=$(sed -n 's/^CMAKE_CXX_COMPILER_VERSION:[A-Z]*=\([0-9]*\).*/\1/p' "$build/CMakeCache.txt")
-[ -n "$clang_major" ] || clang_major=$("$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' \
-  "$build/CMakeCache.txt")" --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)
+compiler=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+clang_major=$("$compiler" --version | sed -n 's/.*clang version \([0-9]*\).*/\1/p' | head -1)
 llvm_tool() {
   local t
   for t in "$1-$clang_major" "$1"; do
@@ -72,7 +71,10 @@ if [ "$run" = 1 ]; then
   fi
   "$profdata_tool" merge -sparse "${raws[@]}" -o "$profdata"
 fi
-[ -f "$profdata" ] || { echo "coverage-report: no $profdata; run without --no-run first" >&2; exit 2; }
+if [ ! -f "$profdata" ]; then
+  echo "coverage-report: no $profdata; run without --no-run first" >&2
+  exit 2
+fi
 
 # Every instrumented binary and shared object of the build (llvm-cov reads each one's
 # coverage mapping; the product's static libraries are inside them).
