@@ -122,8 +122,6 @@ std::uint32_t deviation_base(const std::uint32_t* id, std::size_t n, std::size_t
   return deviation<u32x4, 4>(id, n, group, first_bits);
 }
 
-constexpr id_runs_detail::implementation base_impl{"baseline", deviation_base, fill_base};
-
 /// The builds the CPU runs, widest first (the baseline, SSE2 on x86-64, always runs).
 struct runnable {
   id_runs_detail::implementation impl[3];
@@ -134,7 +132,7 @@ struct runnable {
     if (__builtin_cpu_supports("avx512f")) impl[n++] = {"avx512f", deviation_avx512, fill_avx512};
     if (__builtin_cpu_supports("avx2")) impl[n++] = {"avx2", deviation_avx2, fill_avx2};
 #endif
-    impl[n++] = base_impl;
+    impl[n++] = {"baseline", deviation_base, fill_base};
   }
 };
 

@@ -97,9 +97,10 @@ class SGLangBackendTest(unittest.TestCase):
             for c in mamba.conv_buffer:
                 c[slot].copy_(torch.randn(c[slot].shape, generator=g).to(c.dtype))
 
-    def store_arenas(self):
-        """Store arenas the node has in /dev/shm (one per open Store)."""
-        prefix = "hybridcache-%d-store-" % self.node.proc.pid
+    def store_arenas(self, node=None):
+        """Store arenas the node (the class's by default) has in /dev/shm (one per open
+        Store)."""
+        prefix = "hybridcache-%d-store-" % (node or self.node).proc.pid
         return sum(1 for n in os.listdir("/dev/shm") if n.startswith(prefix))
 
     def wait_for_arenas(self, at_most):
@@ -413,8 +414,7 @@ class SGLangBackendTest(unittest.TestCase):
         self.assertEqual(len(warnings), 1, [r.getMessage() for r in logs.records])
         self.assertIn("--l3 false", warnings[0].getMessage())
         self.assertEqual(backend.get_stats().reconnects, 0)
-        prefix = "hybridcache-%d-store-" % bare.proc.pid
-        self.assertEqual([n for n in os.listdir("/dev/shm") if n.startswith(prefix)], [])
+        self.assertEqual(self.store_arenas(bare), 0)
 
     def test_close_releases_every_threads_store_at_once(self):
         # Each thread's link runs its calls on that thread (io_thread=False), so close() on
