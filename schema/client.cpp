@@ -307,6 +307,7 @@ result<store_exists_reply> client_store::exists(std::span<const std::string> kv_
       q[i].setPolicy(sidecars[i].trailing ? wire::HitPolicy::TRAILING_PAGES
                                           : wire::HitPolicy::ALL_PAGES);
       q[i].setTrailing(sidecars[i].n);
+      q[i].setKeySuffix(wc::text(sidecars[i].key_suffix));
     }
     auto r = impl_->link->wait(wc::checked_send(req));
     error e = wc::get_error(r.getError());

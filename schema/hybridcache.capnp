@@ -368,6 +368,9 @@ struct SidecarQuery {
   pool @0 :StorePool;
   policy @1 :HitPolicy;
   trailing @2 :UInt32 = 1;
+  keySuffix @3 :Text;  # the pool's key of page i is kvKeys[i] + keySuffix ("" by default):
+                       # e.g. one TP rank's SSM state of an MLA model, whose KV pages every
+                       # rank shares under the same keys; printable text, at most 256 bytes
 }
 
 interface Store {

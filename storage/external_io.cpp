@@ -4,12 +4,15 @@
 
 namespace hc::l3 {
 
+namespace {
+bool bad_char(std::string_view s) {
+  for (char ch : s)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return true;
+  return false;
+}
+}  // namespace
+
 result<std::string> external_key(std::string_view identity, std::string_view key) {
-  auto bad_char = [](std::string_view s) {
-    for (char ch : s)
-      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return true;
-    return false;
-  };
   if (identity.empty() || bad_char(identity))
     return error{errc::invalid_argument, "store identity must be non-empty printable text"};
   if (key.empty() || bad_char(key))
@@ -18,6 +21,16 @@ result<std::string> external_key(std::string_view identity, std::string_view key
   k.reserve(5 + identity.size() + key.size());
   k.append("ext/").append(identity).append("/").append(key);
   return k;
+}
+
+status check_key_suffix(std::string_view suffix) {
+  if (suffix.size() > max_key_suffix)
+    return {errc::invalid_argument, "a sidecar key suffix of " + std::to_string(suffix.size()) +
+                                        " bytes exceeds the limit of " +
+                                        std::to_string(max_key_suffix)};
+  if (bad_char(suffix))
+    return {errc::invalid_argument, "a sidecar key suffix must be printable text"};
+  return {};
 }
 
 result<std::string> external_prefix(std::string_view identity) {
@@ -91,7 +104,8 @@ exists_answer exists_v2(l3_store& store, std::span<const std::string> kv_keys,
     p.policy = q.policy;
     p.trailing_n = q.trailing_n == 0 ? 1 : q.trailing_n;
     for (std::size_t i = 0; i < kv.size(); ++i)
-      p.present.push_back(store.exists(q.pool, kv_keys[i]));
+      p.present.push_back(
+          store.exists(q.pool, q.key_suffix.empty() ? kv_keys[i] : kv_keys[i] + q.key_suffix));
     pools.push_back(std::move(p));
   }
   a.restorable = restorable_prefix_pages(kv, pools);

@@ -48,7 +48,15 @@ struct sidecar_query {
   l3_pool pool = l3_pool::ssm_state;
   hit_policy policy = hit_policy::trailing_pages;
   std::size_t trailing_n = 1;
+  std::string key_suffix;  ///< the pool's key of page i is kv_keys[i] + this
 };
+
+/// The longest sidecar key suffix a query may carry.
+inline constexpr std::size_t max_key_suffix = 256;
+
+/// invalid_argument unless `suffix` is printable text of at most max_key_suffix bytes (""
+/// is fine): what keeps a suffixed key as valid as the key it extends.
+status check_key_suffix(std::string_view suffix);
 
 struct exists_answer {
   std::size_t kv_hit_pages = 0;

@@ -4,6 +4,7 @@
 // client maps, addressed as segment lists. Vocabulary header: standard library only.
 
 #include <cstdint>
+#include <string>
 
 namespace hc {
 
@@ -21,6 +22,9 @@ struct store_sidecar {
   store_pool which = store_pool::ssm_state;
   bool trailing = true;  ///< TRAILING_PAGES(n) if true, else ALL_PAGES
   std::uint32_t n = 1;
+  /// The pool's key of page i is KV key i + this ("": the same key). An MLA model's TP
+  /// ranks share KV pages but each holds its own shard of the SSM state.
+  std::string key_suffix;
 };
 
 }  // namespace hc

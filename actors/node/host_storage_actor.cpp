@@ -71,9 +71,15 @@ void external(state& st, store_job& j) {
   };
   if (j.op == store_job::what::exists) {
     std::vector<l3::sidecar_query> q;
-    for (const store_job::sidecar& s : j.sidecars)
-      q.push_back(
-          {pool_of(s.which), s.trailing ? hit_policy::trailing_pages : hit_policy::all_pages, s.n});
+    for (const store_job::sidecar& s : j.sidecars) {
+      if (status ok = l3::check_key_suffix(s.key_suffix); !ok) {
+        j.err = ok.err();
+        return;
+      }
+      q.push_back({pool_of(s.which),
+                   s.trailing ? hit_policy::trailing_pages : hit_policy::all_pages, s.n,
+                   s.key_suffix});
+    }
     const l3::exists_answer a = l3::exists_v2(*st.store, keys, q);
     j.kv_hit_pages = static_cast<std::uint32_t>(a.kv_hit_pages);
     for (std::size_t p : a.restorable)

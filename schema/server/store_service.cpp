@@ -43,7 +43,8 @@ class store_impl final : public wire::Store::Server {
     for (auto q : c.getParams().getSidecars())
       job->sidecars.push_back({q.getPool() == wire::StorePool::KV_PAGE ? store_job::pool::kv_page
                                                                        : store_job::pool::ssm_state,
-                               q.getPolicy() == wire::HitPolicy::TRAILING_PAGES, q.getTrailing()});
+                               q.getPolicy() == wire::HitPolicy::TRAILING_PAGES, q.getTrailing(),
+                               wc::text(q.getKeySuffix())});
     // An index lookup per key, a few µs: polled for, as a step is.
     return submit_spinning(ctx_.n, job, ctx_.spin.budget_for(connection_))
         .then([c, job, t]() mutable {

@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "storage/external_io.hpp"
 #include "storage/memory_store.hpp"
 #include "tests/support/faulty_store.hpp"
 #include "tests/support/node_fixture.hpp"
@@ -391,15 +392,51 @@ TEST_F(StoreRpc, ExistenceFollowsTheTrailingPagesRule) {
     ASSERT_TRUE(s->set(store_pool::ssm_state, std::span(&st, 1)).ok());
   }
   const std::vector<std::string> keys = {"a", "b", "c", "d", "e", "f"};
-  const store_sidecar mamba{store_pool::ssm_state, true, 1};
+  const store_sidecar mamba{store_pool::ssm_state, true, 1, ""};
   auto r = s->exists(keys, std::span(&mamba, 1));
   ASSERT_TRUE(r.ok()) << r.err().message;
   EXPECT_EQ(r->kv_hit_pages, 4u) << "e is missing: f does not count";
   EXPECT_EQ(r->restorable_pages, (std::vector<std::uint32_t>{2, 4}));
-  const store_sidecar all{store_pool::ssm_state, false, 1};
+  const store_sidecar all{store_pool::ssm_state, false, 1, ""};
   auto r2 = s->exists(keys, std::span(&all, 1));
   ASSERT_TRUE(r2.ok());
   EXPECT_TRUE(r2->restorable_pages.empty()) << "ALL_PAGES: page a has no state";
+}
+
+// An MLA model's TP ranks share KV pages under one identity, and each stores its own shard
+// of the SSM state under the page's key + its suffix: the rule reads those keys.
+TEST_F(StoreRpc, ASidecarKeySuffixNamesWhereThePoolsValuesAre) {
+  auto s = open("m/mla");
+  ASSERT_TRUE(s);
+  fill(s->arena().first(page), 2);
+  std::vector<store_entry> pages;
+  for (const char* k : {"a", "b", "c"})
+    pages.push_back({k, {{0, page}}});
+  ASSERT_TRUE(s->set(store_pool::kv_page, pages).ok());
+  const store_entry rank0{"b@tp0of2", {{0, 64}}}, rank1{"c@tp1of2", {{0, 64}}};
+  ASSERT_TRUE(s->set(store_pool::ssm_state, std::span(&rank0, 1)).ok());
+  ASSERT_TRUE(s->set(store_pool::ssm_state, std::span(&rank1, 1)).ok());
+  const std::vector<std::string> keys = {"a", "b", "c"};
+  const auto restorable = [&](std::string suffix) {
+    const store_sidecar q{store_pool::ssm_state, true, 1, std::move(suffix)};
+    auto r = s->exists(keys, std::span(&q, 1));
+    EXPECT_TRUE(r.ok()) << r.err().message;
+    EXPECT_EQ(r->kv_hit_pages, 3u);
+    return r->restorable_pages;
+  };
+  EXPECT_EQ(restorable("@tp0of2"), std::vector<std::uint32_t>{2});
+  EXPECT_EQ(restorable("@tp1of2"), std::vector<std::uint32_t>{3});
+  EXPECT_TRUE(restorable("").empty()) << "no state under the bare page keys";
+  for (const std::string& bad :
+       {std::string("@tp\n"), std::string("\x01"), std::string(l3::max_key_suffix + 1, 'x')}) {
+    const store_sidecar q{store_pool::ssm_state, true, 1, bad};
+    auto r = s->exists(keys, std::span(&q, 1));
+    ASSERT_FALSE(r.ok()) << "suffix of " << bad.size() << " bytes";
+    EXPECT_EQ(r.err().code, errc::invalid_argument);
+    EXPECT_NE(r.err().message.find("suffix"), std::string::npos) << r.err().message;
+  }
+  const store_sidecar longest{store_pool::ssm_state, true, 1, std::string(l3::max_key_suffix, 'x')};
+  EXPECT_TRUE(s->exists(keys, std::span(&longest, 1)).ok()) << "the limit itself is fine";
 }
 
 TEST_F(StoreRpc, IdentitiesAndTheNodesOwnKeysNeverMeet) {

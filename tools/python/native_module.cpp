@@ -662,14 +662,17 @@ PYBIND11_MODULE(_native, m) {
       .value("SSM_STATE", store_pool::ssm_state);
   py::class_<store_sidecar>(m, "Sidecar",
                             "A sidecar pool of Store.exists and its hit policy (TRAILING_PAGES(n) "
-                            "if trailing, else ALL_PAGES).")
-      .def(py::init([](store_pool pool, bool trailing, std::uint32_t n) {
-             return store_sidecar{pool, trailing, n};
+                            "if trailing, else ALL_PAGES); the pool's key of page i is KV key i + "
+                            "key_suffix.")
+      .def(py::init([](store_pool pool, bool trailing, std::uint32_t n, std::string key_suffix) {
+             return store_sidecar{pool, trailing, n, std::move(key_suffix)};
            }),
-           py::arg("pool") = store_pool::ssm_state, py::arg("trailing") = true, py::arg("n") = 1)
+           py::arg("pool") = store_pool::ssm_state, py::arg("trailing") = true, py::arg("n") = 1,
+           py::arg("key_suffix") = "")
       .def_readwrite("pool", &store_sidecar::which)
       .def_readwrite("trailing", &store_sidecar::trailing)
-      .def_readwrite("n", &store_sidecar::n);
+      .def_readwrite("n", &store_sidecar::n)
+      .def_readwrite("key_suffix", &store_sidecar::key_suffix);
   py::class_<py_store>(m, "Store", "An open Store (see hybridcache.Store).")
       .def("exists", &py_store::exists, py::arg("kv_keys"), py::arg("sidecars"))
       .def("get", &py_store::get, py::arg("pool"), py::arg("entries"))

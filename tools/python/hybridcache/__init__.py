@@ -343,7 +343,9 @@ class Store:
                sidecars: Iterable[Sidecar] = ()) -> ExistsReply:
         """SGLang's ``batch_exists_v2``: the leading run of present KV page keys, and every
         prefix length the sidecar pools (e.g. ``Sidecar(StorePool.SSM_STATE, trailing=True,
-        n=1)``: the SSM state stored under a page's key) allow to restore."""
+        n=1)``: the SSM state stored under a page's key; with ``key_suffix="@r1"``, under the
+        page's key + "@r1") allow to restore. A suffix that is not printable text of at most
+        256 bytes raises InvalidArgument."""
         hit, restorable = self._s.exists(list(kv_keys), list(sidecars))
         return ExistsReply(hit, list(restorable))
 

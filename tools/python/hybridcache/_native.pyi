@@ -24,7 +24,9 @@ class Sidecar:
     pool: StorePool
     trailing: bool
     n: int
-    def __init__(self, pool: StorePool = ..., trailing: bool = True, n: int = 1) -> None: ...
+    key_suffix: str
+    def __init__(self, pool: StorePool = ..., trailing: bool = True, n: int = 1,
+                 key_suffix: str = "") -> None: ...
 
 class InstanceSpec:
     model_id: str

@@ -332,10 +332,12 @@ class HybridCacheStorage(_Base):
                 self.stats.failed_calls += 1
             logger.error("hybridcache: %s", e)
 
-    def _store_key(self, key: str, pool: str) -> str:
-        if pool == MAMBA and self._is_mla:  # the state is TP-sharded even when KV is not
-            return f"{key}@tp{self._tp[0]}of{self._tp[1]}"
-        return key
+    def _key_suffix(self, pool: str) -> str:
+        """What a value's key adds to its page key: an MLA model's ranks share KV pages (one
+        identity for all), but each holds its own TP shard of the Mamba state."""
+        if pool == MAMBA and self._is_mla:
+            return f"@tp{self._tp[0]}of{self._tp[1]}"
+        return ""
 
     # ---- moving values: lists of (address, length) segments per value --------------------
 
@@ -384,6 +386,7 @@ class HybridCacheStorage(_Base):
         if link is None:
             return [False] * len(keys)
         which = _hc.StorePool.SSM_STATE if pool == MAMBA else _hc.StorePool.KV_PAGE
+        suffix = self._key_suffix(pool)
         ok: List[bool] = []
         for lo, hi in self._chunks(link, values):
             entries, addresses, at = [], [], 0  # values one after another in the arena
@@ -393,7 +396,7 @@ class HybridCacheStorage(_Base):
                     segs.append((at, n))
                     addresses.append(address)
                     at += n
-                entries.append((self._store_key(keys[i], pool), segs))
+                entries.append((keys[i] + suffix, segs))
             if at > link.arena_bytes:
                 ok.extend([False] * (hi - lo))
                 continue
@@ -478,7 +481,7 @@ class HybridCacheStorage(_Base):
                 continue
             trailing = _name(getattr(t, "hit_policy", _TRAILING)) == _TRAILING
             sidecars.append(_hc.Sidecar(_hc.StorePool.SSM_STATE, trailing,
-                                        max(1, len(t.keys or ()))))
+                                        max(1, len(t.keys or ())), self._key_suffix(MAMBA)))
         reply = self._exists(keys, sidecars) if supported else None
         if reply is None:
             hit, restorable = 0, []

@@ -3,9 +3,11 @@ available to the suite): HiCacheStorageConfig, PoolName / PoolHitPolicy / PoolTr
 and host pools with SGLang's page-first layouts, built on torch tensors as SGLang's are
 (reference/integration.md §0.1-§0.3, §1.7):
 
-* MHA KV: ``page_first`` ``(2, size, L, H, D)``, ``page_first_direct``
-  ``(2, pages, L, page, H, D)``; ``get_page_buffer_meta`` gives a K and a V pointer per
-  page, ``get_data_page(flat=True)`` K then V.
+* MHA KV: ``layer_first`` ``(2, L, size, H, D)`` (SGLang's default host layout; KV-only
+  models: the Mamba pool needs a page-first one), ``page_first`` ``(2, size, L, H, D)``,
+  ``page_first_direct`` ``(2, pages, L, page, H, D)``; ``get_page_buffer_meta`` gives a K
+  and a V pointer per page for the page-first layouts, a (K, V) pair per layer per page for
+  ``layer_first``; ``get_data_page(flat=True)`` all K then all V in every layout.
 * Mamba: ``temporal (size, L, 1, *shape)`` plus one ``conv[i] (size, L, 1, *shape)`` per
   conv state, page size 1; ``get_page_buffer_meta`` gives temporal then each conv per slot.
 * HostPoolGroup: entries [kv (anchor), mamba]; layout, page size and the page calls proxy
@@ -66,15 +68,17 @@ class PoolTransfer:
 
 
 class MHATokenToKVPoolHost:
-    """SGLang's MHA host pool, page-first layouts only."""
+    """SGLang's MHA host pool in its three layouts."""
 
     def __init__(self, layout: str, size: int, page_size: int, layer_num: int = 2,
                  head_num: int = 2, head_dim: int = 16, dtype=torch.float16):
-        assert layout in ("page_first", "page_first_direct")
+        assert layout in ("layer_first", "page_first", "page_first_direct")
         self.layout, self.size, self.page_size = layout, size, page_size
         self.layer_num, self.head_num, self.head_dim, self.dtype = layer_num, head_num, head_dim, dtype
         self.page_num = size // page_size
-        if layout == "page_first":
+        if layout == "layer_first":
+            dims = (2, layer_num, size, head_num, head_dim)
+        elif layout == "page_first":
             dims = (2, size, layer_num, head_num, head_dim)
         else:
             dims = (2, self.page_num, layer_num, page_size, head_num, head_dim)
@@ -90,14 +94,22 @@ class MHATokenToKVPoolHost:
         base = self.kv_buffer.data_ptr()
         indices = indices.tolist()
         item = itemsize(self.dtype)
-        v_offset = self.layer_num * self.size * self.head_num * self.head_dim * item
+        token = self.head_num * self.head_dim * item  # one token of one layer's K (or V)
+        v_offset = self.layer_num * self.size * token
+        if self.layout == "layer_first":
+            for i in range(0, len(indices), self.page_size):
+                for layer in range(self.layer_num):
+                    k = base + indices[i] * token + layer * self.size * token
+                    ptrs += [k, k + v_offset]
+            return ptrs, [self.page_size * token] * len(ptrs)
         for i in range(0, len(indices), self.page_size):
-            k = base + indices[i] * self.layer_num * self.head_num * self.head_dim * item
+            k = base + indices[i] * self.layer_num * token
             ptrs += [k, k + v_offset]
-        size = self.layer_num * item * self.page_size * self.head_num * self.head_dim
-        return ptrs, [size] * len(ptrs)
+        return ptrs, [self.layer_num * self.page_size * token] * len(ptrs)
 
     def _page(self, index: int):
+        if self.layout == "layer_first":
+            return self.kv_buffer[:, :, index:index + self.page_size]
         if self.layout == "page_first":
             return self.kv_buffer[:, index:index + self.page_size]
         real = index // self.page_size

@@ -180,6 +180,21 @@ class NodeTest(OwnNodeTest):
             with self.assertRaises(hybridcache.InvalidArgument):
                 s.token_arena()
 
+    def test_store_existence_reads_a_sidecar_pool_under_suffixed_keys(self):
+        from hybridcache import Sidecar, StorePool
+        with self.connect() as node, node.store("py-suffix") as store:
+            store.arena_array()[:64] = 7
+            kv = [(k, [(0, 64)]) for k in ("a", "b")]
+            self.assertEqual(store.set(StorePool.KV_PAGE, kv), [True, True])
+            self.assertEqual(store.set(StorePool.SSM_STATE, [("b@r1", [(0, 16)])]), [True])
+            mine = Sidecar(StorePool.SSM_STATE, trailing=True, n=1, key_suffix="@r1")
+            self.assertEqual(mine.key_suffix, "@r1")
+            self.assertEqual(tuple(store.exists(["a", "b"], [mine])), (2, [2]))
+            self.assertEqual(store.exists(["a", "b"], [Sidecar()]).restorable_pages, [],
+                             "no state under the bare keys")
+            with self.assertRaises(hybridcache.InvalidArgument):
+                store.exists(["a"], [Sidecar(key_suffix="\n")])
+
     def test_store_values_move_from_and_into_this_process_in_parts(self):
         import numpy as np
         page, count = 4096, 9

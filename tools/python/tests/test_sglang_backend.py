@@ -4,7 +4,9 @@ d72314808 (reference/integration.md §0.3): attach (constructor, the HostPoolGro
 pool through v2 after the threads started), backup per node (the Mamba state through
 batch_set_v2 first, then the KV pages in 128-page batches), prefetch (batch_exists_v2 with
 a placeholder Mamba transfer, the KV pages, then batch_get_v2 with the Mamba key moved to
-the last hit page), for page_first and page_first_direct host pools, v0 and v1 KV calls."""
+the last hit page), for page_first and page_first_direct host pools, v0 and v1 KV calls; and
+a model without SSM layers (SGLang's base HiCacheController: the MHA pool registered once,
+the hit query through batch_exists) in those layouts and layer_first, SGLang's default."""
 
 import hashlib
 import importlib
@@ -29,7 +31,8 @@ if torch is not None:
 BATCH = 128  # SGLang's STORAGE_BATCH_SIZE
 PAGE = 4     # tokens per page (1 KiB of KV with the fake pool's defaults)
 ARENA = 64 * 1024
-LAYOUTS = ("page_first", "page_first_direct")
+LAYOUTS = ("page_first", "page_first_direct")  # the hybrid stack's (the Mamba pool's) layouts
+KV_ONLY_LAYOUTS = ("layer_first",) + LAYOUTS
 
 
 def chain_keys(n, seed):
@@ -62,9 +65,10 @@ class SGLangBackendTest(unittest.TestCase):
     # ---- SGLang's side of the calls ---------------------------------------------------------
 
     def attach(self, layout="page_first_direct", v1=True, tp_rank=0, tp_size=1, pages=1024,
-               slots=16, **options):
+               slots=16, config=None, **options):
         """Controller attach order (§0.3): constructor, register_mem_pool_host(group),
-        storage threads start, then register_mem_host_pool_v2 for kv and mamba."""
+        storage threads start, then register_mem_host_pool_v2 for kv and mamba. `config`:
+        more HiCacheStorageConfig fields (is_mla_model, pp_rank, ...)."""
         extra = {"backend_name": "hybridcache", "module_path": "hybridcache.sglang",
                  "class_name": "HybridCacheStorage", "socket": self.node.socket, "timeout": 5}
         if v1:
@@ -72,7 +76,7 @@ class SGLangBackendTest(unittest.TestCase):
         extra.update(options)
         cfg = sg.HiCacheStorageConfig(tp_rank=tp_rank, tp_size=tp_size,
                                       is_page_first_layout=layout == "page_first",
-                                      extra_config=extra)
+                                      extra_config=extra, **(config or {}))
         # What SGLang's dynamic factory does: import module_path, take class_name, and
         # construct it with (storage_config, kwargs) where kwargs is {}.
         cls = getattr(importlib.import_module(extra["module_path"]), extra["class_name"])
@@ -83,6 +87,21 @@ class SGLangBackendTest(unittest.TestCase):
         backend.register_mem_host_pool_v2(mamba, sg.PoolName.MAMBA)
         self.addCleanup(backend.close)
         return backend, group, kv, mamba
+
+    def attach_kv_only(self, layout, v1=True):
+        """A model without SSM layers: SGLang's base HiCacheController registers its MHA host
+        pool once (register_mem_pool_host) and nothing through v2."""
+        extra = {"backend_name": "hybridcache", "module_path": "hybridcache.sglang",
+                 "class_name": "HybridCacheStorage", "socket": self.node.socket, "timeout": 5}
+        if v1:
+            extra["interface_v1"] = 1
+        cfg = sg.HiCacheStorageConfig(is_page_first_layout=layout == "page_first",
+                                      extra_config=extra)
+        backend = importlib.import_module("hybridcache.sglang").HybridCacheStorage(cfg, {})
+        kv = sg.MHATokenToKVPoolHost(layout, 1024 * PAGE, PAGE, layer_num=3)
+        backend.register_mem_pool_host(kv)
+        self.addCleanup(backend.close)
+        return backend, kv
 
     @staticmethod
     def fill(kv, mamba, pages, slot, seed):
@@ -120,14 +139,19 @@ class SGLangBackendTest(unittest.TestCase):
     def same_slot(mamba, a, b):
         return torch.equal(mamba.get_data_page(a), mamba.get_data_page(b))
 
-    def backup(self, backend, kv, keys, pages, slot, v1=True):
-        """_page_backup of one node: Mamba first (batch_set_v2), then KV in 128-page batches,
-        stopping at the first failed batch. Returns (mamba ok, KV pages written)."""
+    @staticmethod
+    def same_slot_across(mamba_a, mamba_b, a, b):
+        return torch.equal(mamba_a.get_data_page(a), mamba_b.get_data_page(b))
+
+    def backup(self, backend, kv, keys, pages, slot, v1=True, state_key=None):
+        """_page_backup of one node: Mamba first (batch_set_v2, under `state_key`, by default
+        the last page's key), then KV in 128-page batches, stopping at the first failed
+        batch. Returns (mamba ok, KV pages written)."""
         mamba_ok = None
         if slot is not None:
             r = backend.batch_set_v2([sg.PoolTransfer(
                 name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
-                keys=[keys[-1]], host_indices=torch.tensor([slot]))], None)
+                keys=[state_key or keys[-1]], host_indices=torch.tensor([slot]))], None)
             mamba_ok = r[sg.PoolName.MAMBA.value]
         written = 0
         for b in range(0, len(keys), BATCH):
@@ -148,9 +172,22 @@ class SGLangBackendTest(unittest.TestCase):
             name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
             keys=["__placeholder__"], host_indices=torch.tensor([slot]))], None)
         hit = q.kv_hit_pages
+        read = self.read_pages(backend, kv, keys[:hit], pages[:hit], v1)
+        mamba_ok = None
+        if hit and read == hit:
+            r = backend.batch_get_v2([sg.PoolTransfer(
+                name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
+                keys=[keys[hit - 1]], host_indices=torch.tensor([slot]))], None)
+            mamba_ok = r[sg.PoolName.MAMBA.value]
+        return hit, read, mamba_ok
+
+    @staticmethod
+    def read_pages(backend, kv, keys, pages, v1=True):
+        """The prefetch's KV reads: 128-page batches (v1 into the pool's pages, v0 into dummy
+        flat pages copied in), stopping after the first short batch. Returns pages read."""
         read = 0
-        for b in range(0, hit, BATCH):
-            bk, bp = keys[b:min(b + BATCH, hit)], pages[b:min(b + BATCH, hit)]
+        for b in range(0, len(keys), BATCH):
+            bk, bp = keys[b:b + BATCH], pages[b:b + BATCH]
             if v1:
                 got = backend.batch_get_v1(bk, token_indices(bp), None)
                 n = got.index(False) if False in got else len(got)
@@ -162,13 +199,7 @@ class SGLangBackendTest(unittest.TestCase):
             read += n
             if n < len(bk):
                 break
-        mamba_ok = None
-        if hit and read == hit:
-            r = backend.batch_get_v2([sg.PoolTransfer(
-                name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
-                keys=[keys[hit - 1]], host_indices=torch.tensor([slot]))], None)
-            mamba_ok = r[sg.PoolName.MAMBA.value]
-        return hit, read, mamba_ok
+        return read
 
     # ---- the contract ---------------------------------------------------------------------------
 
@@ -213,13 +244,46 @@ class SGLangBackendTest(unittest.TestCase):
                 backend.close()
         self.wait_for_arenas(at_start)  # the next tests count arenas
 
+    def test_a_model_without_ssm_layers_round_trips_in_every_layout(self):
+        for layout in KV_ONLY_LAYOUTS:
+            for v1 in (True, False):
+                with self.subTest(layout=layout, v1=v1):
+                    backend, kv = self.attach_kv_only(layout, v1)
+                    n = 130  # batches of 128 and 2
+                    keys = chain_keys(n, seed=hash((layout, v1, "kv")) & 0xffff)
+                    src = list(range(n))
+                    self.fill(kv, None, src, None, seed=9)
+                    self.assertEqual(self.backup(backend, kv, keys, src, None, v1), (None, n))
+                    self.assertEqual(backend.batch_exists(keys, None), n)
+                    self.assertEqual(backend.batch_exists(keys + chain_keys(1, seed=1)), n)
+                    dst = list(range(600, 600 + n))
+                    self.assertEqual(self.read_pages(backend, kv, keys, dst, v1), n)
+                    self.assertTrue(all(self.same_page(kv, a, b) for a, b in zip(src, dst)))
+                    stats = backend.get_stats()
+                    self.assertEqual((stats.pages_set, stats.pages_got), (n, n))
+                    self.assertEqual((stats.states_set, stats.states_got), (0, 0))
+
     def test_v0_and_v1_share_values(self):
-        backend, _, kv, mamba = self.attach("page_first", v1=True)
-        keys = chain_keys(5, seed=77)
-        self.fill(kv, mamba, range(5), None, seed=2)
-        self.assertEqual(self.backup(backend, kv, keys, list(range(5)), None, v1=False)[1], 5)
-        self.assertEqual(backend.batch_get_v1(keys, token_indices(range(10, 15))), [True] * 5)
-        self.assertTrue(all(self.same_page(kv, a, a + 10) for a in range(5)))
+        """A value is the flat data page (all K, then all V) whichever call moved it: what
+        v1 wrote from the pool's page pointers v0 reads as that page, and the other way."""
+        for layout in KV_ONLY_LAYOUTS:
+            with self.subTest(layout=layout):
+                backend, kv = self.attach_kv_only(layout, v1=True)
+                keys = chain_keys(10, seed=hash((layout, "share")) & 0xffff)
+                self.fill(kv, None, range(10), None, seed=2)
+                # v0 writes pages 0-4, v1 reads them into pages 10-14.
+                self.assertEqual(self.backup(backend, kv, keys[:5], list(range(5)), None,
+                                             v1=False)[1], 5)
+                self.assertEqual(backend.batch_get_v1(keys[:5], token_indices(range(10, 15))),
+                                 [True] * 5)
+                self.assertTrue(all(self.same_page(kv, a, a + 10) for a in range(5)))
+                # v1 writes pages 5-9, v0 reads them as flat pages.
+                self.assertEqual(backend.batch_set_v1(keys[5:], token_indices(range(5, 10))),
+                                 [True] * 5)
+                got = backend.batch_get(keys[5:])  # into fresh dummy pages of the pool
+                self.assertTrue(all(g is not None and torch.equal(
+                    g.view(torch.int16), kv.get_data_page(p * PAGE).view(torch.int16))
+                    for g, p in zip(got, range(5, 10))))
 
     def test_a_longer_prefetch_is_truncated_and_the_mamba_key_follows_the_last_hit_page(self):
         backend, _, kv, mamba = self.attach()
@@ -308,6 +372,51 @@ class SGLangBackendTest(unittest.TestCase):
         self.assertTrue(all(self.same_page(kv1, a, a + 20) for a in range(8)))
         self.assertFalse(self.same_page(kv0, 20, 0) and self.same_page(kv1, 20, 0) and
                          torch.equal(kv0.get_data_page(0), kv1.get_data_page(0)))
+
+    def test_an_mla_models_ranks_share_kv_pages_and_keep_their_own_states(self):
+        """MLA: every TP rank holds the same KV pages (SGLang backs them up from rank 0 only)
+        and its own shard of the Mamba state (every rank backs up its shard): each rank's hit
+        query finds the shared pages and its own states, and restores its own shard."""
+        ranks = [self.attach(tp_rank=r, tp_size=2, config={"is_mla_model": True})
+                 for r in (0, 1)]
+        n = 12
+        keys = chain_keys(n, seed=12)
+        src = list(range(n))
+        for r, (backend, _, kv, mamba) in enumerate(ranks):
+            self.fill(kv, mamba, src if r == 0 else [], 1, seed=120 + r)
+            if r == 0:
+                self.assertEqual(self.backup(backend, kv, keys, src, 1), ([True], n))
+            else:  # backup_skip: KV from rank 0 only; the state from every rank
+                self.assertEqual(self.backup(backend, kv, [], [], 1, state_key=keys[-1]),
+                                 ([True], 0))
+        self.assertFalse(self.same_slot_across(ranks[0][3], ranks[1][3], 1, 1),
+                         "the two shards differ")
+        dst = list(range(300, 300 + n))
+        for r, (backend, _, kv, mamba) in enumerate(ranks):
+            with self.subTest(rank=r):
+                self.assertEqual(self.prefetch(backend, kv, keys, dst, 2), (n, n, [True]))
+                self.assertTrue(self.same_slot(mamba, 1, 2), "its own shard")
+                self.assertTrue(all(torch.equal(
+                    ranks[0][2].get_data_page(a * PAGE).view(torch.int16),
+                    kv.get_data_page(b * PAGE).view(torch.int16)) for a, b in zip(src, dst)))
+        # A rank whose shard was never written restores nothing, though the KV is there.
+        other, _, kv4, _ = self.attach(tp_rank=3, tp_size=4, config={"is_mla_model": True})
+        self.assertEqual(other.batch_exists(keys), n)
+        self.assertEqual(self.prefetch(other, kv4, keys, dst, 3), (0, 0, None))
+
+    def test_pipeline_and_context_parallel_ranks_keep_their_own_values(self):
+        """A pipeline stage holds other layers, a context-parallel rank other tokens' heads:
+        neither may read another's pages under the same keys."""
+        keys = chain_keys(3, seed=13)
+        for field in ("pp", "attn_cp"):
+            with self.subTest(field=field):
+                mine, _, kv, mamba = self.attach(config={field + "_rank": 0, field + "_size": 2})
+                peer, _, pkv, _ = self.attach(config={field + "_rank": 1, field + "_size": 2})
+                self.fill(kv, mamba, range(3), 1, seed=13)
+                self.assertEqual(self.backup(mine, kv, keys, [0, 1, 2], 1), ([True], 3))
+                self.assertEqual(self.prefetch(mine, kv, keys, [10, 11, 12], 2), (3, 3, [True]))
+                self.assertEqual(peer.batch_exists(keys), 0)
+                self.assertEqual(self.prefetch(peer, pkv, keys, [10, 11, 12], 2), (0, 0, None))
 
     def test_three_threads_at_once(self):
         backend, _, kv, mamba = self.attach(pages=4096, slots=64)
