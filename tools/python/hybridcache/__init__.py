@@ -477,7 +477,8 @@ def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
         shut down at once (the node releases its sessions and stores). In a forked child,
         the thread that forked cannot make one while it had some at the fork (Unavailable:
         their event loop is the parent's).
-    Raises Unavailable when no node answers, InvalidArgument for bad arguments.
+    Raises Unavailable when no node answers, InvalidArgument for bad arguments (a wrong
+    secret: "login refused: wrong token"), OSError when ``token_file`` cannot be read.
     """
     if socket is not None and tcp is not None:
         raise InvalidArgument("invalid_argument: give socket or tcp, not both")

@@ -3,7 +3,10 @@ socket): node calls, a session's steps with the v2 command kinds, typed errors, 
 several Python threads sharing one connection."""
 
 import os
+import re
+import shutil
 import socket
+import tempfile
 import threading
 import time
 import unittest
@@ -454,6 +457,58 @@ def under_a_sanitizer():
     """ASan, UBSan and TSan reserve terabytes of address space at start: a daemon of such a
     build cannot run under an address-space limit."""
     return any(v in os.environ for v in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"))
+
+
+class TcpTest(OwnNodeTest):
+    """A node serving TCP behind its shared secret: connect(tcp=..., token_file=...) logs in
+    with the file's first line; a wrong secret, a missing file or a missing option is an
+    error that names it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="hc-py-tcp-")
+        cls.token = os.path.join(cls.dir, "token")
+        with open(cls.token, "w") as f:
+            f.write("py-tcp-secret-0123456789abcdef\n")
+        cls.NODE_ARGS = ("--tcp", "127.0.0.1:0", "--token-file", cls.token)
+        super().setUpClass()
+        # The port the node bound, from its log (a bounded wait for the line, not a timing).
+        for _ in range(400):
+            m = re.search(r"serving on tcp (\S+) ", cls.node_process.log_text())
+            if m:
+                cls.address = m.group(1)
+                return
+            time.sleep(0.05)
+        raise RuntimeError("no TCP address in the log: " + cls.node_process.log_text())
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_a_worker_logs_in_with_the_token_file_and_steps(self):
+        with hybridcache.connect(tcp=self.address, token_file=self.token, timeout=30) as node:
+            self.assertEqual(node.ping().protocol_version, 2)
+            with node.open(small_spec("py-tcp")) as s:
+                r = s.step([cmd.Create(req=1, tokens=[1, 2, 3]), cmd.Match(req=1)])
+                self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+                self.assertEqual(r[1].body.prefix_len, 0)
+
+    def test_a_wrong_or_missing_secret_is_refused_naming_why(self):
+        wrong = os.path.join(self.dir, "wrong")
+        with open(wrong, "w") as f:
+            f.write("not-the-secret-0123456789abcdef\n")
+        with self.assertRaisesRegex(hybridcache.InvalidArgument, "wrong token"):
+            hybridcache.connect(tcp=self.address, token_file=wrong, timeout=30)
+        with self.assertRaises(FileNotFoundError):
+            hybridcache.connect(tcp=self.address, token_file=wrong + ".missing", timeout=30)
+        with self.assertRaisesRegex(hybridcache.InvalidArgument, "token_file"):
+            hybridcache.connect(tcp=self.address, timeout=30)
+        with self.assertRaisesRegex(hybridcache.InvalidArgument, "not both"):
+            hybridcache.connect(socket=self.node_process.socket, tcp=self.address,
+                                token_file=self.token)
+        with hybridcache.connect(tcp=self.address, token_file=self.token, timeout=30) as node:
+            self.assertEqual(node.ping().protocol_version, 2, "the node serves on")
 
 
 class OutOfMemoryTest(OwnNodeTest):

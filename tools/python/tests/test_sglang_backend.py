@@ -418,6 +418,59 @@ class SGLangBackendTest(unittest.TestCase):
                 self.assertEqual(peer.batch_exists(keys), 0)
                 self.assertEqual(self.prefetch(peer, pkv, keys, [10, 11, 12], 2), (0, 0, None))
 
+    def test_the_rarer_call_forms(self):
+        """Forms SGLang's hybrid path does not use but the API allows: pages by address and
+        size, single-key calls by address, the pools registered through v2 before the group,
+        KV named among the sidecar pools, and a typo in the extra config."""
+        backend, _, kv, mamba = self.attach("page_first", v1=False)
+        keys = chain_keys(4, seed=14)
+        self.fill(kv, mamba, range(4), None, seed=14)
+        pages = [kv.get_data_page(p * PAGE) for p in range(4)]  # contiguous copies
+        self.assertTrue(backend.batch_set(keys[:2], None, [t.data_ptr() for t in pages[:2]],
+                                          [t.numel() * t.element_size() for t in pages[:2]]))
+        self.assertTrue(backend.set(keys[2], None, pages[2].data_ptr(),
+                                    pages[2].numel() * pages[2].element_size()))
+        got = backend.batch_get(keys[:3])
+        self.assertTrue(all(torch.equal(g.view(torch.int16), p.view(torch.int16))
+                            for g, p in zip(got, pages)))
+        self.assertFalse(backend.batch_set(keys[3:], None), "neither values nor addresses")
+        self.assertFalse(backend.batch_set(keys[3:], [pages[3]] * 2),
+                         "a value per key")
+        self.assertEqual(backend.batch_get(keys[:1], [[0] * 4]), [None], "not addressable")
+        # KV among the sidecar pools is the hit itself, not a sidecar.
+        q = backend.batch_exists_v2(keys, [sg.PoolTransfer(name=sg.PoolName.KV, keys=keys)])
+        self.assertEqual((q.kv_hit_pages, q.extra_pool_hit_pages), (3, {}))
+
+        # The v2 registrations before the group (any order): the KV pool is known at once.
+        extra = {"socket": self.node.socket, "timeout": 5, "interface_v1": 1, "sokcet": "typo"}
+        from hybridcache.sglang import HybridCacheStorage
+        with self.assertLogs("hybridcache.sglang", "WARNING") as logs:
+            early = HybridCacheStorage(sg.HiCacheStorageConfig(extra_config=extra), {})
+        self.addCleanup(early.close)
+        self.assertIn("sokcet", "\n".join(logs.output), "an unknown key is named")
+        early.register_mem_host_pool_v2(kv, sg.PoolName.KV)
+        self.assertEqual(early.batch_set_v1(keys[3:], token_indices([3])), [True])
+        group, _, _ = sg.hybrid_group("page_first", 8, PAGE, 2)
+        early.register_mem_pool_host(group)
+        self.assertEqual(early.batch_get_v1(keys[3:], token_indices([9])), [True],
+                         "the pool registered first stays the KV pool")
+        self.assertTrue(self.same_page(kv, 3, 9))
+
+    def test_a_backend_without_pools_answers_false_and_misses(self):
+        from hybridcache.sglang import HybridCacheStorage
+        backend = HybridCacheStorage(sg.HiCacheStorageConfig(
+            extra_config={"socket": self.node.socket, "timeout": 5}), {})
+        self.addCleanup(backend.close)
+        keys = chain_keys(2, seed=15)
+        with self.assertLogs("hybridcache.sglang", "ERROR"):
+            self.assertEqual(backend.batch_set_v1(keys, token_indices([0, 1])), [False] * 2)
+            self.assertEqual(backend.batch_get_v1(keys, token_indices([0, 1])), [False] * 2)
+            self.assertEqual(backend.batch_get(keys), [None, None])
+            self.assertEqual(backend.batch_set_v2([sg.PoolTransfer(
+                name=sg.PoolName.MAMBA, keys=keys[:1], host_indices=torch.tensor([0]))]),
+                {"mamba": [False]})
+        self.assertEqual(backend.batch_exists(keys), 0)
+
     def test_three_threads_at_once(self):
         backend, _, kv, mamba = self.attach(pages=4096, slots=64)
         nodes = 12
@@ -494,6 +547,7 @@ class SGLangBackendTest(unittest.TestCase):
                 name=sg.PoolName.MAMBA, keys=[keys[-1]], host_indices=torch.tensor([2]))]),
                 {"mamba": [False]})
             self.assertGreater(backend.get_stats().failed_calls, 0)
+            backend.clear()  # logged, not raised (SGLang's admin endpoint calls it)
         finally:
             self.node.start()
         # Back: the backend reconnects by itself; the values survived the clean restart.
