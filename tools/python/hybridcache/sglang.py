@@ -177,10 +177,6 @@ class _Link:
         self.node.close()
 
 
-class _Down:
-    """Marks a failed thread link; the caller answers with misses."""
-
-
 class HybridCacheStorage(_Base):
     """SGLang's HiCache storage backend (``HiCacheStorage``) on a hybridcache node.
 
