@@ -40,6 +40,9 @@ grep -Eq '^matches +[1-9]' "$tmp/stats" || fail "stats: no matches counted: $(ca
 "$hcctl" --socket "$sock" stats --json | grep -Eq '"pressure_evicted_slots":[1-9]' ||
   fail "stats --json: no pressure evictions"
 "$hcctl" --socket "$sock" inspect --json | grep -q '"instances"' || fail "inspect --json"
+"$hcctl" --socket "$sock" inspect --blocks >"$tmp/blocks" || fail "inspect --blocks"
+grep -Eq 'device KV pages: [1-9][0-9]*, with an SSM checkpoint: [0-9]+ \(no KV events published' \
+  "$tmp/blocks" || fail "inspect --blocks: $(cat "$tmp/blocks")"
 
 # hcctl top: each refresh's rates are its counters' growth over its interval (checked on
 # consecutive JSON lines, whatever the load did meanwhile); the replay above is in the totals.

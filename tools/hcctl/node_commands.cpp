@@ -108,8 +108,11 @@ int run_inspect(const node_options& o) {
       std::size_t checkpoints = 0;
       for (const auto& b : t["blocks"])
         checkpoints += b.value("checkpoint", false) ? 1 : 0;
-      fmt::print("  device KV pages: {}, with an SSM checkpoint: {} (events topic {})\n",
-                 t["blocks"].size(), checkpoints, t.value("event_topic", ""));
+      const std::string topic = t.value("event_topic", "");
+      fmt::print(
+          "  device KV pages: {}, with an SSM checkpoint: {} ({})\n", t["blocks"].size(),
+          checkpoints,
+          topic.empty() ? "no KV events published: --kv-events off" : "events topic " + topic);
     }
     fmt::print("  stream: {} snapshots, {} clears, {} COWs run; shm {} ({} B), {} ({} B)\n",
                s.value("snapshots_run", 0), s.value("clears_run", 0), s.value("cows_run", 0),
