@@ -32,11 +32,18 @@ for k in ("floor_median_us", "x_floor", "warm_floor_median_us", "x_warm_floor"):
     assert row[k] > 0, (k, row)
 PY
 done
+# The same as a table: a row per op kind, and the whole trace's rate.
+"$hcctl" replay --bench "$data/conf_p1_pressure.jsonl.gz" > "$tmp/table" || { echo "FAIL: bench table"; exit 1; }
+grep -Eq '^match +[1-9][0-9]* +[0-9.]+ +[0-9.]+ +[0-9.]+' "$tmp/table" &&
+  grep -Eq '^whole trace: [1-9][0-9]* ops/s' "$tmp/table" || { echo "FAIL: bench table: $(cat "$tmp/table")"; exit 1; }
 # The index's memory per cached token: a measurement with its parts, and no node address.
 if "$hcctl" replay --memory --json "$data/p64_ctx4k_c100.jsonl.gz" > "$tmp/mem" 2> "$tmp/err"; then
   for f in cached_tokens bytes_at_start bytes_at_end growth_bytes_per_cached_token; do
     grep -Eq "\"$f\":[1-9]" "$tmp/mem" || { echo "FAIL: --memory: no $f in $(cat "$tmp/mem")"; exit 1; }
   done
+  "$hcctl" replay --memory "$data/p64_ctx4k_c100.jsonl.gz" > "$tmp/memtext" &&
+    grep -Eq '^per cached token: [0-9.]+ bytes of growth, [0-9.]+ in all' "$tmp/memtext" ||
+    { echo "FAIL: --memory text: $(cat "$tmp/memtext")"; exit 1; }
 elif grep -q mallinfo2 "$tmp/err"; then
   echo "--memory not checked here: $(cat "$tmp/err")"  # a sanitizer build
 else
