@@ -41,6 +41,9 @@ by itself, at most every ``reconnect_interval`` seconds, once the node is back. 
 is local (never an RPC). torch is not imported by this module: tensors are used through
 their own methods (``data_ptr``, ``tolist``).
 
+Not supported: SGLang's ``tp_lcm_size`` (KV heads split so that ranks of other TP sizes share
+values; logged at construction): values are kept per TP size.
+
 Extra-config options (everything else SGLang leaves in ``extra_config`` is ignored; unknown
 keys are logged once):
 
@@ -206,6 +209,10 @@ class HybridCacheStorage(_Base):
         self._part_bytes = int(extra.get("part_bytes", _hc.DEFAULT_PART_BYTES))
         if self._part_bytes < 0:
             raise ValueError("hybridcache: part_bytes must be >= 0")
+        if getattr(storage_config, "should_split_heads", False):
+            logger.warning(
+                "hybridcache: tp_lcm_size (KV heads split for ranks of other TP sizes) is not "
+                "supported; values are kept per TP size, so ranks of another TP size miss them")
         self._is_mla = bool(getattr(storage_config, "is_mla_model", False))
         self._tp = (int(getattr(storage_config, "tp_rank", 0)),
                     int(getattr(storage_config, "tp_size", 1)))

@@ -659,6 +659,13 @@ class SGLangBackendTest(unittest.TestCase):
             capture_output=True, text=True, check=True, env=dict(os.environ))
         self.assertEqual(out.stdout.strip(), "False")
 
+    def test_heads_split_for_other_tp_sizes_are_not_supported_and_say_so(self):
+        from hybridcache.sglang import HybridCacheStorage
+        with self.assertLogs("hybridcache.sglang", "WARNING") as logs:
+            HybridCacheStorage(sg.HiCacheStorageConfig(
+                tp_size=2, tp_lcm_size=4, should_split_heads=True, extra_config={}), {}).close()
+        self.assertIn("tp_lcm_size", "\n".join(logs.output))
+
     def test_bad_options_are_refused_at_construction(self):
         from hybridcache.sglang import HybridCacheStorage
         with self.assertRaises(ValueError):
