@@ -165,6 +165,11 @@ int main(int argc, char** argv) {
       return 3;
     }
   }
+  if (status ok = check_instance(cfg); !ok) {  // before any worker: a usage error
+    std::fprintf(stderr, "hcsim: the node would refuse this instance: %s\n",
+                 ok.err().message.c_str());
+    return 2;
+  }
   if (cfg.prefetch && cfg.host_ratio <= 1) {
     std::fprintf(stderr, "hcsim: --prefetch needs --host-ratio > 1\n");
     return 2;

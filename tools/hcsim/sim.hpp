@@ -14,6 +14,7 @@
 #include <string>
 
 #include "actors/common/device_kind.hpp"
+#include "actors/common/status.hpp"
 #include "actors/common/strategy.hpp"
 #include "tools/hcsim/latency_histogram.hpp"
 
@@ -78,6 +79,10 @@ struct sim_report {
   std::string text() const;
   static bool from_json(const std::string& s, sim_report& out);
 };
+
+/// The settings of `cfg` the node would refuse at open (its own `validate` of the instance
+/// the workers open, default limits), naming the rule; ok otherwise.
+status check_instance(const sim_config& cfg);
 
 /// Runs worker `index` of `cfg` against the node (blocking). Returns its counts.
 sim_report run_worker(const sim_config& cfg, unsigned index);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "actors/scheduler/instance_config.hpp"
 #include "schema/client.hpp"
 #include "tools/hcsim/forward_device.hpp"
 #include "tools/hcsim/sim.hpp"
@@ -49,6 +50,14 @@ instance_spec spec_of(const sim_config& c, const toy_model_config& m) {
   s.prefetch_policy = prefetch_termination::wait_complete;
   return s;
 }
+
+}  // namespace
+
+status check_instance(const sim_config& cfg) {
+  return validate(spec_of(cfg, model_config(cfg)));
+}
+
+namespace {
 
 struct request {
   request_handle h = 0;
