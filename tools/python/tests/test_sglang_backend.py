@@ -64,16 +64,21 @@ class SGLangBackendTest(unittest.TestCase):
 
     # ---- SGLang's side of the calls ---------------------------------------------------------
 
-    def attach(self, layout="page_first_direct", v1=True, tp_rank=0, tp_size=1, pages=1024,
-               slots=16, config=None, **options):
-        """Controller attach order (§0.3): constructor, register_mem_pool_host(group),
-        storage threads start, then register_mem_host_pool_v2 for kv and mamba. `config`:
-        more HiCacheStorageConfig fields (is_mla_model, pp_rank, ...)."""
+    def extra_config(self, v1=True, **options):
+        """The user's --hicache-storage-backend-extra-config for this node."""
         extra = {"backend_name": "hybridcache", "module_path": "hybridcache.sglang",
                  "class_name": "HybridCacheStorage", "socket": self.node.socket, "timeout": 5}
         if v1:
             extra["interface_v1"] = 1
         extra.update(options)
+        return extra
+
+    def attach(self, layout="page_first_direct", v1=True, tp_rank=0, tp_size=1, pages=1024,
+               slots=16, config=None, **options):
+        """Controller attach order (§0.3): constructor, register_mem_pool_host(group),
+        storage threads start, then register_mem_host_pool_v2 for kv and mamba. `config`:
+        more HiCacheStorageConfig fields (is_mla_model, pp_rank, ...)."""
+        extra = self.extra_config(v1, **options)
         cfg = sg.HiCacheStorageConfig(tp_rank=tp_rank, tp_size=tp_size,
                                       is_page_first_layout=layout == "page_first",
                                       extra_config=extra, **(config or {}))
@@ -91,10 +96,7 @@ class SGLangBackendTest(unittest.TestCase):
     def attach_kv_only(self, layout, v1=True):
         """A model without SSM layers: SGLang's base HiCacheController registers its MHA host
         pool once (register_mem_pool_host) and nothing through v2."""
-        extra = {"backend_name": "hybridcache", "module_path": "hybridcache.sglang",
-                 "class_name": "HybridCacheStorage", "socket": self.node.socket, "timeout": 5}
-        if v1:
-            extra["interface_v1"] = 1
+        extra = self.extra_config(v1)
         cfg = sg.HiCacheStorageConfig(is_page_first_layout=layout == "page_first",
                                       extra_config=extra)
         backend = importlib.import_module("hybridcache.sglang").HybridCacheStorage(cfg, {})
