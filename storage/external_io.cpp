@@ -2,20 +2,14 @@
 
 #include <cstring>
 
+#include "actors/common/printable_text.hpp"
+
 namespace hc::l3 {
 
-namespace {
-bool bad_char(std::string_view s) {
-  for (char ch : s)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return true;
-  return false;
-}
-}  // namespace
-
 result<std::string> external_key(std::string_view identity, std::string_view key) {
-  if (identity.empty() || bad_char(identity))
+  if (identity.empty() || !is_printable_text(identity))
     return error{errc::invalid_argument, "store identity must be non-empty printable text"};
-  if (key.empty() || bad_char(key))
+  if (key.empty() || !is_printable_text(key))
     return error{errc::invalid_argument, "store keys must be non-empty printable text"};
   std::string k;
   k.reserve(5 + identity.size() + key.size());
@@ -28,7 +22,7 @@ status check_key_suffix(std::string_view suffix) {
     return {errc::invalid_argument, "a sidecar key suffix of " + std::to_string(suffix.size()) +
                                         " bytes exceeds the limit of " +
                                         std::to_string(max_key_suffix)};
-  if (bad_char(suffix))
+  if (!is_printable_text(suffix))
     return {errc::invalid_argument, "a sidecar key suffix must be printable text"};
   return {};
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "actors/common/printable_text.hpp"
 #include "schema/convert.hpp"
 
 namespace hc::rpc {
@@ -129,9 +130,8 @@ class store_impl final : public wire::Store::Server {
 status check_identity(const std::string& id) {
   if (id.empty() || id.size() > 256)
     return {errc::invalid_argument, "store identity must have 1..256 characters"};
-  for (char ch : id)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
-      return {errc::invalid_argument, "store identity must be printable text"};
+  if (!is_printable_text(id))
+    return {errc::invalid_argument, "store identity must be printable text"};
   return {};
 }
 
