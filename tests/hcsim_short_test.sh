@@ -13,14 +13,16 @@ cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- node log:"; tail -20 "$tmp/log" || true; exit 1; }
 
-# Settings the node would refuse are a usage error (exit 2, the rule named), before any
-# worker connects: no node is running yet.
+# Settings the node would refuse are a usage error (exit 2, the rule named, and the SGLang
+# flags it names as hcsim's), before any worker connects: no node is running yet.
 for bad in "--strategy no_buffer --page-size 64:pageSize 1" \
-  "--strategy extra_buffer_lazy --overlap 0:requires overlap"; do
+  "--strategy extra_buffer_lazy --overlap 0:requires overlap" \
+  "--strategy extra_buffer_lazy --overlap 0:--disable-overlap-schedule is hcsim's --overlap 0" \
+  "--strategy extra_buffer --page-size 64 --track-interval 96:--mamba-track-interval is hcsim's --track-interval"; do
   rc=0
   # shellcheck disable=SC2086  # the settings are words
   "$hcsim" --socket "$tmp/none" ${bad%%:*} --progress false 2>"$tmp/err" >/dev/null || rc=$?
-  [ "$rc" = 2 ] && grep -q "${bad#*:}" "$tmp/err" ||
+  [ "$rc" = 2 ] && grep -qF -e "${bad#*:}" "$tmp/err" ||
     fail "hcsim ${bad%%:*}: exit $rc, $(cat "$tmp/err")"
 done
 

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/device_probe.hpp"
@@ -26,6 +27,24 @@ namespace {
 
 using namespace hc;
 using namespace hc::sim;
+
+/// The node's sizing rules name SGLang's server flags (what its users know); hcsim sets the
+/// same things under its own names. The hcsim flag for each SGLang name the message uses.
+std::string hcsim_flags_in(const std::string& message) {
+  static constexpr std::pair<const char*, const char*> names[] = {
+      {"--mamba-scheduler-strategy", "--strategy"},
+      {"--disable-overlap-schedule", "--overlap 0"},
+      {"--mamba-track-interval", "--track-interval"},
+      {"mamba_chunk_size", "--chunk"},
+  };
+  std::string out;
+  for (const auto& [sglang, ours] : names) {
+    if (message.find(sglang) == std::string::npos) continue;
+    out += out.empty() ? "" : ", ";
+    out += std::string(sglang) + " is hcsim's " + ours;
+  }
+  return out;
+}
 
 /// Runs the workers as processes (each its own connection and session) and collects
 /// their reports through pipes.
@@ -168,6 +187,8 @@ int main(int argc, char** argv) {
   if (status ok = check_instance(cfg); !ok) {  // before any worker: a usage error
     std::fprintf(stderr, "hcsim: the node would refuse this instance: %s\n",
                  ok.err().message.c_str());
+    if (const std::string flags = hcsim_flags_in(ok.err().message); !flags.empty())
+      std::fprintf(stderr, "hcsim: (%s)\n", flags.c_str());
     return 2;
   }
   if (cfg.prefetch && cfg.host_ratio <= 1) {

@@ -654,6 +654,141 @@ class SGLangBackendTest(unittest.TestCase):
         self.assertTrue(backend.batch_set(keys[1:], [torch.ones(ARENA, dtype=torch.uint8)]))
         self.assertEqual(backend.batch_exists(keys[1:]), 1)
 
+    def test_random_calls_agree_with_a_model_of_the_store(self):
+        """Every call form SGLang makes (v0 / v1 pages, v2 Mamba states, batch_exists and
+        batch_exists_v2, clear), drawn at random over a small universe of keys — repeats,
+        keys never written, keys cleared — against a dict of what the store must hold. Values
+        are content-addressed as SGLang's page hashes are: a key's bytes never change."""
+        for layout in LAYOUTS:
+            for seed in (1, 2):
+                with self.subTest(layout=layout, seed=seed):
+                    self.run_against_model(layout, seed, steps=120)
+
+    def run_against_model(self, layout, seed, steps):
+        backend, _, kv, mamba = self.attach(layout, pages=64, slots=8)
+        backend.clear()  # the class's node is shared: start from nothing under this identity
+        rnd = random.Random(seed)
+        keys = chain_keys(40, seed=100 + seed)  # the universe; chain_keys(…, 200+) never written
+        unknown = chain_keys(5, seed=200 + seed)
+        page_numel = kv.get_dummy_flat_data_page().numel()
+        slot_bytes = mamba.slot_bytes()
+
+        def content(key, n):  # the value a key stands for, as int16 or bytes
+            g = torch.Generator().manual_seed(int(key[:12], 16))
+            return torch.randint(-32768, 32767, (n,), dtype=torch.int16, generator=g)
+
+        def put_page(p, key):
+            kv.set_from_flat_data_page(p * PAGE, content(key, page_numel).view(kv.dtype))
+
+        def page_is(p, key):
+            return torch.equal(kv.get_data_page(p * PAGE).view(torch.int16),
+                               content(key, page_numel))
+
+        def put_state(slot, data):
+            at = 0
+            for t in mamba._tensors(slot):
+                n = t.numel() * t.element_size()
+                t.view(-1).view(torch.uint8).copy_(data[at:at + n])
+                at += n
+
+        def state_of(key):
+            return content(key, slot_bytes // 2).view(torch.uint8)
+
+        sentinel = torch.full((page_numel,), 0x5A5A, dtype=torch.int16)
+        pages_in_store, states_in_store = set(), set()
+
+        def draw(n, pool):
+            return rnd.sample(pool, min(n, len(pool)))
+
+        def leading(q):
+            n = 0
+            while n < len(q) and q[n] in pages_in_store:
+                n += 1
+            return n
+
+        for step in range(steps):
+            op = rnd.choices(["set_v1", "set_v0", "get_v1", "get_v0", "exists", "exists_v2",
+                              "state_set", "state_get", "clear"],
+                             weights=[5, 3, 5, 3, 4, 4, 3, 3, 0.4])[0]
+            where = "step %d (%s)" % (step, op)
+            if op in ("set_v1", "set_v0"):
+                batch = draw(rnd.randint(1, 20), keys)
+                pages = rnd.sample(range(64), len(batch))
+                for p, k in zip(pages, batch):
+                    put_page(p, k)
+                if op == "set_v1":
+                    ok = backend.batch_set_v1(batch, token_indices(pages), None)
+                    self.assertEqual(ok, [True] * len(batch), where)
+                else:
+                    self.assertTrue(backend.batch_set(
+                        batch, [kv.get_data_page(p * PAGE, flat=True) for p in pages]), where)
+                pages_in_store.update(batch)
+            elif op in ("get_v1", "get_v0"):
+                batch = draw(rnd.randint(1, 20), keys + unknown)
+                pages = rnd.sample(range(64), len(batch))
+                for p in pages:
+                    kv.set_from_flat_data_page(p * PAGE, sentinel.view(kv.dtype))
+                want = [k in pages_in_store for k in batch]
+                if op == "get_v1":
+                    got = backend.batch_get_v1(batch, token_indices(pages), None)
+                else:
+                    got = backend.batch_get(batch)
+                    for p, t in zip(pages, got):
+                        if t is not None:
+                            kv.set_from_flat_data_page(p * PAGE, t)
+                    got = [t is not None for t in got]
+                self.assertEqual(got, want, where)
+                for p, k, hit in zip(pages, batch, want):
+                    if hit:
+                        self.assertTrue(page_is(p, k), "%s: %s read other bytes" % (where, k))
+                    else:
+                        self.assertTrue(torch.equal(
+                            kv.get_data_page(p * PAGE).view(torch.int16), sentinel),
+                            "%s: a miss wrote its page" % where)
+            elif op == "exists":
+                q = draw(rnd.randint(0, 8), sorted(pages_in_store)) + draw(rnd.randint(0, 3), keys)
+                self.assertEqual(backend.batch_exists(q), leading(q), where)
+            elif op == "exists_v2":
+                q = draw(rnd.randint(0, 8), sorted(pages_in_store)) + draw(rnd.randint(0, 3), keys)
+                r = backend.batch_exists_v2(q, [sg.PoolTransfer(
+                    name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
+                    keys=["__placeholder__"], host_indices=torch.tensor([0]))], None)
+                restorable = [n for n in range(1, leading(q) + 1) if q[n - 1] in states_in_store]
+                self.assertEqual(r.kv_hit_pages, restorable[-1] if restorable else 0, where)
+                if hasattr(r, "restorable_prefix_pages"):
+                    self.assertEqual(r.restorable_prefix_pages, restorable, where)
+            elif op == "state_set":
+                batch = draw(rnd.randint(1, 4), keys)
+                slots = rnd.sample(range(8), len(batch))
+                for s, k in zip(slots, batch):
+                    put_state(s, state_of(k))
+                r = backend.batch_set_v2([sg.PoolTransfer(
+                    name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
+                    keys=batch, host_indices=torch.tensor(slots))], None)
+                self.assertEqual(r[sg.PoolName.MAMBA.value], [True] * len(batch), where)
+                states_in_store.update(batch)
+            elif op == "state_get":
+                batch = draw(rnd.randint(1, 4), keys + unknown)
+                slots = rnd.sample(range(8), len(batch))
+                for s in slots:
+                    put_state(s, torch.zeros(slot_bytes, dtype=torch.uint8))
+                r = backend.batch_get_v2([sg.PoolTransfer(
+                    name=sg.PoolName.MAMBA, hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
+                    keys=batch, host_indices=torch.tensor(slots))], None)
+                want = [k in states_in_store for k in batch]
+                self.assertEqual(r[sg.PoolName.MAMBA.value], want, where)
+                for s, k, hit in zip(slots, batch, want):
+                    expect = state_of(k) if hit else torch.zeros(slot_bytes, dtype=torch.uint8)
+                    self.assertTrue(torch.equal(mamba.get_data_page(s), expect),
+                                    "%s: slot %d of %s" % (where, s, k))
+            else:
+                backend.clear()
+                pages_in_store.clear()
+                states_in_store.clear()
+        # The whole universe, once, at the end: nothing the model lost is still there.
+        self.assertEqual([backend.exists(k) for k in keys + unknown],
+                         [k in pages_in_store for k in keys + unknown])
+
     def test_the_module_does_not_import_torch(self):
         out = subprocess.run(
             [sys.executable, "-c",
