@@ -349,6 +349,7 @@ struct command_writer {
   void operator()(const cmd::lookup& c) {
     auto x = b.initLookup();
     put_list([&](unsigned n) { return x.initTokens(n); }, c.tokens);
+    x.setWithoutIndices(c.without_indices);
   }
   void operator()(const cmd::prefetch& c) {
     auto x = b.initPrefetch();
@@ -525,6 +526,7 @@ result<command> get_command(wire::Command::Reader r) {
     case W::LOOKUP: {
       cmd::lookup c;
       copy_list(c.tokens, r.getLookup().getTokens());
+      c.without_indices = r.getLookup().getWithoutIndices();
       return command(std::move(c));
     }
     case W::PREFETCH: {

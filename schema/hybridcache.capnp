@@ -174,7 +174,11 @@ struct Command {
     reqs @0 :List(UInt64);
     batch @1 :UInt64;                   # the forward batch that consumes them
   }
-  struct Lookup { tokens @0 :List(Int32); }  # match without a request: no COW, no lock
+  struct Lookup {                       # match without a request: no COW, no lock
+    tokens @0 :List(Int32);
+    withoutIndices @1 :Bool;  # the result's indices left empty (the lengths are all a router
+                              # or a scheduling policy needs; the node reads no node ids)
+  }
   struct Prefetch {                     # storage prefetch of req's prompt (host tier + L3):
     req @0 :UInt64;                     # the first call starts it, later calls poll
     admitNow @1 :Bool;                  # the worker admits req now

@@ -176,10 +176,12 @@ struct take_ops {
   friend bool operator==(const take_ops&, const take_ops&) = default;
 };
 /// Matches `tokens` without a request: no COW, no lock; only the LRU moves (SGLang's
-/// match_prefix for scheduling policies / routing).
+/// match_prefix for scheduling policies / routing). `without_indices`: the result carries
+/// the lengths and no KV ids (what a router or a scheduling policy needs).
 struct lookup {
   namespace_id ns = 0;  ///< set by the node to the session's namespace
   std::vector<token_id> tokens;
+  bool without_indices = false;
   friend bool operator==(const lookup&, const lookup&) = default;
 };
 /// Storage prefetch of req's prompt (§5.4): the first call starts it, later calls poll;

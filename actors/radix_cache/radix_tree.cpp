@@ -192,7 +192,7 @@ bool holds_state(const radix_node* n) noexcept {
 }
 }  // namespace
 
-match_result radix_tree::match(namespace_id ns, std::span<const token_id> key) {
+match_result radix_tree::match(namespace_id ns, std::span<const token_id> key, match_ids ids) {
   const std::size_t p = cfg_.page_size;
   key = key.first(key.size() / p * p);
   if (key.empty()) return empty_match();
@@ -227,7 +227,7 @@ match_result radix_tree::match(namespace_id ns, std::span<const token_id> key) {
     best_chunks = chunks;
   }
   match_result r;
-  finish_match(best, total, chunks > best_chunks, r, nullptr, 0);
+  finish_match(best, total, chunks > best_chunks, r, ids == match_ids::collect, nullptr, 0);
   return r;
 }
 
@@ -250,7 +250,7 @@ inserted_match radix_tree::match_inserted(const insert_result& ins, std::span<kv
     if (!best && holds_state(x)) best = x;
   }
   if (!best) best = root_;
-  m.prefix_len = finish_match(best, total, best != end, m.match, out.data(), from);
+  m.prefix_len = finish_match(best, total, best != end, m.match, true, out.data(), from);
   assert(m.prefix_len <= out.size());
   return m;
 }
@@ -264,7 +264,8 @@ match_result radix_tree::empty_match() const {
 }
 
 std::size_t radix_tree::finish_match(radix_node* best, std::size_t total, bool deeper_than_best,
-                                     match_result& r, kv_index* out, std::size_t from) {
+                                     match_result& r, bool collect, kv_index* out,
+                                     std::size_t from) {
   // Refresh recency: best most recent, ancestors progressively less recent.
   full_lru_.reset_node_and_parents_mru(best, root_);
   mamba_lru_.reset_node_and_parents_mru(best, root_);
@@ -292,7 +293,9 @@ std::size_t radix_tree::finish_match(radix_node* best, std::size_t total, bool d
     path_.push_back(x);
     device_tokens += x->value.size();
   }
-  if (out == nullptr) {
+  if (!collect) {
+    // The lengths only: the walk up above already summed them.
+  } else if (out == nullptr) {
     r.indices.reserve(device_tokens);
     for (auto it = path_.rbegin(); it != path_.rend(); ++it)
       (*it)->value.append_to(r.indices);
@@ -312,6 +315,7 @@ std::size_t radix_tree::finish_match(radix_node* best, std::size_t total, bool d
   r.last_host_node = {host, host->id};
   r.mamba_host_hit = best != root_ && best->mamba == no_slot && best->mamba_host != no_slot;
   r.kv_matched = total;
+  r.prefix_len = device_tokens;
   // Branching lengths are disabled under HiCache (§5.3, Unified).
   if (deeper_than_best && !host_tier_enabled()) {
     const std::size_t c = cfg_.chunk_size == 0 ? 1 : cfg_.chunk_size;

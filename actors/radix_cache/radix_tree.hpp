@@ -74,10 +74,17 @@ struct device_block {
   friend bool operator==(const device_block&, const device_block&) = default;
 };
 
+/// Whether match() writes the prefix's KV ids into its result: a caller that needs only the
+/// lengths (routing, scheduling policies) leaves them out, and the match reads no node ids.
+enum class match_ids : bool { leave_out, collect };
+
 /// Result of match(): the device prefix up to the deepest node holding a slot.
 struct match_result {
-  /// KV indices of the matched prefix up to `last_node` (a multiple of page_size).
+  /// KV indices of the matched prefix up to `last_node` (a multiple of page_size); empty
+  /// when match() was asked to leave them out.
   std::vector<kv_index> indices;
+  /// Tokens of that prefix (indices.size() when they were collected).
+  std::size_t prefix_len = 0;
   /// Deepest node on the matched path that holds a slot (root if none).
   node_ref last_node;
   /// Slot of last_node (no_slot for root).
@@ -193,8 +200,10 @@ class radix_tree {
   bool valid(node_ref ref) const noexcept { return ref.node && ref.node->id == ref.id; }
 
   /// §3.1. The key is page-floored first. May split a node (mutates the tree) and
-  /// refreshes the LRU position of last_node and its ancestors.
-  match_result match(namespace_id ns, std::span<const token_id> key);
+  /// refreshes the LRU position of last_node and its ancestors. With match_ids::leave_out
+  /// the result is the same but for `indices`, left empty (`prefix_len` says how long).
+  match_result match(namespace_id ns, std::span<const token_id> key,
+                     match_ids ids = match_ids::collect);
 
   /// match(ns, key) right after `ins = insert(ns, key, ...)`, without comparing the key again
   /// (SGLang's cache_unfinished_req re-matches the key it inserted): the same recency
@@ -434,10 +443,11 @@ class radix_tree {
   match_result empty_match() const;
   /// match()'s end once its walk is known (`best`, `total` matched tokens, whether the walk
   /// went deeper than best): the recency refresh, the device / host anchors, the branching
-  /// length and the device ids — appended to r.indices, or with `out`, those at positions
-  /// >= from written to out at their positions. Returns the number of device ids.
+  /// length and, if `collect`, the device ids — appended to r.indices, or with `out`, those
+  /// at positions >= from written to out at their positions. Returns the number of device
+  /// ids (r.prefix_len).
   std::size_t finish_match(radix_node* best, std::size_t total, bool deeper_than_best,
-                           match_result& r, kv_index* out, std::size_t from);
+                           match_result& r, bool collect, kv_index* out, std::size_t from);
   /// Scratch of match() (the matched path, deepest node first) and insert() (the walk not
   /// yet moved in the LRU lists, in walk order); kept to reuse its storage.
   std::vector<radix_node*> path_;

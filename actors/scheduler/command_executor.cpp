@@ -141,9 +141,10 @@ struct runner {
     out.body = std::move(b);
   }
   void operator()(const cmd::lookup& c) {
-    match_result r = cache.tree().match(c.ns, c.tokens);
+    match_result r = cache.tree().match(
+        c.ns, c.tokens, c.without_indices ? match_ids::leave_out : match_ids::collect);
     res::lookup b;
-    b.prefix_len = r.indices.size();
+    b.prefix_len = r.prefix_len;
     b.kv_matched = r.kv_matched;
     b.indices = std::move(r.indices);
     b.node_slot = r.last_slot;

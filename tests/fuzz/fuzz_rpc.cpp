@@ -234,9 +234,12 @@ void fill_command(wire::Command::Builder c, fuzz_input& in) {
       x.setBatch(in.count(8));
       break;
     }
-    case 18:
-      fill_tokens([&](unsigned n) { return c.initLookup().initTokens(n); }, in);
+    case 18: {
+      auto l = c.initLookup();
+      fill_tokens([&](unsigned n) { return l.initTokens(n); }, in);
+      l.setWithoutIndices(in.flag());
       break;
+    }
     case 19:
       small_words(c.initPrefetch(), in);
       break;

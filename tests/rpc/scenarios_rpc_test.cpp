@@ -152,6 +152,12 @@ TEST_F(ScenariosRpc, T3RadixCacheTraceGivesTheSpecFigures) {
   auto m9 = t.one(lookup(toks({1, 2, 3, 4, 5, 6, 7}))).as<res::lookup>();
   EXPECT_EQ(m9.indices, (std::vector<kv_index>{1, 2, 3, 7, 8, 9, 10}));
   EXPECT_EQ(m9.node_slot, 2);
+  // The same lookup for a router: the lengths and the slot, no ids.
+  auto m9_lengths = t.one(lookup(toks({1, 2, 3, 4, 5, 6, 7}), /*without_indices=*/true));
+  EXPECT_TRUE(m9_lengths.as<res::lookup>().indices.empty());
+  EXPECT_EQ(m9_lengths.as<res::lookup>().prefix_len, 7u);
+  EXPECT_EQ(m9_lengths.as<res::lookup>().kv_matched, 7u);
+  EXPECT_EQ(m9_lengths.as<res::lookup>().node_slot, 2);
   // 10. evict one slot: the matches made [6,7] more recent, so leaf [60,70] goes.
   auto e10 = t.one(evict(0, 1));
   EXPECT_EQ(e10.as<res::evict>().mamba_evicted, 1u);

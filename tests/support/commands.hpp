@@ -13,8 +13,8 @@ namespace hc::test {
 inline command create(request_handle req, std::vector<token_id> prompt) {
   return cmd::create{req, 0, std::move(prompt), {}};
 }
-inline command lookup(std::vector<token_id> tokens) {
-  return cmd::lookup{0, std::move(tokens)};
+inline command lookup(std::vector<token_id> tokens, bool without_indices = false) {
+  return cmd::lookup{0, std::move(tokens), without_indices};
 }
 inline command evict(std::uint64_t tokens, std::uint64_t slots) {
   return cmd::evict{tokens, slots};

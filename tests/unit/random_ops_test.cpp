@@ -202,9 +202,27 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
     } else if (action < 90) {
       (void)cache.tree().evict(rng() % (4 * p.page + 1), rng() % 3);
     } else {
-      // Raw probe: a match (may split nodes) without COW.
+      // Raw probe: a match (may split nodes) without COW — first without its ids, as a
+      // router's lookup makes it, then with them: the same answer but for the ids, and the
+      // same recency (the second walk of the same path leaves the LRU order as it was).
       auto key = cat(systems[rng() % systems.size()], iota_tokens(100000, rng() % 64));
-      (void)cache.tree().match(0, key);
+      const match_result quiet = cache.tree().match(0, key, match_ids::leave_out);
+      const auto full_order = cache.tree().lru_order(lru_kind::full);
+      const auto mamba_order = cache.tree().lru_order(lru_kind::mamba);
+      const match_result r = cache.tree().match(0, key);
+      ASSERT_TRUE(quiet.indices.empty());
+      ASSERT_EQ(r.prefix_len, r.indices.size());
+      ASSERT_EQ(quiet.prefix_len, r.prefix_len);
+      ASSERT_EQ(quiet.kv_matched, r.kv_matched);
+      ASSERT_EQ(quiet.last_node, r.last_node);
+      ASSERT_EQ(quiet.last_slot, r.last_slot);
+      ASSERT_EQ(quiet.branching, r.branching);
+      ASSERT_EQ(quiet.best, r.best);
+      ASSERT_EQ(quiet.host_hit_length, r.host_hit_length);
+      ASSERT_EQ(quiet.last_host_node, r.last_host_node);
+      ASSERT_EQ(quiet.mamba_host_hit, r.mamba_host_hit);
+      ASSERT_EQ(cache.tree().lru_order(lru_kind::full), full_order);
+      ASSERT_EQ(cache.tree().lru_order(lru_kind::mamba), mamba_order);
     }
     ASSERT_TRUE(cache.tree().check_invariants().ok())
         << cache.tree().check_invariants().err().message;

@@ -393,6 +393,48 @@ void BM_StoreRpc(benchmark::State& state) {
   (void)(*st)->clear();
 }
 
+/// A router's or a scheduling policy's step: `lookups` lookups (no request) of cached
+/// prompts of `ctx` tokens each, with their KV ids in the answer or without
+/// (`Lookup.withoutIndices`, issue 19's "results that carry what the worker needs").
+void BM_LookupRpc(benchmark::State& state) {
+  const auto ctx = static_cast<std::size_t>(state.range(0));
+  const auto lookups = static_cast<std::size_t>(state.range(1));
+  const bool without = state.range(2) != 0;
+  auto c = client::connect(node_address(false));
+  if (!c) return state.SkipWithError(c.err().message.c_str());
+  instance_spec spec = bench_spec();
+  spec.model_id += "-lookup";
+  spec.strat = strategy::no_buffer;  // finish caches the whole prompt
+  spec.overlap = false;
+  auto s = (*c)->open(spec);
+  if (!s) return state.SkipWithError(s.err().message.c_str());
+  std::vector<command> look;
+  for (std::size_t i = 0; i < lookups; ++i) {
+    std::vector<token_id> prompt(ctx);
+    for (std::size_t t = 0; t < ctx; ++t)  // a shared 1 K-token system prompt, then its own
+      prompt[t] = static_cast<token_id>(t < 1024 ? t + 1 : (i + 1) * 1'000'000 + t);
+    const request_handle h = 1 + i;
+    const std::vector<command> cache_it{
+        cmd::create{h, 0, prompt, {}},           cmd::match{h},    cmd::lock{h}, cmd::alloc_req{h},
+        cmd::alloc_kv{h, 0, 0, /*to_end=*/true}, cmd::finish{h, 0}};
+    auto put = (*s)->step(cache_it);
+    if (!put) return state.SkipWithError(put.err().message.c_str());
+    for (const command_result& r : *put)
+      if (!r.ok()) return state.SkipWithError(r.error.c_str());
+    look.emplace_back(cmd::lookup{0, std::move(prompt), without});
+  }
+  latencies lat(state);
+  bool ok = true;
+  for (auto _ : state) {
+    lat.time([&] {
+      auto r = (*s)->step(look);
+      ok = r && r->back().ok() && r->back().as<res::lookup>().prefix_len == ctx;
+    });
+    if (!ok) return state.SkipWithError("a lookup failed or missed");
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(lookups));
+}
+
 /// The machine's floor: a 64-byte blocking ping-pong over a Unix socket pair with a forked
 /// echo process (floors.md §1), so every RPC figure has its OS round trip beside it.
 void BM_SocketPingPong(benchmark::State& state) {
@@ -472,6 +514,10 @@ BENCHMARK(BM_StoreRpc)
     ->Args({1, 16, 4096})
     ->Args({1, 16, 65536})
     ->Args({2, 16, 65536})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LookupRpc)
+    ->ArgNames({"ctx", "lookups", "without_indices"})
+    ->ArgsProduct({{4096, 65536}, {8}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PipelinedRawRoundTrip)
     ->ArgNames({"tcp", "window"})

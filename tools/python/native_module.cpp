@@ -460,12 +460,15 @@ void bind_commands(py::module_& m) {
       .def_readwrite("reqs", &cmd::take_ops::reqs)
       .def_readwrite("batch", &cmd::take_ops::batch)
       .def(py::self == py::self);
-  py::class_<cmd::lookup>(m, "Lookup", "Matches `tokens` without a request (no COW, no lock).")
-      .def(py::init([](std::vector<token_id> tokens) {
-             return cmd::lookup{0, std::move(tokens)};
+  py::class_<cmd::lookup>(m, "Lookup",
+                          "Matches `tokens` without a request (no COW, no lock); "
+                          "`without_indices`: the result's `indices` left empty.")
+      .def(py::init([](std::vector<token_id> tokens, bool without_indices) {
+             return cmd::lookup{0, std::move(tokens), without_indices};
            }),
-           py::arg("tokens"))
+           py::arg("tokens"), py::arg("without_indices") = false)
       .def_readwrite("tokens", &cmd::lookup::tokens)
+      .def_readwrite("without_indices", &cmd::lookup::without_indices)
       .def(py::self == py::self);
   py::class_<cmd::prefetch>(m, "Prefetch", "Starts / polls the storage prefetch of `req`.")
       .def(py::init([](request_handle req, bool admit_now) {

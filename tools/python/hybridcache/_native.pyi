@@ -173,7 +173,8 @@ class cmd:
         def __init__(self, reqs: Sequence[int], batch: int) -> None: ...
     class Lookup:
         tokens: List[int]
-        def __init__(self, tokens: Sequence[int]) -> None: ...
+        without_indices: bool
+        def __init__(self, tokens: Sequence[int], without_indices: bool = False) -> None: ...
     class Prefetch:
         req: int
         admit_now: bool

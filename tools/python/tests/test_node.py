@@ -96,6 +96,11 @@ class NodeTest(OwnNodeTest):
             self.assertTrue(fin.body.inserted)
             look = s.step([cmd.Lookup(tokens=list(range(1, 17)))])[0].body
             self.assertEqual(look.prefix_len, 16)
+            self.assertEqual(look.indices, r[4].body.indices)
+            lengths = s.step([cmd.Lookup(tokens=list(range(1, 17)), without_indices=True)])[0].body
+            self.assertEqual((lengths.prefix_len, lengths.kv_matched, lengths.node_slot),
+                             (16, 16, look.node_slot))
+            self.assertEqual(lengths.indices, [], "a router's lookup carries no ids")
             check = s.step([cmd.Check(full=True)])[0]
             self.assertTrue(check.body.sanity, check.body.sanity_detail)
             self.assertEqual(check.pools.full_protected, 0)
