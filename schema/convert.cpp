@@ -285,11 +285,15 @@ struct command_writer {
   static void put_tokens(Builder x, const C& c) {
     x.setReq(c.req);
     put_list([&](unsigned n) { return x.initTokens(n); }, c.tokens);
-    if (c.shared) {
-      auto r = x.initShared();
-      r.setAt(c.shared->at);
-      r.setCount(c.shared->count);
-    }
+    put_range(x, c.shared);
+  }
+  /// The range of the session's arena a create, append or lookup names, if any.
+  template <class Builder>
+  static void put_range(Builder x, const std::optional<cmd::token_range>& shared) {
+    if (!shared) return;
+    auto r = x.initShared();
+    r.setAt(shared->at);
+    r.setCount(shared->count);
   }
   void operator()(const cmd::create& c) { put_tokens(b.initCreate(), c); }
   void operator()(const cmd::append& c) { put_tokens(b.initAppend(), c); }
@@ -350,6 +354,7 @@ struct command_writer {
     auto x = b.initLookup();
     put_list([&](unsigned n) { return x.initTokens(n); }, c.tokens);
     x.setWithoutIndices(c.without_indices);
+    put_range(x, c.shared);
   }
   void operator()(const cmd::prefetch& c) {
     auto x = b.initPrefetch();
@@ -447,7 +452,7 @@ struct body_writer {
   }
 };
 
-/// Create and Append: the tokens, or the range of the session's arena.
+/// Create, Append and Lookup: the tokens, or the range of the session's arena.
 template <class C, class Reader>
 void get_tokens(C& c, Reader r) {
   copy_list(c.tokens, r.getTokens());
@@ -525,7 +530,7 @@ result<command> get_command(wire::Command::Reader r) {
     }
     case W::LOOKUP: {
       cmd::lookup c;
-      copy_list(c.tokens, r.getLookup().getTokens());
+      get_tokens(c, r.getLookup());
       c.without_indices = r.getLookup().getWithoutIndices();
       return command(std::move(c));
     }

@@ -81,7 +81,7 @@ struct InstanceSpec {
   # maxContextLen > 0. Per session; not part of the instance.
   sharedRows @25 :Bool;
   # Capacity in tokens of the session's token arena in POSIX shared memory
-  # (PoolInfo.tokensShm, Int32 tokens): create / append may then pass their tokens as a
+  # (PoolInfo.tokensShm, Int32 tokens): create / append / lookup may then pass their tokens as a
   # TokenRange of it instead of a list (a prompt written once by the worker, not encoded,
   # sent and decoded). 0 = none. Per session; not part of the instance.
   sharedTokens @26 :UInt64;
@@ -178,6 +178,8 @@ struct Command {
     tokens @0 :List(Int32);
     withoutIndices @1 :Bool;  # the result's indices left empty (the lengths are all a router
                               # or a scheduling policy needs; the node reads no node ids)
+    shared @2 :TokenRange;    # instead of tokens, as for Create: a prompt a scheduling policy
+                              # looks up step after step is written to the arena once
   }
   struct Prefetch {                     # storage prefetch of req's prompt (host tier + L3):
     req @0 :UInt64;                     # the first call starts it, later calls poll

@@ -176,12 +176,14 @@ struct take_ops {
   friend bool operator==(const take_ops&, const take_ops&) = default;
 };
 /// Matches `tokens` without a request: no COW, no lock; only the LRU moves (SGLang's
-/// match_prefix for scheduling policies / routing). `without_indices`: the result carries
-/// the lengths and no KV ids (what a router or a scheduling policy needs).
+/// match_prefix for scheduling policies / routing): `tokens`, or the arena's range as for
+/// create. `without_indices`: the result carries the lengths and no KV ids (what a router
+/// or a scheduling policy needs).
 struct lookup {
   namespace_id ns = 0;  ///< set by the node to the session's namespace
   std::vector<token_id> tokens;
   bool without_indices = false;
+  std::optional<token_range> shared;
   friend bool operator==(const lookup&, const lookup&) = default;
 };
 /// Storage prefetch of req's prompt (§5.4): the first call starts it, later calls poll;

@@ -141,6 +141,7 @@ struct runner {
     out.body = std::move(b);
   }
   void operator()(const cmd::lookup& c) {
+    if (c.shared) return unresolved();
     match_result r = cache.tree().match(
         c.ns, c.tokens, c.without_indices ? match_ids::leave_out : match_ids::collect);
     res::lookup b;
@@ -212,6 +213,7 @@ status validate_command(const command& c, std::size_t max_tokens) {
   std::optional<cmd::token_range> shared;
   if (const auto* x = std::get_if<cmd::create>(&c)) shared = x->shared;
   if (const auto* x = std::get_if<cmd::append>(&c)) shared = x->shared;
+  if (const auto* x = std::get_if<cmd::lookup>(&c)) shared = x->shared;
   if (shared && !tokens->empty())
     return {errc::invalid_argument,
             std::string(kind) + ": tokens and a shared range at once (send one of them)"};

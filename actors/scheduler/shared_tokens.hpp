@@ -1,6 +1,6 @@
 #pragma once
-// Tokens passed by reference (InstanceSpec.sharedTokens): a create or append command may
-// name a range of the session's token arena instead of carrying its tokens; before the
+// Tokens passed by reference (InstanceSpec.sharedTokens): a create, append or lookup command
+// may name a range of the session's token arena instead of carrying its tokens; before the
 // step runs, the node copies each range into its command, so what runs is the same step
 // as if the worker had sent the lists (and the worker may reuse the range once the step
 // returned).
@@ -16,7 +16,7 @@
 
 namespace hc {
 
-/// Replaces every create / append range in `cmds` by the arena's tokens (the range is
+/// Replaces every create / append / lookup range in `cmds` by the arena's tokens (the range is
 /// cleared). An empty arena means the session has none. On error (a range past the arena's
 /// end, or no arena), names the command and leaves every command as it was: the step must
 /// not run.

@@ -74,9 +74,11 @@ TEST(WireConvert, EveryCommandKindKeepsEveryField) {
 }
 
 TEST(WireConvert, TokenRangesOfTheArenaKeepTheirFields) {
-  for (const command& c : std::vector<command>{cmd::create{32, 0, {}, cmd::token_range{33, 34}},
-                                               cmd::append{35, {}, cmd::token_range{36, 37}},
-                                               cmd::create{38, 0, {}, cmd::token_range{0, 0}}}) {
+  for (const command& c :
+       std::vector<command>{cmd::create{32, 0, {}, cmd::token_range{33, 34}},
+                            cmd::append{35, {}, cmd::token_range{36, 37}},
+                            cmd::create{38, 0, {}, cmd::token_range{0, 0}},
+                            cmd::lookup{0, {}, true, cmd::token_range{39, 40}}}) {
     capnp::MallocMessageBuilder msg;
     auto b = msg.initRoot<wire::Command>();
     wc::put_command(b, c);

@@ -213,6 +213,19 @@ TEST_F(NodeRpc, PromptsThroughTheTokenArenaAreCachedAsListsWouldBe) {
   ASSERT_TRUE(m.ok() && (*m)[1].ok());
   EXPECT_EQ((*m)[1].as<res::match>().prefix_len, 40u) << "the arena's tokens were cached";
   ASSERT_TRUE((*other)->step(std::vector<command>{cmd::not_admitted{7}}).ok());
+  // A lookup names its prompt in the arena too (a scheduling policy's, step after step).
+  std::copy(prompt.begin(), prompt.end(), tokens + 200);
+  auto look =
+      (*s)->step(std::vector<command>{cmd::lookup{0, {}, true, cmd::token_range{200, 40}},
+                                      cmd::lookup{0, {}, false, cmd::token_range{200, 40}},
+                                      cmd::lookup{0, {}, false, cmd::token_range{200, 20}}});
+  ASSERT_TRUE(look.ok()) << look.err().message;
+  EXPECT_EQ((*look)[0].as<res::lookup>().prefix_len, 40u);
+  EXPECT_TRUE((*look)[0].as<res::lookup>().indices.empty());
+  EXPECT_EQ((*look)[1].as<res::lookup>().prefix_len, 40u);
+  EXPECT_EQ((*look)[1].as<res::lookup>().indices, (*r)[3].as<res::alloc_kv>().indices);
+  EXPECT_EQ((*look)[2].as<res::lookup>().kv_matched, 20u) << "the range's 20 tokens, no more";
+  EXPECT_EQ((*look)[2].as<res::lookup>().prefix_len, 0u) << "no state at 20 tokens";
 
   // A range past the arena: nothing of the step runs (request 2 is not created).
   auto bad = (*s)->step(std::vector<command>{cmd::create{2, 0, {}, cmd::token_range{0, 8}},

@@ -22,10 +22,12 @@ std::vector<token_id> arena_of(std::size_t n) {
 
 TEST(SharedTokens, RangesBecomeTheCommandsTokens) {
   const std::vector<token_id> arena = arena_of(64);
-  std::vector<command> cmds{cmd::create{1, 0, {}, cmd::token_range{8, 5}}, cmd::match{1},
+  std::vector<command> cmds{cmd::create{1, 0, {}, cmd::token_range{8, 5}},
+                            cmd::match{1},
                             cmd::append{1, {}, cmd::token_range{60, 4}},
                             cmd::create{2, 0, {7, 8}, {}},
-                            cmd::create{3, 0, {}, cmd::token_range{0, 0}}};
+                            cmd::create{3, 0, {}, cmd::token_range{0, 0}},
+                            cmd::lookup{0, {}, true, cmd::token_range{10, 3}}};
   ASSERT_TRUE(resolve_shared_tokens(cmds, arena).ok());
   const auto& c1 = std::get<cmd::create>(cmds[0]);
   EXPECT_EQ(c1.tokens, (std::vector<token_id>{108, 109, 110, 111, 112}));
@@ -36,6 +38,10 @@ TEST(SharedTokens, RangesBecomeTheCommandsTokens) {
   EXPECT_EQ(std::get<cmd::create>(cmds[3]).tokens, (std::vector<token_id>{7, 8})) << "lists stay";
   EXPECT_TRUE(std::get<cmd::create>(cmds[4]).tokens.empty());
   EXPECT_FALSE(std::get<cmd::create>(cmds[4]).shared);
+  const auto& l = std::get<cmd::lookup>(cmds[5]);
+  EXPECT_EQ(l.tokens, (std::vector<token_id>{110, 111, 112}));
+  EXPECT_FALSE(l.shared);
+  EXPECT_TRUE(l.without_indices);
 }
 
 TEST(SharedTokens, ARangePastTheEndRefusesTheStepAndChangesNothing) {
@@ -44,7 +50,7 @@ TEST(SharedTokens, ARangePastTheEndRefusesTheStepAndChangesNothing) {
        {cmd::token_range{60, 5}, cmd::token_range{65, 0}, cmd::token_range{1, ~std::uint64_t{0}},
         cmd::token_range{~std::uint64_t{0}, 2}}) {
     std::vector<command> cmds{cmd::create{1, 0, {}, cmd::token_range{0, 4}},
-                              cmd::append{1, {}, bad}};
+                              cmd::append{1, {}, bad}, cmd::lookup{0, {}, false, bad}};
     const std::vector<command> before = cmds;
     const status s = resolve_shared_tokens(cmds, arena);
     ASSERT_FALSE(s.ok()) << bad.at << "+" << bad.count;
@@ -72,6 +78,13 @@ TEST(SharedTokens, ValidationRefusesBothFormsAndCountsOverTheLimit) {
   ASSERT_FALSE(big.ok());
   EXPECT_NE(big.err().message.find("101"), std::string::npos) << big.err().message;
   EXPECT_TRUE(validate_command(cmd::append{1, {}, cmd::token_range{0, 100}}, 100).ok());
+  const status both_lookup =
+      validate_command(cmd::lookup{0, {5}, false, cmd::token_range{0, 1}}, 100);
+  ASSERT_FALSE(both_lookup.ok());
+  EXPECT_NE(both_lookup.err().message.find("lookup: tokens and a shared range at once"),
+            std::string::npos)
+      << both_lookup.err().message;
+  EXPECT_FALSE(validate_command(cmd::lookup{0, {}, false, cmd::token_range{0, 101}}, 100).ok());
 }
 
 // An engine without the node (no arena resolved the range) refuses it instead of creating
@@ -84,13 +97,16 @@ TEST(SharedTokens, AnUnresolvedRangeFailsItsCommand) {
   spec.request_rows = 4;
   radix_cache cache(cache_config_of(spec));
   request_manager m(request_config_of(spec), cache);
-  std::vector<command> cmds{cmd::create{1, 0, {}, cmd::token_range{0, 3}}, cmd::match{1}};
+  std::vector<command> cmds{cmd::create{1, 0, {}, cmd::token_range{0, 3}}, cmd::match{1},
+                            cmd::lookup{0, {}, false, cmd::token_range{0, 3}}};
   std::vector<command_result> results;
   execute_batch(m, cache, cmds, results, {});
-  ASSERT_EQ(results.size(), 2u);
+  ASSERT_EQ(results.size(), 3u);
   EXPECT_FALSE(results[0].ok());
   EXPECT_NE(results[0].error.find("token arena"), std::string::npos) << results[0].error;
   EXPECT_FALSE(results[1].ok()) << "no request 1 was created";
+  EXPECT_FALSE(results[2].ok()) << "no lookup of an empty key";
+  EXPECT_NE(results[2].error.find("token arena"), std::string::npos) << results[2].error;
 }
 
 }  // namespace

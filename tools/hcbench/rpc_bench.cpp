@@ -17,9 +17,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "actors/node/node.hpp"
 #include "actors/scheduler/command_executor.hpp"
@@ -395,19 +397,29 @@ void BM_StoreRpc(benchmark::State& state) {
 
 /// A router's or a scheduling policy's step: `lookups` lookups (no request) of cached
 /// prompts of `ctx` tokens each, with their KV ids in the answer or without
-/// (`Lookup.withoutIndices`, issue 19's "results that carry what the worker needs").
+/// (`Lookup.withoutIndices`), the prompts sent as lists or named in the session's token
+/// arena (`shared`; written there once, as a policy that looks a waiting prompt up step
+/// after step would) — issue 19's "results that carry what the worker needs".
 void BM_LookupRpc(benchmark::State& state) {
   const auto ctx = static_cast<std::size_t>(state.range(0));
   const auto lookups = static_cast<std::size_t>(state.range(1));
   const bool without = state.range(2) != 0;
+  const bool shared = state.range(3) != 0;
   auto c = client::connect(node_address(false));
   if (!c) return state.SkipWithError(c.err().message.c_str());
   instance_spec spec = bench_spec();
   spec.model_id += "-lookup";
   spec.strat = strategy::no_buffer;  // finish caches the whole prompt
   spec.overlap = false;
+  spec.shared_tokens = shared ? lookups * ctx : 0;
   auto s = (*c)->open(spec);
   if (!s) return state.SkipWithError(s.err().message.c_str());
+  std::optional<shm_region> arena;
+  if (shared) {
+    auto a = shm_region::map((*s)->pools().tokens_shm, (*s)->pools().tokens_bytes);
+    if (!a) return state.SkipWithError(a.err().message.c_str());
+    arena = std::move(*a);
+  }
   std::vector<command> look;
   for (std::size_t i = 0; i < lookups; ++i) {
     std::vector<token_id> prompt(ctx);
@@ -421,7 +433,13 @@ void BM_LookupRpc(benchmark::State& state) {
     if (!put) return state.SkipWithError(put.err().message.c_str());
     for (const command_result& r : *put)
       if (!r.ok()) return state.SkipWithError(r.error.c_str());
-    look.emplace_back(cmd::lookup{0, std::move(prompt), without});
+    if (arena) {
+      std::memcpy(arena->bytes().data() + i * ctx * sizeof(token_id), prompt.data(),
+                  ctx * sizeof(token_id));
+      look.emplace_back(cmd::lookup{0, {}, without, cmd::token_range{i * ctx, ctx}});
+    } else {
+      look.emplace_back(cmd::lookup{0, std::move(prompt), without});
+    }
   }
   latencies lat(state);
   bool ok = true;
@@ -516,8 +534,8 @@ BENCHMARK(BM_StoreRpc)
     ->Args({2, 16, 65536})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_LookupRpc)
-    ->ArgNames({"ctx", "lookups", "without_indices"})
-    ->ArgsProduct({{4096, 65536}, {8}, {0, 1}})
+    ->ArgNames({"ctx", "lookups", "without_indices", "shared"})
+    ->ArgsProduct({{4096, 65536}, {8}, {0, 1}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PipelinedRawRoundTrip)
     ->ArgNames({"tcp", "window"})

@@ -461,14 +461,26 @@ void bind_commands(py::module_& m) {
       .def_readwrite("batch", &cmd::take_ops::batch)
       .def(py::self == py::self);
   py::class_<cmd::lookup>(m, "Lookup",
-                          "Matches `tokens` without a request (no COW, no lock); "
+                          "Matches `tokens` (or the `count` tokens at `at` of the session's "
+                          "token arena) without a request (no COW, no lock); "
                           "`without_indices`: the result's `indices` left empty.")
-      .def(py::init([](std::vector<token_id> tokens, bool without_indices) {
-             return cmd::lookup{0, std::move(tokens), without_indices};
+      .def(py::init([](std::vector<token_id> tokens, bool without_indices,
+                       std::optional<std::uint64_t> at, std::optional<std::uint64_t> count) {
+             cmd::lookup c;
+             c.shared = token_range_of(tokens, at, count);
+             c.tokens = std::move(tokens);
+             c.without_indices = without_indices;
+             return c;
            }),
-           py::arg("tokens"), py::arg("without_indices") = false)
+           py::arg("tokens") = std::vector<token_id>{}, py::arg("without_indices") = false,
+           py::kw_only(), py::arg("at") = py::none(), py::arg("count") = py::none())
       .def_readwrite("tokens", &cmd::lookup::tokens)
       .def_readwrite("without_indices", &cmd::lookup::without_indices)
+      .def_property_readonly("shared",
+                             [](const cmd::lookup& c) -> py::object {
+                               if (!c.shared) return py::none();
+                               return py::make_tuple(c.shared->at, c.shared->count);
+                             })
       .def(py::self == py::self);
   py::class_<cmd::prefetch>(m, "Prefetch", "Starts / polls the storage prefetch of `req`.")
       .def(py::init([](request_handle req, bool admit_now) {

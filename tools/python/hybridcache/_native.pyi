@@ -174,7 +174,9 @@ class cmd:
     class Lookup:
         tokens: List[int]
         without_indices: bool
-        def __init__(self, tokens: Sequence[int], without_indices: bool = False) -> None: ...
+        shared: Optional[Tuple[int, int]]
+        def __init__(self, tokens: Sequence[int] = ..., without_indices: bool = False, *,
+                     at: Optional[int] = None, count: Optional[int] = None) -> None: ...
     class Prefetch:
         req: int
         admit_now: bool

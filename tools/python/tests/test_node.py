@@ -178,12 +178,21 @@ class NodeTest(OwnNodeTest):
             self.assertTrue(s.step([cmd.Finish(req=1)])[0].ok)
             look = s.step([cmd.Lookup(tokens=list(range(1, 17)))])[0].body
             self.assertEqual(look.indices, r[3].body.indices, "the arena's prompt was cached")
+            arena[40:56] = range(1, 17)
+            by_range = cmd.Lookup(at=40, count=16, without_indices=True)
+            self.assertEqual((by_range.shared, by_range.tokens), ((40, 16), []))
+            look = s.step([by_range])[0].body
+            self.assertEqual((look.prefix_len, look.indices), (16, []))
             with self.assertRaises(hybridcache.InvalidArgument):
                 s.step([cmd.Create(req=2, at=60, count=5)])
+            with self.assertRaises(hybridcache.InvalidArgument):
+                s.step([cmd.Lookup(at=60, count=5)])
         with self.assertRaises(ValueError):
             cmd.Create(req=1, tokens=[1], at=0, count=1)
         with self.assertRaises(ValueError):
             cmd.Append(req=1, at=0)
+        with self.assertRaises(ValueError):
+            cmd.Lookup(tokens=[1], at=0, count=1)
         with self.connect() as node, node.open(small_spec("py-arena")) as s:
             with self.assertRaises(hybridcache.InvalidArgument):
                 s.token_arena()
