@@ -338,6 +338,13 @@ std::optional<cmd::token_range> token_range_of(const std::vector<token_id>& toke
   return cmd::token_range{*at, *count};
 }
 
+/// A command's range of the token arena as Python reads it back: (at, count), or None.
+template <class C>
+py::object shared_range_of(const C& c) {
+  if (!c.shared) return py::none();
+  return py::make_tuple(c.shared->at, c.shared->count);
+}
+
 /// Create and Append: `req`, then `tokens` or a range of the session's token arena (`at`,
 /// `count`); `shared` reads the range back as (at, count) or None.
 template <class C>
@@ -355,11 +362,7 @@ void bind_token_command(py::module_& m, const char* name, const char* doc) {
            py::arg("at") = py::none(), py::arg("count") = py::none())
       .def_readwrite("req", &C::req)
       .def_readwrite("tokens", &C::tokens)
-      .def_property_readonly("shared",
-                             [](const C& c) -> py::object {
-                               if (!c.shared) return py::none();
-                               return py::make_tuple(c.shared->at, c.shared->count);
-                             })
+      .def_property_readonly("shared", &shared_range_of<C>)
       .def(py::self == py::self);
 }
 
@@ -476,11 +479,7 @@ void bind_commands(py::module_& m) {
            py::kw_only(), py::arg("at") = py::none(), py::arg("count") = py::none())
       .def_readwrite("tokens", &cmd::lookup::tokens)
       .def_readwrite("without_indices", &cmd::lookup::without_indices)
-      .def_property_readonly("shared",
-                             [](const cmd::lookup& c) -> py::object {
-                               if (!c.shared) return py::none();
-                               return py::make_tuple(c.shared->at, c.shared->count);
-                             })
+      .def_property_readonly("shared", &shared_range_of<cmd::lookup>)
       .def(py::self == py::self);
   py::class_<cmd::prefetch>(m, "Prefetch", "Starts / polls the storage prefetch of `req`.")
       .def(py::init([](request_handle req, bool admit_now) {
