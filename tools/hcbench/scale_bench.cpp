@@ -25,7 +25,9 @@
 //                              call (match_cold_*, key_floor_cold_*; 500 calls each): every
 //                              size then reads its tree from DRAM, so what is left between
 //                              the sizes is the structure's own growth, not what the caches
-//                              hold (BENCHMARKS.md §2.2.5).
+//                              hold (BENCHMARKS.md §2.2.5). HC_BENCH_COLD_CALLS=N sets
+//                              their count (0 leaves them out): a sweep reads four times the
+//                              last-level cache, ~6 ms here but ~0.1 s on a 300 MiB one.
 //
 //   BM_BlockReadByFootprint/mib:N   the key floor's read alone: a memcmp of a random
 //                              14 KiB block of an N MiB buffer, as the cached footprint grows.
@@ -36,11 +38,13 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -60,7 +64,18 @@ constexpr std::size_t system_tokens = 512;
 constexpr std::size_t groups = 16;
 constexpr std::size_t turn_tokens = 256;
 constexpr std::size_t calls = 2000;
-constexpr std::size_t cold_calls = 500;  // each after a sweep of the caches (~6 ms here)
+
+/// Calls timed with the caches emptied first, per kind: 500, or HC_BENCH_COLD_CALLS (a
+/// count; 0 leaves the cold figures out). An unreadable value is refused where it is read.
+std::optional<std::size_t> cold_calls_from_env() {
+  const char* v = std::getenv("HC_BENCH_COLD_CALLS");
+  if (v == nullptr || *v == '\0') return std::size_t{500};
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (errno != 0 || *end != '\0' || *v == '-' || n > 1'000'000) return std::nullopt;
+  return static_cast<std::size_t>(n);
+}
 
 double micros(clk::time_point t0, clk::time_point t1) {
   return std::chrono::duration<double, std::micro>(t1 - t0).count();
@@ -113,6 +128,12 @@ class cache_sweeper {
 };
 
 void BM_Scale(benchmark::State& st) {
+  const std::optional<std::size_t> cold_from_env = cold_calls_from_env();
+  if (!cold_from_env) {
+    st.SkipWithError("HC_BENCH_COLD_CALLS: want a count of calls, 0 to 1000000");
+    return;
+  }
+  const std::size_t cold_calls = *cold_from_env;
   const auto target = static_cast<std::size_t>(st.range(0));
   const auto page = static_cast<std::size_t>(st.range(1));
   const std::size_t convs = std::max<std::size_t>(2, target / (conv_tokens - system_tokens));
@@ -162,8 +183,8 @@ void BM_Scale(benchmark::State& st) {
       key_floor_prefetched_us(st, "key_floor_prefetched_", calls),
       match_cold_us(st, "match_cold_", cold_calls),
       key_floor_cold_us(st, "key_floor_cold_", cold_calls);
-  const cache_sweeper sweeper;
-  if (!sweeper.ok()) {
+  std::optional<cache_sweeper> sweeper;  // only where cold calls are timed
+  if (cold_calls > 0 && !sweeper.emplace().ok()) {
     st.SkipWithError("no memory for the cache sweep's buffer");
     return;
   }
@@ -178,7 +199,7 @@ void BM_Scale(benchmark::State& st) {
   auto time_key_floor = [&](bench::call_latencies& into, bool prefetch, bool cold = false) {
     for (std::size_t i = 0; i < (cold ? cold_calls : calls); ++i) {
       const std::size_t c = rng() % keys.size();
-      if (cold) sweeper.sweep();
+      if (cold) sweeper->sweep();
       prompt.assign(keys[c].begin(), keys[c].end());
       if (!cache.tree().valid(leaves[c])) {
         st.SkipWithError("a conversation's leaf went away");
@@ -214,7 +235,7 @@ void BM_Scale(benchmark::State& st) {
     for (std::size_t i = 0; i < (cold ? cold_calls : calls); ++i) {
       const auto& key = keys[rng() % keys.size()];
       std::span<const token_id> query = key;
-      if (cold) sweeper.sweep();
+      if (cold) sweeper->sweep();
       if (in_cache) {
         prompt.assign(key.begin(), key.end());
         query = prompt;
@@ -239,8 +260,10 @@ void BM_Scale(benchmark::State& st) {
     if (!time_key_floor(key_floor_us, false) || !time_key_floor(key_floor_prefetched_us, true))
       return;
     // The same match and its floor with the tree out of the caches at every size (§2.2.5).
-    time_matches(match_cold_us, true, true);
-    if (!time_key_floor(key_floor_cold_us, false, true)) return;
+    if (cold_calls > 0) {
+      time_matches(match_cold_us, true, true);
+      if (!time_key_floor(key_floor_cold_us, false, true)) return;
+    }
     // Untimed random matches, as the warm loops above made them: the inserts below find the
     // caches as they did before the cold calls emptied them.
     for (std::size_t i = 0; i < calls; ++i)
