@@ -44,7 +44,7 @@ for st in extra_buffer extra_buffer_lazy; do
   run "$st-overlap" 3 --strategy "$st" "${small[@]}" --host-ratio 3 --overlap-scheduling
 done
 run mamba2-p64-overlap 2 --strategy extra_buffer --mamba2 --chunk 128 --page-size 64 \
-  --kv-tokens 8192 --slots 32 --max-context 2000 --overlap-scheduling
+  --kv-tokens 8192 --slots 32 --max-context 2000 --track-interval 128 --overlap-scheduling
 run prefetch-overlap 2 --strategy extra_buffer "${small[@]}" --host-ratio 3 --prefetch \
   --overlap-scheduling
 grep -Eq '"l2":[1-9]' <<<"$out_last" || fail "the host tier never served a hit"

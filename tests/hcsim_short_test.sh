@@ -18,7 +18,9 @@ fail() { echo "FAIL: $*"; echo "--- node log:"; tail -20 "$tmp/log" || true; exi
 for bad in "--strategy no_buffer --page-size 64:pageSize 1" \
   "--strategy extra_buffer_lazy --overlap 0:requires overlap" \
   "--strategy extra_buffer_lazy --overlap 0:--disable-overlap-schedule is hcsim's --overlap 0" \
-  "--strategy extra_buffer --page-size 64 --track-interval 96:--mamba-track-interval is hcsim's --track-interval"; do
+  "--strategy extra_buffer --page-size 64 --track-interval 96:--mamba-track-interval is hcsim's --track-interval" \
+  "--strategy extra_buffer --mamba2 --chunk 128 --track-interval 64:Mamba2 backend requires --mamba-track-interval (64) >= mamba_chunk_size (128)" \
+  "--strategy extra_buffer --mamba2 --chunk 256 --track-interval 128:mamba_chunk_size is hcsim's --chunk"; do
   rc=0
   # shellcheck disable=SC2086  # the settings are words
   "$hcsim" --socket "$tmp/none" ${bad%%:*} --progress false 2>"$tmp/err" >/dev/null || rc=$?
@@ -52,7 +54,7 @@ for st in no_buffer extra_buffer extra_buffer_lazy; do
   run "$st-hicache" 2 --strategy "$st" "${small[@]}" --host-ratio 3
 done
 run "mamba2-p64" 2 --strategy extra_buffer --mamba2 --chunk 128 --page-size 64 --kv-tokens 8192 \
-  --slots 32 --max-context 2000
+  --slots 32 --max-context 2000 --track-interval 128
 # Overlap scheduling with three workers: chunks cached while their forward runs are read
 # by the other sessions only after it ended (write_fences.hpp).
 for st in extra_buffer extra_buffer_lazy; do

@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
     }
   }
   if (status ok = check_instance(cfg); !ok) {  // before any worker: a usage error
-    std::fprintf(stderr, "hcsim: the node would refuse this instance: %s\n",
+    std::fprintf(stderr, "hcsim: these settings would be refused (by the node or SGLang): %s\n",
                  ok.err().message.c_str());
     if (const std::string flags = hcsim_flags_in(ok.err().message); !flags.empty())
       std::fprintf(stderr, "hcsim: (%s)\n", flags.c_str());

@@ -81,7 +81,9 @@ struct sim_report {
 };
 
 /// The settings of `cfg` the node would refuse at open (its own `validate` of the instance
-/// the workers open, default limits), naming the rule; ok otherwise.
+/// the workers open, default limits), or SGLang would refuse for the model (the Mamba2
+/// backend's rules on the model's chunk, which the instance does not carry), naming the
+/// rule; ok otherwise.
 status check_instance(const sim_config& cfg);
 
 /// Runs worker `index` of `cfg` against the node (blocking). Returns its counts.
