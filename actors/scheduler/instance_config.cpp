@@ -68,13 +68,7 @@ status validate(const instance_spec& s, const spec_limits& lim) {
   if (s.ssm_slot_bytes != 0 && s.ssm_slots + 1 > lim.max_pool_bytes / s.ssm_slot_bytes)
     return bad("ssmSlots * ssmSlotBytes exceeds the node's pool limit of " +
                std::to_string(lim.max_pool_bytes) + " bytes");
-  strategy_options o;
-  o.strat = s.strat;
-  o.page_size = s.page_size;
-  o.overlap = s.overlap;
-  o.track_interval = s.track_interval;
-  o.model_chunk = s.chunk_size;
-  auto v = validate_strategy(o);
+  auto v = validate_strategy(strategy_options_of(s));
   if (!v) return v.err();
   if (v->strat != s.strat)
     return bad("strategy " + std::string(to_string(s.strat)) + " is not valid here; use " +
@@ -84,6 +78,16 @@ status validate(const instance_spec& s, const spec_limits& lim) {
                std::to_string(v->page_size) + " (SGLang forces it; pageSize " +
                std::to_string(s.page_size) + " needs extra_buffer or extra_buffer_lazy)");
   return {};
+}
+
+strategy_options strategy_options_of(const instance_spec& s) {
+  strategy_options o;
+  o.strat = s.strat;
+  o.page_size = s.page_size;
+  o.overlap = s.overlap;
+  o.track_interval = s.track_interval;
+  o.model_chunk = s.chunk_size;
+  return o;
 }
 
 std::string instance_fingerprint(const instance_spec& s) {

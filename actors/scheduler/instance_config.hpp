@@ -10,6 +10,7 @@
 #include "actors/common/status.hpp"
 #include "actors/radix_cache/radix_cache.hpp"
 #include "actors/scheduler/request_manager.hpp"
+#include "actors/scheduler/sizing.hpp"
 
 namespace hc {
 
@@ -26,6 +27,11 @@ struct spec_limits {
 
 /// Rejects invalid or oversize specs with invalid_config naming the option(s).
 status validate(const instance_spec& s, const spec_limits& lim = {});
+
+/// The strategy rules' options that `s` carries (strategy, page size, overlap, track
+/// interval; its chunk size C as the model's chunk). What it does not carry keeps
+/// strategy_options' defaults: the kernel family (FLA), no speculative decoding, no PD role.
+strategy_options strategy_options_of(const instance_spec& s);
 
 /// Instances are shared by sessions whose specs agree on everything but rows/namespace.
 std::string instance_fingerprint(const instance_spec& s);

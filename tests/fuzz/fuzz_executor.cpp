@@ -213,7 +213,7 @@ command command_from(fuzz_input& in) {
       return cmd::take_ops{std::move(reqs), in.count(8)};
     }
     case cmd_kind::lookup:
-      return cmd::lookup{0, tokens_from(in), in.flag()};
+      return cmd::lookup{0, tokens_from(in), in.flag(), {}};
     case cmd_kind::prefetch:
       return cmd::prefetch{req, in.flag()};
   }

@@ -14,7 +14,7 @@ inline command create(request_handle req, std::vector<token_id> prompt) {
   return cmd::create{req, 0, std::move(prompt), {}};
 }
 inline command lookup(std::vector<token_id> tokens, bool without_indices = false) {
-  return cmd::lookup{0, std::move(tokens), without_indices};
+  return cmd::lookup{0, std::move(tokens), without_indices, {}};
 }
 inline command evict(std::uint64_t tokens, std::uint64_t slots) {
   return cmd::evict{tokens, slots};

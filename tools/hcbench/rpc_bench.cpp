@@ -438,7 +438,7 @@ void BM_LookupRpc(benchmark::State& state) {
                   ctx * sizeof(token_id));
       look.emplace_back(cmd::lookup{0, {}, without, cmd::token_range{i * ctx, ctx}});
     } else {
-      look.emplace_back(cmd::lookup{0, std::move(prompt), without});
+      look.emplace_back(cmd::lookup{0, std::move(prompt), without, {}});
     }
   }
   latencies lat(state);

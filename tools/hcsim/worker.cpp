@@ -13,7 +13,6 @@
 #include <unordered_map>
 
 #include "actors/scheduler/instance_config.hpp"
-#include "actors/scheduler/sizing.hpp"
 #include "schema/client.hpp"
 #include "tools/hcsim/forward_device.hpp"
 #include "tools/hcsim/sim.hpp"
@@ -56,15 +55,12 @@ instance_spec spec_of(const sim_config& c, const toy_model_config& m) {
 
 status check_instance(const sim_config& cfg) {
   const toy_model_config m = model_config(cfg);
-  if (status ok = validate(spec_of(cfg, m)); !ok) return ok;
+  const instance_spec spec = spec_of(cfg, m);
+  if (status ok = validate(spec); !ok) return ok;
   // What the node cannot check, as the instance carries C alone: the model's own chunk and
   // kernel family, which SGLang's Mamba2 backend checks against the strategy — the same
   // rules as the node's sizing (track interval >= the model's chunk, K - 1 < it).
-  strategy_options o;
-  o.strat = cfg.strat;
-  o.page_size = cfg.page_size;
-  o.overlap = cfg.overlap;
-  o.track_interval = cfg.track_interval;
+  strategy_options o = strategy_options_of(spec);
   o.model_chunk = cfg.chunk;
   o.backend = m.convention;
   o.conv_kernel = m.conv_kernel;
