@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Random hcsim configurations against one long-lived hybridcached with its RocksDB L3: each
+# run draws a strategy, page size, model chunk, kernel family (FLA or Mamba2), track
+# interval, pool sizes, batch, workers, context length and one of: nothing more, overlap
+# scheduling, a host tier, a host tier with storage prefetch — and its own model id, so
+# every run opens an instance of its own beside the earlier ones'. A run must either pass
+# (exit 0: 0 mismatches, 0 leaks, 0 errors) or be refused as a usage error before any
+# worker connects (exit 2: settings the node or SGLang would refuse, e.g. Mamba2 with a
+# track interval below its chunk); anything else is a failure, printed with its settings.
+# The draws come from SEED, so a failing run is repeated by the same SEED and run number.
+#
+# Usage: tools/hcsim/random_configs.sh [SECONDS] [SEED] [BUILD_DIR]
+#   SECONDS    how long to draw runs, default 300
+#   SEED       default 1
+#   BUILD_DIR  default build/release
+# Prints a progress line every 100 runs (stderr) and a summary; exit 1 on any failure,
+# 2 if it cannot start.
+set -uo pipefail
+seconds=${1:-300}
+seed=${2:-1}
+build=${3:-build/release}
+[[ $seconds =~ ^[0-9]+$ && $seed =~ ^[0-9]+$ ]] || {
+  echo "usage: random_configs.sh [SECONDS] [SEED] [BUILD_DIR] (whole numbers)" >&2
+  exit 2
+}
+daemon=$build/actors/daemon/hybridcached
+hcsim=$build/tools/hcsim/hcsim
+if [ ! -x "$daemon" ] || [ ! -x "$hcsim" ]; then echo "build first: $daemon, $hcsim" >&2; exit 2; fi
+tmp=$(mktemp -d)
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+"$daemon" --socket "$tmp/s" --metrics off --data-dir "$tmp/data" >"$tmp/log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -S "$tmp/s" ] && break; sleep 0.1; done
+[ -S "$tmp/s" ] || { echo "hybridcached did not start:"; cat "$tmp/log"; exit 2; }
+
+RANDOM=$seed
+pick() { local a=("$@"); echo "${a[RANDOM % ${#a[@]}]}"; }
+extras=("" "--mamba2" "--overlap-scheduling" "--mamba2 --overlap-scheduling"
+        "--host-ratio 3" "--host-ratio 3 --prefetch")
+runs=0 passed=0 refused=0 failed=0
+end=$((SECONDS + seconds))
+while [ $SECONDS -lt "$end" ]; do
+  runs=$((runs + 1))
+  args=(--strategy "$(pick no_buffer extra_buffer extra_buffer_lazy)"
+        --page-size "$(pick 1 1 2 4 16 64)" --chunk "$(pick 64 128 256)"
+        --track-interval "$(pick 32 64 128 256 512)" --ops $((RANDOM % 3000 + 500))
+        --workers $((RANDOM % 3 + 1)) --seed "$RANDOM" --batch $((RANDOM % 8 + 1))
+        --kv-tokens "$(pick 4096 8192 16384)" --slots "$(pick 24 32 64)"
+        --max-context "$(pick 1200 2000 3000)" --model "random-$seed-$runs")
+  # shellcheck disable=SC2207  # an extra is a list of words
+  extra=($(pick "${extras[@]}"))
+  rc=0
+  out=$("$hcsim" --socket "$tmp/s" "${args[@]}" "${extra[@]}" --json --progress false \
+    2>"$tmp/err") || rc=$?
+  case $rc in
+    0) passed=$((passed + 1)) ;;
+    2) refused=$((refused + 1)) ;;
+    *)
+      failed=$((failed + 1))
+      echo "FAIL run $runs (exit $rc): hcsim ${args[*]} ${extra[*]}"
+      echo "  $out $(head -c 400 "$tmp/err")"
+      ;;
+  esac
+  [ $((runs % 100)) = 0 ] &&
+    echo "random_configs: $runs runs, $passed passed, $refused refused, $failed failed" >&2
+  kill -0 "$pid" 2>/dev/null || { echo "FAIL: hybridcached exited:"; tail -20 "$tmp/log"; exit 1; }
+done
+echo "random_configs: seed $seed, $runs runs: $passed passed, $refused refused, $failed failed"
+[ "$failed" = 0 ] && [ "$passed" -gt 0 ]
