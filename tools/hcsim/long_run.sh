@@ -25,15 +25,12 @@ for leg in $legs; do
 done
 daemon=$build/actors/daemon/hybridcached
 hcsim=$build/tools/hcsim/hcsim
-[ -x "$daemon" ] && [ -x "$hcsim" ] || { echo "build first: $daemon, $hcsim" >&2; exit 2; }
+if [ ! -x "$daemon" ] || [ ! -x "$hcsim" ]; then echo "build first: $daemon, $hcsim" >&2; exit 2; fi
+# shellcheck source=tools/support/start_node.sh
+. "$(dirname "$0")/../support/start_node.sh"
 tmp=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-"$daemon" --socket "$tmp/s" --metrics off --data-dir "$tmp/data" >"$tmp/log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do [ -S "$tmp/s" ] && break; sleep 0.1; done
-[ -S "$tmp/s" ] || { echo "hybridcached did not start:"; cat "$tmp/log"; exit 2; }
+trap 'stop_node; rm -rf "$tmp"' EXIT
+start_node "$daemon" "$tmp" || exit 2
 status=0
 for leg in $legs; do
   st=${leg%:overlap}

@@ -26,14 +26,11 @@ build=${3:-build/release}
 daemon=$build/actors/daemon/hybridcached
 hcsim=$build/tools/hcsim/hcsim
 if [ ! -x "$daemon" ] || [ ! -x "$hcsim" ]; then echo "build first: $daemon, $hcsim" >&2; exit 2; fi
+# shellcheck source=tools/support/start_node.sh
+. "$(dirname "$0")/../support/start_node.sh"
 tmp=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-"$daemon" --socket "$tmp/s" --metrics off --data-dir "$tmp/data" >"$tmp/log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do [ -S "$tmp/s" ] && break; sleep 0.1; done
-[ -S "$tmp/s" ] || { echo "hybridcached did not start:"; cat "$tmp/log"; exit 2; }
+trap 'stop_node; rm -rf "$tmp"' EXIT
+start_node "$daemon" "$tmp" || exit 2
 
 RANDOM=$seed
 pick() { local a=("$@"); echo "${a[RANDOM % ${#a[@]}]}"; }
@@ -65,7 +62,7 @@ while [ $SECONDS -lt "$end" ]; do
   esac
   [ $((runs % 100)) = 0 ] &&
     echo "random_configs: $runs runs, $passed passed, $refused refused, $failed failed" >&2
-  kill -0 "$pid" 2>/dev/null || { echo "FAIL: hybridcached exited:"; tail -20 "$tmp/log"; exit 1; }
+  kill -0 "$node_pid" 2>/dev/null || { echo "FAIL: hybridcached exited:"; tail -20 "$tmp/log"; exit 1; }
 done
 echo "random_configs: seed $seed, $runs runs: $passed passed, $refused refused, $failed failed"
 [ "$failed" = 0 ] && [ "$passed" -gt 0 ]

@@ -1,0 +1,27 @@
+# shellcheck shell=bash
+# Sourced by the tools' shell scripts that drive one node (tools/hcsim/long_run.sh,
+# random_configs.sh).
+#   start_node DAEMON DIR   starts DAEMON on DIR/s, its L3 under DIR/data, metrics off, its
+#                           output in DIR/log; sets node_pid. Returns 0 once the node logs
+#                           that it is ready; else prints its log and returns 2 (it exited,
+#                           or was not ready within 10 s).
+#   stop_node               ends the node started last (nothing if none); for an EXIT trap.
+node_pid=
+start_node() {
+  local daemon=$1 dir=$2
+  "$daemon" --socket "$dir/s" --metrics off --data-dir "$dir/data" >"$dir/log" 2>&1 &
+  node_pid=$!
+  for _ in $(seq 200); do
+    grep -q "hybridcached ready" "$dir/log" 2>/dev/null && return 0
+    kill -0 "$node_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "hybridcached did not start:"
+  cat "$dir/log"
+  return 2
+}
+stop_node() {
+  [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null
+  wait 2>/dev/null
+  return 0
+}
