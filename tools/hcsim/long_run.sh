@@ -23,14 +23,9 @@ legs=${3:-$all_legs}
 for leg in $legs; do
   case " $all_legs " in *" $leg "*) ;; *) echo "unknown leg: $leg (legs: $all_legs)" >&2; exit 2 ;; esac
 done
-daemon=$build/actors/daemon/hybridcached
-hcsim=$build/tools/hcsim/hcsim
-if [ ! -x "$daemon" ] || [ ! -x "$hcsim" ]; then echo "build first: $daemon, $hcsim" >&2; exit 2; fi
 # shellcheck source=tools/support/start_node.sh
 . "$(dirname "$0")/../support/start_node.sh"
-tmp=$(mktemp -d)
-trap 'stop_node; rm -rf "$tmp"' EXIT
-start_node "$daemon" "$tmp" || exit 2
+start_build_node "$build" || exit 2
 status=0
 for leg in $legs; do
   st=${leg%:overlap}

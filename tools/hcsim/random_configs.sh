@@ -23,14 +23,9 @@ build=${3:-build/release}
   echo "usage: random_configs.sh [SECONDS] [SEED] [BUILD_DIR] (whole numbers)" >&2
   exit 2
 }
-daemon=$build/actors/daemon/hybridcached
-hcsim=$build/tools/hcsim/hcsim
-if [ ! -x "$daemon" ] || [ ! -x "$hcsim" ]; then echo "build first: $daemon, $hcsim" >&2; exit 2; fi
 # shellcheck source=tools/support/start_node.sh
 . "$(dirname "$0")/../support/start_node.sh"
-tmp=$(mktemp -d)
-trap 'stop_node; rm -rf "$tmp"' EXIT
-start_node "$daemon" "$tmp" || exit 2
+start_build_node "$build" || exit 2
 
 RANDOM=$seed
 pick() { local a=("$@"); echo "${a[RANDOM % ${#a[@]}]}"; }

@@ -6,6 +6,10 @@
 #                           that it is ready; else prints its log and returns 2 (it exited,
 #                           or was not ready within 10 s).
 #   stop_node               ends the node started last (nothing if none); for an EXIT trap.
+#   start_build_node BUILD  what both scripts begin with: sets daemon and hcsim to BUILD's
+#                           binaries (returns 2 saying so if one is missing), tmp to a new
+#                           folder that an EXIT trap removes with the node, and starts the
+#                           node there (start_node's status).
 node_pid=
 start_node() {
   local daemon=$1 dir=$2
@@ -24,4 +28,15 @@ stop_node() {
   [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null
   wait 2>/dev/null
   return 0
+}
+start_build_node() {
+  daemon=$1/actors/daemon/hybridcached
+  hcsim=$1/tools/hcsim/hcsim
+  if [ ! -x "$daemon" ] || [ ! -x "$hcsim" ]; then
+    echo "build first: $daemon, $hcsim" >&2
+    return 2
+  fi
+  tmp=$(mktemp -d)
+  trap 'stop_node; rm -rf "$tmp"' EXIT
+  start_node "$daemon" "$tmp"
 }
