@@ -2,8 +2,8 @@
 # hybridcached as a separate process: config file (one polling scheduler thread), socket mode 0600, hcctl ping /
 # inspect / replay --check / top over the socket, /metrics scraped over HTTP with the documented
 # series, SIGTERM -> exit status 0, ping failing once the node is gone, a corrupt L3 index
-# moved aside at the next start, and --tcp refused without a token file or with a short
-# secret.
+# moved aside at the next start, a --data-dir or L3 store that cannot be created refused
+# with exit status 2, and --tcp refused without a token file or with a short secret.
 set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
 daemon=$1 hcctl=$2 data=$3
@@ -115,6 +115,22 @@ wait "$pid" || rc=$?
 pid=
 [ "$rc" = 0 ] || fail "SIGHUP exit status $rc after the quarantine"
 grep -q "received SIGHUP, stopping" "$tmp/log" || fail "SIGHUP was not taken as a stop"
+
+# A --data-dir that cannot be a directory, or one whose L3 store cannot be created, stops
+# the start with exit status 2 and a message naming the path (never a crash, nothing served).
+touch "$tmp/a_file"
+rc=0
+timeout 10 "$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/a_file/sub" >"$tmp/log2" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "--data-dir under a file: exit status $rc, want 2"
+grep -q "cannot create --data-dir $tmp/a_file/sub: Not a directory" "$tmp/log2" ||
+  fail "no error naming the --data-dir: $(cat "$tmp/log2")"
+mkdir -p "$tmp/d3" && touch "$tmp/d3/l3"
+rc=0
+timeout 10 "$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/d3" >"$tmp/log2" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "an L3 path that is a file: exit status $rc, want 2"
+grep -q "cannot open the L3 store in $tmp/d3/l3" "$tmp/log2" ||
+  fail "no error naming the L3 store: $(cat "$tmp/log2")"
+[ ! -e "$tmp/n2.sock" ] || fail "a node that did not start left its socket"
 
 # TCP only behind a token: --tcp without --token-file, or with too short a secret, is refused.
 rc=0
