@@ -18,7 +18,9 @@
 # Output: progress lines, then one JSON report: sessions, instances, ops, seconds, ops/s,
 # step latency p50/p99/p999/max (µs, merged over every session), RSS at warm-up (after
 # 20 % of the run), at the end and its growth, leaks, mismatches, errors. Exit status 1
-# on any leak, mismatch or error. The RSS samples go to $HC_SOAK_RSS (CSV) if set.
+# on any leak, mismatch or error. The RSS samples go to $HC_SOAK_RSS (CSV: seconds, RSS
+# and its anonymous, file and shared-memory parts, KiB) if set; HC_SOAK_KEEP=DIR keeps the
+# run's node log (RocksDB's warnings included), hcsim outputs and RSS samples there.
 set -uo pipefail
 ops=${1:-2000000}
 build=${2:-build/release}
@@ -44,12 +46,15 @@ pid=$!
 for _ in $(seq 200); do grep -q "hybridcached ready" "$tmp/node.log" && break; sleep 0.05; done
 grep -q "hybridcached ready" "$tmp/node.log" || { echo "hybridcached did not start:"; cat "$tmp/node.log"; exit 2; }
 
-# RSS of the node, one sample per second: seconds,rss_kib
+# RSS of the node, one sample per second: seconds,rss_kib,anon_kib,file_kib,shmem_kib (the
+# RSS and its three parts as /proc/PID/status splits it: the heap and other private memory;
+# mapped files; shared memory — the instances' pools, counted as the node touches them).
 (
   t=0
   while kill -0 "$pid" 2>/dev/null; do
-    rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null)
-    [ -n "$rss" ] && echo "$t,$rss"
+    row=$(awk '/^VmRSS/ {r = $2} /^RssAnon/ {a = $2} /^RssFile/ {f = $2} /^RssShmem/ {s = $2}
+               END { if (r != "") print r "," a "," f "," s }' "/proc/$pid/status" 2>/dev/null)
+    [ -n "$row" ] && echo "$t,$row"
     sleep 1
     t=$((t + 1))
   done
@@ -69,19 +74,39 @@ for i in $(seq 0 $((procs - 1))); do
   "$hcsim" --socket "$tmp/s" --strategy "$st" --ops "$per" --workers "$workers" --seed $((100 + i)) \
     --json --progress false --model "soak-$i" --kv-tokens 16384 --slots 96 --max-context 1500 \
     --batch 4 --host-ratio 3 --prefetch "${extra[@]}" >"$tmp/sim-$i.json" 2>"$tmp/sim-$i.err" &
+  sim_pid[i]=$!
 done
-sims=$(jobs -p | grep -v -e "^$pid\$" -e "^$sampler\$")
-while [ -n "$(jobs -rp | grep -v -e "^$pid\$" -e "^$sampler\$")" ]; do
-  sleep 10
-  echo "soak: $(($(date +%s) - ${start%.*})) s, node RSS $(tail -1 "$tmp/rss.csv" | cut -d, -f2) KiB" >&2
+# Progress every 10 s; the second at which each hcsim process ends is said as it ends (its
+# workers' closing idle checks run then).
+sims=("${sim_pid[@]}")
+left=$procs
+tick=0
+while [ "$left" -gt 0 ]; do
+  sleep 1
+  tick=$((tick + 1))
+  now=$(($(date +%s) - ${start%.*}))
+  running=" $(jobs -rp | tr '\n' ' ') "
+  for i in "${!sim_pid[@]}"; do
+    [[ "$running" == *" ${sim_pid[i]} "* ]] && continue
+    echo "soak: $now s, hcsim $i (${legs[$i]}) ended" >&2
+    unset 'sim_pid[i]'
+    left=$((left - 1))
+  done
+  [ $((tick % 10)) -eq 0 ] &&
+    echo "soak: $now s, node RSS $(tail -1 "$tmp/rss.csv" | cut -d, -f2) KiB (anon, file, shared memory: $(tail -1 "$tmp/rss.csv" | cut -d, -f3-5 | sed 's/,/, /g'))" >&2
 done
-wait $sims 2>/dev/null
+wait "${sims[@]}" 2>/dev/null
 end=$(date +%s.%N)
 kill -TERM "$pid"
 wait "$pid"
 node_exit=$?
 kill "$sampler" 2>/dev/null
 [ -n "${HC_SOAK_RSS:-}" ] && cp "$tmp/rss.csv" "$HC_SOAK_RSS"
+if [ -n "${HC_SOAK_KEEP:-}" ]; then  # the run's logs, for a look after it
+  mkdir -p "$HC_SOAK_KEEP"
+  cp "$tmp/node.log" "$tmp"/sim-* "$tmp/rss.csv" "$HC_SOAK_KEEP"/ 2>/dev/null
+  echo "soak: logs kept in $HC_SOAK_KEEP" >&2
+fi
 
 $py - "$tmp" "$procs" "$workers" "$start" "$end" "$node_exit" <<'EOF'
 import json, sys, glob, os
@@ -129,7 +154,7 @@ def pct(q):
 rss = [tuple(map(int, l.split(","))) for l in open(os.path.join(tmp, "rss.csv")) if "," in l]
 warm = rss[max(0, len(rss) // 5)][1] if rss else 0
 final = rss[-1][1] if rss else 0
-peak = max((r for _, r in rss), default=0)
+peak = max((r[1] for r in rss), default=0)
 report = {
     "sessions": int(procs) * int(workers), "instances": int(procs), "ops": tot["ops"],
     "seconds": round(seconds, 1), "ops_per_second": round(tot["ops"] / seconds) if seconds else 0,
@@ -137,6 +162,9 @@ report = {
     "step_latency_us": {"p50": pct(0.5), "p99": pct(0.99), "p999": pct(0.999), "max": lat_max},
     "rss_kib": {"after_warmup": warm, "end": final, "peak": peak,
                 "growth_after_warmup_pct": round(100.0 * (final - warm) / warm, 1) if warm else None},
+    "rss_parts_kib": {name: dict(zip(("anon", "file", "shmem"), row[2:5]))
+                      for name, row in (("after_warmup", rss[max(0, len(rss) // 5)] if rss else ()),
+                                        ("end", rss[-1] if rss else ())) if len(row) >= 5},
     "hit_tokens": hits, "finished": tot["finished"], "aborted": tot["aborted"],
     "leaks": tot["leaks"], "mismatches": tot["mismatches"], "errors": tot["errors"],
     "failed_hcsim": failed, "node_exit": int(node_exit),
