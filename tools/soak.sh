@@ -152,8 +152,9 @@ def pct(q):
     return lat_max
 
 rss = [tuple(map(int, l.split(","))) for l in open(os.path.join(tmp, "rss.csv")) if "," in l]
-warm = rss[max(0, len(rss) // 5)][1] if rss else 0
-final = rss[-1][1] if rss else 0
+warm_row = rss[len(rss) // 5] if rss else (0, 0)  # after 20 % of the run
+end_row = rss[-1] if rss else (0, 0)
+warm, final = warm_row[1], end_row[1]
 peak = max((r[1] for r in rss), default=0)
 report = {
     "sessions": int(procs) * int(workers), "instances": int(procs), "ops": tot["ops"],
@@ -163,8 +164,7 @@ report = {
     "rss_kib": {"after_warmup": warm, "end": final, "peak": peak,
                 "growth_after_warmup_pct": round(100.0 * (final - warm) / warm, 1) if warm else None},
     "rss_parts_kib": {name: dict(zip(("anon", "file", "shmem"), row[2:5]))
-                      for name, row in (("after_warmup", rss[max(0, len(rss) // 5)] if rss else ()),
-                                        ("end", rss[-1] if rss else ())) if len(row) >= 5},
+                      for name, row in (("after_warmup", warm_row), ("end", end_row)) if len(row) >= 5},
     "hit_tokens": hits, "finished": tot["finished"], "aborted": tot["aborted"],
     "leaks": tot["leaks"], "mismatches": tot["mismatches"], "errors": tot["errors"],
     "failed_hcsim": failed, "node_exit": int(node_exit),
