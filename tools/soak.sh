@@ -25,26 +25,18 @@ set -uo pipefail
 ops=${1:-2000000}
 build=${2:-build/release}
 l3_capacity=${3:-8MB}
-daemon=$build/actors/daemon/hybridcached
-hcsim=$build/tools/hcsim/hcsim
 py=/usr/bin/python3
-[ -x "$daemon" ] && [ -x "$hcsim" ] || { echo "build first: $daemon, $hcsim" >&2; exit 2; }
 procs=8
 workers=8
-tmp=$(mktemp -d)
-pid=
-cleanup() {
+. "$(dirname "$0")/support/start_node.sh"
+start_build_node "$build" --l3-capacity "$l3_capacity" || exit 2
+pid=$node_pid
+cleanup() {  # every job: the node, the sampler and, on an early exit, the hcsim processes
   jobs -p | xargs -r kill 2>/dev/null
   wait 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-"$daemon" --socket "$tmp/s" --metrics off --data-dir "$tmp/data" --l3-capacity "$l3_capacity" \
-  >"$tmp/node.log" 2>&1 &
-pid=$!
-for _ in $(seq 200); do grep -q "hybridcached ready" "$tmp/node.log" && break; sleep 0.05; done
-grep -q "hybridcached ready" "$tmp/node.log" || { echo "hybridcached did not start:"; cat "$tmp/node.log"; exit 2; }
 
 # RSS of the node, one sample per second: seconds,rss_kib,anon_kib,file_kib,shmem_kib (the
 # RSS and its three parts as /proc/PID/status splits it: the heap and other private memory;
@@ -104,7 +96,7 @@ kill "$sampler" 2>/dev/null
 [ -n "${HC_SOAK_RSS:-}" ] && cp "$tmp/rss.csv" "$HC_SOAK_RSS"
 if [ -n "${HC_SOAK_KEEP:-}" ]; then  # the run's logs, for a look after it
   mkdir -p "$HC_SOAK_KEEP"
-  cp "$tmp/node.log" "$tmp"/sim-* "$tmp/rss.csv" "$HC_SOAK_KEEP"/ 2>/dev/null
+  cp "$tmp/log" "$tmp"/sim-* "$tmp/rss.csv" "$HC_SOAK_KEEP"/ 2>/dev/null
   echo "soak: logs kept in $HC_SOAK_KEEP" >&2
 fi
 
