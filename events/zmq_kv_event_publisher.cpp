@@ -6,6 +6,7 @@
 #include <chrono>
 #include <vector>
 
+#include "actors/common/thread_name.hpp"
 #include "events/kv_event_encoding.hpp"
 
 namespace hc::events {
@@ -130,6 +131,7 @@ void zmq_kv_event_publisher::publish(const std::string& topic, std::span<const k
 }
 
 void zmq_kv_event_publisher::serve_replay() {
+  name_this_thread("hc-kv-replay");
   zmq::socket_t& s = *impl_->replay;
   while (!stop_) {
     zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};

@@ -1,9 +1,14 @@
 #include "storage/loading_store.hpp"
 
+#include "actors/common/thread_name.hpp"
+
 namespace hc {
 
 loading_store::loading_store(std::uint64_t capacity, opener open) : capacity_(capacity) {
-  thread_ = std::thread([this, open = std::move(open)] { finish(open(stop_)); });
+  thread_ = std::thread([this, open = std::move(open)] {
+    name_this_thread("hc-l3-open");
+    finish(open(stop_));
+  });
 }
 
 loading_store::~loading_store() {

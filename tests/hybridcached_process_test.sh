@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# hybridcached as a separate process: config file (one polling scheduler thread), socket mode 0600, hcctl ping /
+# hybridcached as a separate process: config file (one polling scheduler thread), socket mode 0600,
+# named threads, hcctl ping /
 # inspect / replay --check / top over the socket, /metrics scraped over HTTP with the documented
 # series, SIGTERM -> exit status 0, ping failing once the node is gone, a corrupt L3 index
 # moved aside at the next start, a --data-dir or L3 store that cannot be created refused
@@ -32,6 +33,11 @@ wait_for_node "$pid" "$tmp/log"
 [ -d "$tmp/data" ] || fail "data dir not created"
 
 "$hcctl" --socket "$sock" ping >/dev/null || fail "ping"
+# The node's own threads carry names (README, Operations), beside CAF's and RocksDB's.
+names=$(cat /proc/"$pid"/task/*/comm)
+for want in hc-rpc hc-l3-flush caf.actor rocksdb:low; do
+  grep -qx -- "$want" <<<"$names" || fail "no thread named $want: $(echo $names)"
+done
 "$hcctl" --socket "$sock" ping --json | grep -q '"ok":true' || fail "ping --json"
 "$hcctl" --socket "$sock" replay --check -q "$data/conf_p64_pressure.jsonl.gz" || fail "replay --check over RPC"
 "$hcctl" --socket "$sock" inspect | grep -q "KV tokens" || fail "inspect"

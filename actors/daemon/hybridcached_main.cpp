@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "actors/common/log.hpp"
+#include "actors/common/thread_name.hpp"
 #include "actors/daemon/daemon_options.hpp"
 #include "actors/daemon/l3_start.hpp"
 #include "actors/node/node.hpp"
@@ -180,6 +181,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     // What failed may keep the orderly stop from finishing; the L3 loses at most its
     // last flush interval then (README, Reliability).
     std::thread([] {
+      hc::name_this_thread("hc-stop-watch");
       std::this_thread::sleep_for(std::chrono::seconds(10));
       hc::log::error("the stop did not finish in 10 s; exiting");
       std::_Exit(kActorFailedStatus);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "actors/common/log.hpp"
+#include "actors/common/thread_name.hpp"
 #include "schema/server/listener.hpp"
 #include "schema/server/node_service.hpp"
 #include "schema/server/server_context.hpp"
@@ -29,6 +30,7 @@ struct rpc_server::impl {
   bool running = false;
 
   void main(std::promise<status>& started) {
+    name_this_thread("hc-rpc");
     try {
       auto io = kj::setupAsyncIo();
       kj::Own<kj::ConnectionReceiver> unix_listener, tcp_listener;

@@ -1,5 +1,7 @@
 #include "tools/python/call_site.hpp"
 
+#include "actors/common/thread_name.hpp"
+
 namespace py = pybind11;
 
 namespace hc::python {
@@ -30,6 +32,7 @@ void io_thread::post(std::function<void()> fn) {
 }
 
 void io_thread::loop() {
+  name_this_thread("hc-client-io");
   for (;;) {
     std::function<void()> job;
     {
