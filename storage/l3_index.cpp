@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -78,6 +79,14 @@ l3_index::record* l3_index::insert(std::string_view key, const l3_value_entry& e
   if (key.size() > UINT32_MAX) throw std::length_error("l3_index: key too long");
   if (size_ + 1 > capacity_ - capacity_ / 8) rehash(slots_for(size_ + 1));
   void* block = ::operator new(sizeof(record) + key.size());
+  segment_list* in = nullptr;
+  try {
+    in = &segments_[e.at.segment];
+  } catch (...) {
+    ::operator delete(block);
+    throw;
+  }
+  // Nothing below throws.
   auto* r = new (block) record();
   r->e = e;
   r->hash_ = hash_of(key);
@@ -85,6 +94,7 @@ l3_index::record* l3_index::insert(std::string_view key, const l3_value_entry& e
   std::memcpy(r + 1, key.data(), key.size());
   place(r);
   link_last(r);
+  link_in_segment(r, *in);
   ++size_;
   key_bytes_ += key.size();
   return r;
@@ -108,6 +118,7 @@ void l3_index::erase(record* r) noexcept {
   tags_[i] = 0;
   slots_[i] = nullptr;
   unlink(r);
+  unlink_from_segment(r);
   --size_;
   key_bytes_ -= r->key_size_;
   ::operator delete(r);
@@ -124,6 +135,65 @@ void l3_index::unlink(record* r) noexcept {
   (r->prev_ ? r->prev_->next_ : head_) = r->next_;
   (r->next_ ? r->next_->prev_ : tail_) = r->prev_;
   r->prev_ = r->next_ = nullptr;
+}
+
+void l3_index::link_in_segment(record* r, segment_list& l) noexcept {
+  r->seg_prev_ = l.last;
+  r->seg_next_ = nullptr;
+  (l.last ? l.last->seg_next_ : l.first) = r;
+  l.last = r;
+  ++l.count;
+}
+
+void l3_index::unlink_from_segment(record* r) noexcept {
+  const auto it = segments_.find(r->e.at.segment);
+  segment_list& l = it->second;
+  (r->seg_prev_ ? r->seg_prev_->seg_next_ : l.first) = r->seg_next_;
+  (r->seg_next_ ? r->seg_next_->seg_prev_ : l.last) = r->seg_prev_;
+  r->seg_prev_ = r->seg_next_ = nullptr;
+  if (--l.count == 0) segments_.erase(it);
+}
+
+void l3_index::relocate(record* r, value_location to) {
+  segment_list& dst = segments_[to.segment];  // may throw: nothing has changed yet
+  ++dst.count;  // keeps dst in the map while r leaves its list, which may be dst
+  unlink_from_segment(r);
+  --dst.count;
+  r->e.at = to;
+  link_in_segment(r, dst);
+}
+
+l3_index::record* l3_index::first_in_segment(std::uint64_t segment) const noexcept {
+  const auto it = segments_.find(segment);
+  return it == segments_.end() ? nullptr : it->second.first;
+}
+
+std::size_t l3_index::count_in_segment(std::uint64_t segment) const noexcept {
+  const auto it = segments_.find(segment);
+  return it == segments_.end() ? 0 : it->second.count;
+}
+
+std::string l3_index::check() const {
+  std::size_t listed = 0;
+  for (const auto& [id, l] : segments_) {
+    if (l.count == 0) return "segment " + std::to_string(id) + " has an empty list";
+    std::size_t n = 0;
+    const record* prev = nullptr;
+    for (const record* r = l.first; r != nullptr; prev = r, r = r->seg_next_) {
+      if (r->seg_prev_ != prev) return "segment " + std::to_string(id) + ": a broken back link";
+      if (r->e.at.segment != id)
+        return "a value of segment " + std::to_string(r->e.at.segment) + " is listed in " +
+               std::to_string(id) + " (e.at changed without relocate)";
+      if (++n > l.count) return "segment " + std::to_string(id) + " lists more than it counts";
+    }
+    if (n != l.count || l.last != prev)
+      return "segment " + std::to_string(id) + " lists " + std::to_string(n) + " of " +
+             std::to_string(l.count);
+    listed += n;
+  }
+  if (listed != size_)
+    return std::to_string(listed) + " values listed by segment, " + std::to_string(size_) + " held";
+  return {};
 }
 
 void l3_index::make_most_recent(record* r) noexcept {
@@ -146,7 +216,11 @@ void l3_index::order_by_seq() {
 }
 
 std::size_t l3_index::requested_bytes() const noexcept {
-  return size_ * sizeof(record) + key_bytes_ + capacity_ * (sizeof(record*) + 1);
+  // A segment's map node holds its id, its list and a link; a bucket is a pointer.
+  constexpr std::size_t per_segment =
+      sizeof(std::pair<const std::uint64_t, segment_list>) + sizeof(void*);
+  return size_ * sizeof(record) + key_bytes_ + capacity_ * (sizeof(record*) + 1) +
+         segments_.size() * per_segment + segments_.bucket_count() * sizeof(void*);
 }
 
 }  // namespace hc

@@ -17,6 +17,7 @@
 #include <filesystem>
 
 #include "actors/common/log.hpp"
+#include "actors/common/thread_name.hpp"
 #include "storage/value_codec.hpp"
 
 namespace hc {
@@ -229,6 +230,7 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_s
 }
 
 void rocksdb_store::flush_loop() {
+  name_this_thread("hc-l3-flush");
   using clock = std::chrono::steady_clock;
   const bool timed = cfg_.flush_interval.count() > 0;
   auto next_flush = clock::now() + cfg_.flush_interval;
@@ -435,49 +437,73 @@ std::size_t rocksdb_store::collect_garbage() {
 
 bool rocksdb_store::compact(std::uint64_t id) {
   std::lock_guard gl(gc_mu_);
-  struct live_value {
-    std::string full;
-    entry e;
-  };
-  std::vector<live_value> live;
-  {
-    std::lock_guard lk(mu_);
-    if (!db_) return false;
-    for (const record* r = index_.least_recent(); r != nullptr; r = r->more_recent())
-      if (r->e.at.segment == id) live.push_back({std::string(r->key()), r->e});
-  }
   const auto seg = segments_->segment(id);
   if (!seg) return false;
+  // The segment's values a batch at a time: the store's lock is held to list a batch (from
+  // the segment's own list, not a walk of the whole index) and for each value's move, and
+  // what a compaction holds is one batch, whatever the segment holds.
+  struct live_value {
+    std::size_t key_at = 0;  ///< in `keys`
+    std::size_t key_size = 0;
+    entry e;
+  };
+  std::vector<live_value> batch;
+  std::string keys;
   std::vector<std::byte> buf;
-  for (const live_value& v : live) {
-    buf.resize(v.e.size - l3::value_header_bytes);
-    status rd = seg->read(v.e.at.offset, buf);
-    bool corrupt = !rd && rd.err().code == errc::parse_error;
-    if (rd) corrupt = l3::payload_checksum(buf) != v.e.checksum;
-    if (!rd && !corrupt) return false;  // an I/O error: leave the segment for later
-    value_location to{};
-    if (!corrupt) {
-      auto app = segments_->append(buf);
-      if (!app) return false;
-      to = *app;
+  for (;;) {
+    batch.clear();
+    keys.clear();
+    {
+      std::lock_guard lk(mu_);
+      if (!db_) return false;
+      for (const record* r = index_.first_in_segment(id);
+           r != nullptr && batch.size() < gc_batch_values; r = r->next_in_segment()) {
+        batch.push_back({keys.size(), r->key().size(), r->e});
+        keys.append(r->key());
+      }
     }
-    std::lock_guard lk(mu_);
-    if (!db_) return false;
-    record* r = index_.find(v.full);
-    if (r == nullptr || !(r->e.at == v.e.at)) continue;         // gone meanwhile
-    if (!corrupt && !segments_->segment(to.segment)) continue;  // the copy's segment is gone
-    if (corrupt) {
-      ++usage_.corrupt;
-      (void)drop_locked({v.full});
-      continue;
+    if (batch.empty()) break;
+    // Read in file order (a loaded store lists a segment's values in key order).
+    std::sort(batch.begin(), batch.end(), [](const live_value& a, const live_value& b) {
+      return a.e.at.offset < b.e.at.offset;
+    });
+    std::size_t left = 0;  // values of the batch that left the segment
+    for (const live_value& v : batch) {
+      const std::string_view full(keys.data() + v.key_at, v.key_size);
+      buf.resize(v.e.size - l3::value_header_bytes);
+      status rd = seg->read(v.e.at.offset, buf);
+      bool corrupt = !rd && rd.err().code == errc::parse_error;
+      if (rd) corrupt = l3::payload_checksum(buf) != v.e.checksum;
+      if (!rd && !corrupt) return false;  // an I/O error: leave the segment for later
+      value_location to{};
+      if (!corrupt) {
+        auto app = segments_->append(buf);
+        if (!app) return false;
+        to = *app;
+      }
+      std::lock_guard lk(mu_);
+      if (!db_) return false;
+      record* r = index_.find(full);
+      if (r == nullptr || !(r->e.at == v.e.at)) {  // gone meanwhile
+        left += r == nullptr || r->e.at.segment != id;
+        continue;
+      }
+      if (!corrupt && !segments_->segment(to.segment)) continue;  // the copy's segment is gone
+      ++left;
+      if (corrupt) {
+        ++usage_.corrupt;
+        (void)drop_locked({std::string(full)});
+        continue;
+      }
+      remove_live_locked(r->e.at, r->e.size);
+      index_.relocate(r, to);
+      r->e.verified = true;
+      ++moved_;
+      add_live_locked(to, r->e.size);
+      (void)put_record_locked(r);
+      dirty_ = true;
     }
-    remove_live_locked(r->e.at, r->e.size);
-    r->e.at = to;
-    r->e.verified = true;
-    ++moved_;
-    add_live_locked(to, r->e.size);
-    (void)put_record_locked(r);
-    dirty_ = true;
+    if (left == 0) break;  // nothing moved: what stays is retried at the next collection
   }
   std::lock_guard lk(mu_);
   if (live_.count(id)) return false;  // values left behind: their copies' segment vanished
@@ -604,8 +630,9 @@ bool rocksdb_store::free_oldest_segment_locked() {
   if (sizes.empty()) return false;
   const std::uint64_t oldest = sizes.begin()->first;
   std::vector<std::string> victims;
-  for (const record* r = index_.least_recent(); r != nullptr; r = r->more_recent())
-    if (r->e.at.segment == oldest) victims.emplace_back(r->key());
+  victims.reserve(index_.count_in_segment(oldest));
+  for (const record* r = index_.first_in_segment(oldest); r != nullptr; r = r->next_in_segment())
+    victims.emplace_back(r->key());
   if (victims.empty() && oldest == segments_->active()) return false;  // nothing to free
   if (oldest == segments_->active()) segments_->seal();
   usage_.evicted += victims.size();
@@ -800,6 +827,11 @@ std::uint64_t rocksdb_store::disk_full_evictions() const {
   return disk_full_evictions_;
 }
 
+std::string rocksdb_store::check_index() const {
+  std::lock_guard lk(mu_);
+  return index_.check();
+}
+
 std::size_t rocksdb_store::segment_count() const {
   return segments_->sizes().size();
 }
@@ -827,7 +859,7 @@ status rocksdb_store::overwrite_stored(l3_pool pool, std::string_view key,
       return {errc::io_error, "L3 segment removed under a test overwrite"};
     remove_live_locked(r->e.at, r->e.size);
     usage_.bytes = usage_.bytes - r->e.size + size;
-    r->e.at = *at;
+    index_.relocate(r, *at);
     r->e.size = size;
     add_live_locked(*at, size);
   }

@@ -68,7 +68,7 @@ struct rocksdb_store_config {
   std::uint64_t capacity_bytes = 64ull << 30;
   /// Memory the in-memory index may take (an estimate per value: index_bytes_per_value)
   /// before the least recently used values are evicted, whatever capacity_bytes allows.
-  /// Default 1 GiB (≈ 5 M values with SGLang's 64-hex-digit page keys); 0 = no limit.
+  /// Default 1 GiB (≈ 4.7 M values with SGLang's 64-hex-digit page keys); 0 = no limit.
   std::uint64_t index_memory_bytes = 1ull << 30;
   /// Size at which a value segment is sealed and a new one started. Default 256 MiB.
   std::uint64_t segment_bytes = 256ull << 20;
@@ -124,13 +124,13 @@ struct rocksdb_load_options {
 };
 
 /// The index memory charged for a value under `key`: its record (entry, hash, recency
-/// links, the key's bytes), malloc's block overhead and its share of the table
-/// (storage/l3_index.hpp), rounded up: k + 103 bytes at most for the block, 10-21 for the
-/// table. `L3Index.HeapPerValueIsWithinItsCharge` measures it (glibc malloc). It was
-/// 2k + 256 for a hash map of strings and a recency list, which took less (254 bytes for
-/// an 84-byte key: BENCHMARKS.md §13.1).
+/// and segment links, the key's bytes), malloc's block overhead and its share of the
+/// table (storage/l3_index.hpp), rounded up: k + 119 bytes at most for the block, 10-21
+/// for the table. `L3Index.HeapPerValueIsWithinItsCharge` measures it (glibc malloc). It
+/// was 2k + 256 for a hash map of strings and a recency list, which took less (254 bytes
+/// for an 84-byte key: BENCHMARKS.md §13.1), and k + 128 before the segment links.
 constexpr std::uint64_t index_bytes_per_value(std::size_t key_bytes) noexcept {
-  return static_cast<std::uint64_t>(key_bytes) + 128;
+  return static_cast<std::uint64_t>(key_bytes) + 144;
 }
 
 class rocksdb_store final : public l3_store {
@@ -181,6 +181,9 @@ class rocksdb_store final : public l3_store {
   /// Runs one garbage-collection pass now (the background thread does it on its own);
   /// returns the segments removed.
   std::size_t collect_garbage();
+  /// How many of a segment's values a compaction lists under the store's lock at a time
+  /// (it then moves them one lock turn each): what a compaction holds is one such batch.
+  static constexpr std::size_t gc_batch_values = 4096;
   /// Values garbage collection moved to the active segment since open.
   std::uint64_t values_moved() const;
   /// Times a full disk made a put drop the values of the oldest segment, since open.
@@ -188,6 +191,9 @@ class rocksdb_store final : public l3_store {
   /// Checks the filesystem's free space against cfg.min_free_bytes now (see there).
   void keep_min_free();
 
+  /// Test hook: l3_index::check() of the index (empty when every value is listed under its
+  /// segment).
+  std::string check_index() const;
   /// Test hook: replaces the stored value of a key by `bytes`, an encoded value (header +
   /// payload, value_codec.hpp) — e.g. one with a flipped byte: bytes that decode are served
   /// from now on; bytes that do not are a checksum failure at the next read.
@@ -234,7 +240,8 @@ class rocksdb_store final : public l3_store {
   void remove_live_locked(value_location at, std::uint64_t size);
   /// Sealed segments at least gc_dead_fraction dead (or wholly dead), most dead first.
   std::vector<std::uint64_t> gc_candidates_locked() const;
-  /// Copies the live values of `segment` to the active segment, then removes it.
+  /// Copies the live values of `segment` to the active segment, then removes it; false if
+  /// it had to stop (an I/O error, the store closing, values it could not move).
   bool compact(std::uint64_t segment);
   /// The least recently used values to drop so that `bytes` more value bytes and `index`
   /// more index bytes fit both limits.

@@ -66,7 +66,7 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--l3-index-memory", o.l3_index_memory,
-                 "Memory the L3 store's in-memory index (the key's bytes + 128 per value) may take "
+                 "Memory the L3 store's in-memory index (the key's bytes + 144 per value) may take "
                  "before the least recently used values are evicted, whatever --l3-capacity "
                  "allows: small values cost more index than bytes. 0 = no limit (units as "
                  "--l3-capacity)")

@@ -286,6 +286,59 @@ TEST(RocksdbStore, DeadSegmentSpaceIsReclaimed) {
   EXPECT_EQ((*st)->usage().corrupt, 0u);
 }
 
+// A compaction lists and moves a segment's values a batch at a time, from the segment's own
+// list: a segment of several batches' worth of small values is moved whole, the values read
+// back after the move and after a restart, and the index lists each under its new segment.
+TEST(RocksdbStore, ASegmentOfManyBatchesIsCompactedWhole) {
+  temp_dir dir;
+  rocksdb_store_config cfg;
+  cfg.path = dir.sub("l3");
+  cfg.segment_bytes = 1 << 20;
+  cfg.gc_dead_fraction = 1.0;  // no compaction until the test asks for one
+  const std::size_t n = 3 * rocksdb_store::gc_batch_values;  // per segment, about
+  const std::size_t value_bytes = (cfg.segment_bytes / n) - l3::value_header_bytes;
+  int values = 0;
+  {
+    auto st = rocksdb_store::open(cfg);
+    ASSERT_TRUE(st.ok()) << st.err().message;
+    rocksdb_store& s = **st;
+    for (; s.segment_count() < 3; ++values)  // two sealed segments, then the active one
+      ASSERT_TRUE(s.set(l3_pool::kv_page, std::to_string(values), numbered(values, value_bytes)));
+    for (int i = 0; i < values; i += 2)
+      ASSERT_TRUE(s.erase(l3_pool::kv_page, std::to_string(i)).ok());
+    EXPECT_EQ(s.segment_count(), 3u);
+    EXPECT_EQ(s.check_index(), "");
+  }
+  ASSERT_GT(static_cast<std::size_t>(values) / 2 / 2, rocksdb_store::gc_batch_values)
+      << "a segment holds several batches";
+  cfg.gc_dead_fraction = 0.5;  // half dead: both sealed segments are compacted
+  {
+    auto st = rocksdb_store::open(cfg);  // a loaded index lists values in key order
+    ASSERT_TRUE(st.ok()) << st.err().message;
+    rocksdb_store& s = **st;
+    s.collect_garbage();  // the background thread may have started it: either moves them
+    EXPECT_GE(s.values_moved(), 2 * rocksdb_store::gc_batch_values);
+    EXPECT_EQ(s.check_index(), "");
+    EXPECT_EQ(s.usage().values, static_cast<std::uint64_t>(values / 2));
+    EXPECT_LE(s.segment_bytes_on_disk(), 2 * s.usage().bytes + cfg.segment_bytes);
+    for (int i = 1; i < values; i += 2) {
+      std::vector<std::byte> out;
+      ASSERT_TRUE(s.get(l3_pool::kv_page, std::to_string(i), out).ok()) << i;
+      ASSERT_EQ(out, numbered(i, value_bytes)) << i;
+    }
+  }
+  auto st = rocksdb_store::open(cfg);  // the moved values' new places were persisted
+  ASSERT_TRUE(st.ok()) << st.err().message;
+  EXPECT_EQ((*st)->usage().values, static_cast<std::uint64_t>(values / 2));
+  EXPECT_EQ((*st)->check_index(), "");
+  for (int i = 1; i < values; i += 2) {
+    std::vector<std::byte> out;
+    ASSERT_TRUE((*st)->get(l3_pool::kv_page, std::to_string(i), out).ok()) << i;
+    ASSERT_EQ(out, numbered(i, value_bytes)) << i;
+  }
+  EXPECT_EQ((*st)->usage().corrupt, 0u);
+}
+
 // What the disk holds after the store closed is checked again: a value whose bytes changed
 // is a miss on its first read after open (counted corrupt, deleted), one whose bytes are
 // past the end of a truncated segment is dropped at open; the rest are served.
