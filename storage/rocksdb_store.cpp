@@ -236,7 +236,7 @@ void rocksdb_store::flush_loop() {
   auto next_flush = clock::now() + cfg_.flush_interval;
   std::unique_lock lk(flush_mu_);
   for (;;) {
-    auto woken = [this] { return stopping_ || gc_wanted_; };
+    auto woken = [this] { return stopping_ || gc_wanted_ || recency_wanted_; };
     if (timed) {
       flush_cv_.wait_until(lk, next_flush, woken);
     } else {
@@ -244,16 +244,16 @@ void rocksdb_store::flush_loop() {
     }
     if (stopping_) return;
     const bool gc = std::exchange(gc_wanted_, false);
-    lk.unlock();  // the work below takes mu_; wake_gc takes flush_mu_ under mu_
+    const bool recency = std::exchange(recency_wanted_, false);
+    lk.unlock();  // the work below takes mu_; wake_gc and touch_locked take flush_mu_ under mu_
+    if (recency) drain_recency();
     if (gc) (void)collect_garbage();
     if (timed && clock::now() >= next_flush) {
       next_flush = clock::now() + cfg_.flush_interval;
+      drain_recency();
       {
         std::lock_guard ilk(mu_);
-        if (db_) {
-          write_recency_locked();
-          keep_min_free_locked();
-        }
+        if (db_) keep_min_free_locked();
       }
       // Values first, then the index that names them. db_ lives until close() joined this
       // thread. A failed sync or flush is retried next time.
@@ -520,24 +520,53 @@ void rocksdb_store::touch_locked(record* r) {
     r->e.recency_pending = true;
     recency_pending_.emplace_back(r->key());
   }
-  if (recency_pending_.size() >= std::max<std::size_t>(cfg_.recency_batch, 1))
-    write_recency_locked();
+  const std::size_t batch = std::max<std::size_t>(cfg_.recency_batch, 1);
+  if (recency_pending_.size() < batch) return;
+  // The background thread writes them a chunk per turn of the lock; a caller writes one
+  // itself only when the thread is far behind (busy compacting), which bounds the list.
+  if (recency_pending_.size() >= 4 * batch) {
+    (void)write_recency_locked(recency_chunk);
+  } else if (!recency_woken_) {
+    recency_woken_ = true;
+    {
+      std::lock_guard fl(flush_mu_);
+      recency_wanted_ = true;
+    }
+    flush_cv_.notify_all();
+  }
 }
 
-void rocksdb_store::write_recency_locked() {
-  if (recency_pending_.empty()) return;
+bool rocksdb_store::write_recency_locked(std::size_t most) {
   rocksdb::WriteBatch batch;
-  for (const std::string& full : recency_pending_) {
+  for (std::size_t n = 0; n < most && !recency_pending_.empty(); ++n) {
+    const std::string full = std::move(recency_pending_.back());
+    recency_pending_.pop_back();
     record* r = index_.find(full);  // dropped since: its record is deleted, do not revive it
     if (r == nullptr || !r->e.recency_pending) continue;
     r->e.recency_pending = false;
     (void)batch.Put(meta_, slice(record_key(full)),
                     slice(record_value(r->e.size, r->e.seq, r->e.at, r->e.checksum)));
   }
-  recency_pending_.clear();
-  if (batch.Count() == 0) return;
-  (void)db_->Write(write_options(), &batch);  // a failed write only loses recency
-  dirty_ = true;
+  if (batch.Count() != 0) {
+    (void)db_->Write(write_options(), &batch);  // a failed write only loses recency
+    dirty_ = true;
+  }
+  return !recency_pending_.empty();
+}
+
+void rocksdb_store::drain_recency() {
+  for (bool more = true; more;) {
+    const auto start = std::chrono::steady_clock::now();
+    {
+      std::lock_guard lk(mu_);
+      if (!db_) return;
+      recency_woken_ = false;  // touches from now on may wake the thread again
+      more = write_recency_locked(recency_chunk);
+    }
+    // Leave the lock free for as long as the chunk held it: a caller woken by the unlock
+    // needs tens of microseconds to run, and would find the lock taken again at once.
+    if (more) std::this_thread::sleep_for(std::chrono::steady_clock::now() - start);
+  }
 }
 
 std::vector<std::string> rocksdb_store::victims_locked(std::uint64_t bytes,
@@ -825,6 +854,11 @@ std::uint64_t rocksdb_store::values_moved() const {
 std::uint64_t rocksdb_store::disk_full_evictions() const {
   std::lock_guard lk(mu_);
   return disk_full_evictions_;
+}
+
+std::size_t rocksdb_store::recency_pending() const {
+  std::lock_guard lk(mu_);
+  return recency_pending_.size();
 }
 
 std::string rocksdb_store::check_index() const {

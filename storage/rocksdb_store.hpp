@@ -91,8 +91,11 @@ struct rocksdb_store_config {
   /// Recency records (LRU order across restarts) are written by every background flush
   /// and close, and earlier once this many values were touched since the last write (a
   /// value touched twice counts once: a hot set costs one record per value per
-  /// flush_interval, not one per get); a crash loses at most these, which only makes some
-  /// values look older. 1 = one write per get. Default 16384 (≈ 2 MiB of pending keys).
+  /// flush_interval, not one per get). The background thread writes them, a few hundred
+  /// per turn of the store's lock, so no get waits for a whole batch (BENCHMARKS.md §8.2);
+  /// a get writes some itself only once 4× this many are pending (the thread busy
+  /// compacting). A crash loses at most the pending ones, which only makes some values look
+  /// older. Default 16384 (≈ 2 MiB of pending keys).
   std::size_t recency_batch = 16384;
   /// What open() does with an index RocksDB reports corrupt (a damaged CURRENT, MANIFEST or
   /// table file: bit rot, a disk that lied about a write): false, fail with io_error naming
@@ -191,6 +194,8 @@ class rocksdb_store final : public l3_store {
   /// Checks the filesystem's free space against cfg.min_free_bytes now (see there).
   void keep_min_free();
 
+  /// Values touched whose recency records are not written yet.
+  std::size_t recency_pending() const;
   /// Test hook: l3_index::check() of the index (empty when every value is listed under its
   /// segment).
   std::string check_index() const;
@@ -219,7 +224,13 @@ class rocksdb_store final : public l3_store {
   status drop_locked(const std::vector<std::string>& full_keys);
   void touch_locked(record* r);
   /// Writes the records of the touched values still in the index (one batch).
-  void write_recency_locked();
+  /// Writes the recency records of up to `most` pending values (all by default) in one
+  /// RocksDB write; true if some are still pending.
+  bool write_recency_locked(std::size_t most = SIZE_MAX);
+  /// Writes every pending recency record, recency_chunk per turn of the store's lock.
+  void drain_recency();
+  /// Recency records written per turn of the lock.
+  static constexpr std::size_t recency_chunk = 64;
   /// Reads the value of `key` into the buffer `dst_for(payload bytes) -> result<span>`
   /// gives (its error passes through, the value kept); the not_found / corrupt handling
   /// shared by get and get_into (a corrupt value is deleted and reported as not_found).
@@ -266,6 +277,7 @@ class rocksdb_store final : public l3_store {
   l3_usage usage_;
   std::uint64_t index_bytes_ = 0;             ///< sum of index_bytes_per_value over the index
   std::vector<std::string> recency_pending_;  ///< keys whose recency_pending was set
+  bool recency_woken_ = false;                ///< the background thread was asked to write them
   std::uint64_t erasures_ = 0;  ///< values erased from index_ so far (a reader's record pointer
                                 ///< stays valid while this does not change)
   std::unordered_map<std::uint64_t, std::uint64_t> live_;  ///< segment → live footprint
@@ -278,9 +290,10 @@ class rocksdb_store final : public l3_store {
   std::atomic<bool> dirty_{false};  ///< written since the last background flush
   std::mutex flush_mu_;
   std::condition_variable flush_cv_;
-  bool stopping_ = false;   ///< guarded by flush_mu_
-  bool gc_wanted_ = false;  ///< guarded by flush_mu_
-  std::mutex gc_mu_;        ///< one compaction pass at a time
+  bool stopping_ = false;        ///< guarded by flush_mu_
+  bool gc_wanted_ = false;       ///< guarded by flush_mu_
+  bool recency_wanted_ = false;  ///< guarded by flush_mu_
+  std::mutex gc_mu_;             ///< one compaction pass at a time
   std::thread flusher_;
 };
 

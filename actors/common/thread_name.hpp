@@ -1,7 +1,8 @@
 #pragma once
 // Names for the node's own threads, so that `top -H`, `ps -L`, gdb and perf tell them apart
 // (CAF names its threads `caf.*`, RocksDB `rocksdb:*`; a thread without a name shows the
-// process's). Vocabulary header: standard library only (the definition uses POSIX).
+// process's). Vocabulary header: standard library only (so is the definition: Linux's
+// /proc/thread-self/comm).
 
 #include <string_view>
 

@@ -159,6 +159,32 @@ TEST(RocksdbStore, BatchedRecencyReachesDiskWithTheTimedFlush) {
             "b");
 }
 
+// A full batch of touches is written by the background thread (no get waits for the
+// batch's write), without a timed flush; fewer stay pending until one.
+TEST(RocksdbStore, AFullRecencyBatchIsWrittenInTheBackground) {
+  temp_dir dir;
+  rocksdb_store_config cfg;
+  cfg.path = dir.sub("l3");
+  cfg.flush_interval = std::chrono::milliseconds(0);  // no timed flush
+  cfg.recency_batch = 8;
+  auto st = rocksdb_store::open(cfg);
+  ASSERT_TRUE(st.ok()) << st.err().message;
+  rocksdb_store& s = **st;
+  for (int i = 0; i < 20; ++i)
+    ASSERT_TRUE(s.set(l3_pool::kv_page, std::to_string(i), bytes('v', 100)).ok());
+  std::vector<std::byte> out;
+  for (int i = 0; i < 7; ++i)
+    ASSERT_TRUE(s.get(l3_pool::kv_page, std::to_string(i), out).ok());
+  ASSERT_TRUE(s.get(l3_pool::kv_page, "0", out).ok());  // a value touched twice counts once
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(s.recency_pending(), 7u) << "below a batch, nothing is written before a flush";
+  ASSERT_TRUE(s.get(l3_pool::kv_page, "7", out).ok());  // the eighth: a full batch
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (s.recency_pending() != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(s.recency_pending(), 0u) << "the background thread did not write the batch";
+}
+
 TEST(RocksdbStore, ALowerCapacityAtOpenEvictsTheLeastRecent) {
   temp_dir dir;
   const std::string path = dir.sub("l3");

@@ -63,6 +63,14 @@ class NodeTest(OwnNodeTest):
             self.assertIn("instances", node.inspect())
             node.drain()
 
+    def test_the_io_thread_has_a_name(self):
+        def names():
+            return sorted(open(f"/proc/self/task/{t}/comm").read().strip()
+                          for t in os.listdir("/proc/self/task"))
+        with self.connect() as node:
+            node.ping()
+            self.assertIn("hc-client-io", names())  # top -H, py-spy and gdb tell it apart
+
     def test_inspect_lists_the_device_pages_with_blocks(self):
         with self.connect() as node, node.open(small_spec("py-blocks")) as s:
             r = s.step([cmd.Create(req=1, tokens=list(range(1, 13))), cmd.Match(req=1),
