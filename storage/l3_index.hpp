@@ -4,11 +4,12 @@
 // block per value — its entry, its hash, its places in the recency order and in its
 // segment's list, and its key's bytes together — and an open-addressing table of pointers
 // to them with a one-byte hash tag per slot (linear probing, at most 7/8 full,
-// backward-shift erase): 188 heap bytes a value for an 84-byte key before the segment
-// lists (+16), where a node-based hash map of strings plus a recency list took 254 in three
+// backward-shift erase): 204 heap bytes a value for an 84-byte key (188 before the
+// segment lists), where a node-based hash map of strings plus a recency list took 254 in three
 // allocations (BENCHMARKS.md §13.1). The segment lists let garbage collection and a
 // disk-full eviction visit one segment's values without walking the whole index under the
-// store's lock (BENCHMARKS.md §8.2: 0.26 s for 1 M values).
+// store's lock (a walk of 1 M records took 0.26 s here, and every get waited for it:
+// BENCHMARKS.md §8.1-§8.2).
 //
 // Contracts: a record stays at its address until it is erased (growing the table moves
 // slots, not records), so a pointer taken under the store's lock may be used again after
