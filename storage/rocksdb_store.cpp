@@ -442,66 +442,18 @@ bool rocksdb_store::compact(std::uint64_t id) {
   // The segment's values a batch at a time: the store's lock is held to list a batch (from
   // the segment's own list, not a walk of the whole index) and for each value's move, and
   // what a compaction holds is one batch, whatever the segment holds.
-  struct live_value {
-    std::size_t key_at = 0;  ///< in `keys`
-    std::size_t key_size = 0;
-    entry e;
-  };
-  std::vector<live_value> batch;
+  std::vector<gc_value> batch;
   std::string keys;
   std::vector<std::byte> buf;
   for (;;) {
-    batch.clear();
-    keys.clear();
-    {
-      std::lock_guard lk(mu_);
-      if (!db_) return false;
-      for (const record* r = index_.first_in_segment(id);
-           r != nullptr && batch.size() < gc_batch_values; r = r->next_in_segment()) {
-        batch.push_back({keys.size(), r->key().size(), r->e});
-        keys.append(r->key());
-      }
-    }
+    if (!list_gc_batch(id, batch, keys)) return false;
     if (batch.empty()) break;
-    // Read in file order (a loaded store lists a segment's values in key order).
-    std::sort(batch.begin(), batch.end(), [](const live_value& a, const live_value& b) {
-      return a.e.at.offset < b.e.at.offset;
-    });
     std::size_t left = 0;  // values of the batch that left the segment
-    for (const live_value& v : batch) {
+    for (const gc_value& v : batch) {
       const std::string_view full(keys.data() + v.key_at, v.key_size);
-      buf.resize(v.e.size - l3::value_header_bytes);
-      status rd = seg->read(v.e.at.offset, buf);
-      bool corrupt = !rd && rd.err().code == errc::parse_error;
-      if (rd) corrupt = l3::payload_checksum(buf) != v.e.checksum;
-      if (!rd && !corrupt) return false;  // an I/O error: leave the segment for later
-      value_location to{};
-      if (!corrupt) {
-        auto app = segments_->append(buf);
-        if (!app) return false;
-        to = *app;
-      }
-      std::lock_guard lk(mu_);
-      if (!db_) return false;
-      record* r = index_.find(full);
-      if (r == nullptr || !(r->e.at == v.e.at)) {  // gone meanwhile
-        left += r == nullptr || r->e.at.segment != id;
-        continue;
-      }
-      if (!corrupt && !segments_->segment(to.segment)) continue;  // the copy's segment is gone
-      ++left;
-      if (corrupt) {
-        ++usage_.corrupt;
-        (void)drop_locked({std::string(full)});
-        continue;
-      }
-      remove_live_locked(r->e.at, r->e.size);
-      index_.relocate(r, to);
-      r->e.verified = true;
-      ++moved_;
-      add_live_locked(to, r->e.size);
-      (void)put_record_locked(r);
-      dirty_ = true;
+      const gc_move m = move_live_value(*seg, id, full, v.e, buf);
+      if (m == gc_move::stop) return false;
+      left += m == gc_move::left;
     }
     if (left == 0) break;  // nothing moved: what stays is retried at the next collection
   }
@@ -509,6 +461,60 @@ bool rocksdb_store::compact(std::uint64_t id) {
   if (live_.count(id)) return false;  // values left behind: their copies' segment vanished
   segments_->remove(id);
   return true;
+}
+
+bool rocksdb_store::list_gc_batch(std::uint64_t segment, std::vector<gc_value>& batch,
+                                  std::string& keys) {
+  batch.clear();
+  keys.clear();
+  {
+    std::lock_guard lk(mu_);
+    if (!db_) return false;
+    for (const record* r = index_.first_in_segment(segment);
+         r != nullptr && batch.size() < gc_batch_values; r = r->next_in_segment()) {
+      batch.push_back({keys.size(), r->key().size(), r->e});
+      keys.append(r->key());
+    }
+  }
+  // Read in file order (a loaded store lists a segment's values in key order).
+  std::sort(batch.begin(), batch.end(),
+            [](const gc_value& a, const gc_value& b) { return a.e.at.offset < b.e.at.offset; });
+  return true;
+}
+
+rocksdb_store::gc_move rocksdb_store::move_live_value(segment_file& seg, std::uint64_t segment,
+                                                      std::string_view full, const entry& e,
+                                                      std::vector<std::byte>& buf) {
+  buf.resize(e.size - l3::value_header_bytes);
+  status rd = seg.read(e.at.offset, buf);
+  bool corrupt = !rd && rd.err().code == errc::parse_error;
+  if (rd) corrupt = l3::payload_checksum(buf) != e.checksum;
+  if (!rd && !corrupt) return gc_move::stop;  // an I/O error: leave the segment for later
+  value_location to{};
+  if (!corrupt) {
+    auto app = segments_->append(buf);
+    if (!app) return gc_move::stop;
+    to = *app;
+  }
+  std::lock_guard lk(mu_);
+  if (!db_) return gc_move::stop;
+  record* r = index_.find(full);
+  if (r == nullptr || !(r->e.at == e.at))  // gone meanwhile
+    return r == nullptr || r->e.at.segment != segment ? gc_move::left : gc_move::stayed;
+  if (!corrupt && !segments_->segment(to.segment)) return gc_move::stayed;  // copy's segment gone
+  if (corrupt) {
+    ++usage_.corrupt;
+    (void)drop_locked({std::string(full)});
+    return gc_move::left;
+  }
+  remove_live_locked(r->e.at, r->e.size);
+  index_.relocate(r, to);
+  r->e.verified = true;
+  ++moved_;
+  add_live_locked(to, r->e.size);
+  (void)put_record_locked(r);
+  dirty_ = true;
+  return gc_move::left;
 }
 
 void rocksdb_store::touch_locked(record* r) {

@@ -254,6 +254,24 @@ class rocksdb_store final : public l3_store {
   /// Copies the live values of `segment` to the active segment, then removes it; false if
   /// it had to stop (an I/O error, the store closing, values it could not move).
   bool compact(std::uint64_t segment);
+  /// A value a compaction is to move: its key (in a buffer beside the batch) and its entry
+  /// as listed.
+  struct gc_value {
+    std::size_t key_at = 0;
+    std::size_t key_size = 0;
+    entry e;
+  };
+  /// Lists up to gc_batch_values of `segment`'s values into `batch` (their keys into
+  /// `keys`), in file order; false if the store is closed.
+  bool list_gc_batch(std::uint64_t segment, std::vector<gc_value>& batch, std::string& keys);
+  /// What moving one value did: it left the segment (copied, dropped as corrupt, or gone
+  /// meanwhile), it stayed (its copy's segment vanished), or the compaction must stop (an
+  /// I/O error, the store closed).
+  enum class gc_move { left, stayed, stop };
+  /// Copies the value `full` (listed as `e`) of `segment` to the active segment and points
+  /// the index at the copy, unless it changed meanwhile; `buf` is scratch.
+  gc_move move_live_value(segment_file& seg, std::uint64_t segment, std::string_view full,
+                          const entry& e, std::vector<std::byte>& buf);
   /// The least recently used values to drop so that `bytes` more value bytes and `index`
   /// more index bytes fit both limits.
   std::vector<std::string> victims_locked(std::uint64_t bytes, std::uint64_t index) const;
