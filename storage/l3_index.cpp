@@ -173,6 +173,14 @@ std::size_t l3_index::count_in_segment(std::uint64_t segment) const noexcept {
   return it == segments_.end() ? 0 : it->second.count;
 }
 
+std::vector<std::uint64_t> l3_index::segment_ids() const {
+  std::vector<std::uint64_t> ids;
+  ids.reserve(segments_.size());
+  for (const auto& [id, l] : segments_)
+    ids.push_back(id);
+  return ids;
+}
+
 std::string l3_index::check() const {
   std::size_t listed = 0;
   for (const auto& [id, l] : segments_) {

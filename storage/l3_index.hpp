@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "storage/value_segments.hpp"
 
@@ -90,6 +91,8 @@ class l3_index {
   record* first_in_segment(std::uint64_t segment) const noexcept;
   /// How many values `segment` holds.
   std::size_t count_in_segment(std::uint64_t segment) const noexcept;
+  /// The segments that hold values, in no particular order.
+  std::vector<std::uint64_t> segment_ids() const;
   /// Empty if every record is in the list of the segment its e.at names, once, and the
   /// lists hold nothing else; else what is wrong (for tests).
   std::string check() const;

@@ -831,13 +831,29 @@ status rocksdb_store::erase(l3_pool pool, std::string_view key) {
 }
 
 result<std::size_t> rocksdb_store::erase_prefix(std::string_view prefix) {
-  std::lock_guard lk(mu_);
-  if (!db_) return error{errc::io_error, "L3 store is closed"};
+  // A segment per turn of the store's lock, not the whole index in one (a store of
+  // millions of values would stall every call for seconds). No compaction runs meanwhile,
+  // so no value moves from a segment not yet visited into one already visited; a value
+  // put during the clear may stay, as one put just after it would.
+  std::lock_guard gl(gc_mu_);
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lk(mu_);
+    if (!db_) return error{errc::io_error, "L3 store is closed"};
+    ids = index_.segment_ids();
+  }
+  std::size_t removed = 0;
   std::vector<std::string> victims;
-  for (const record* r = index_.least_recent(); r != nullptr; r = r->more_recent())
-    if (r->key().substr(1).starts_with(prefix)) victims.emplace_back(r->key());
-  if (status s = drop_locked(victims); !s) return s.err();
-  return victims.size();
+  for (std::uint64_t id : ids) {
+    std::lock_guard lk(mu_);
+    if (!db_) return error{errc::io_error, "L3 store is closed"};
+    victims.clear();
+    for (const record* r = index_.first_in_segment(id); r != nullptr; r = r->next_in_segment())
+      if (r->key().substr(1).starts_with(prefix)) victims.emplace_back(r->key());
+    if (status s = drop_locked(victims); !s) return s.err();
+    removed += victims.size();
+  }
+  return removed;
 }
 
 l3_usage rocksdb_store::usage() const {

@@ -51,6 +51,11 @@ void expect_same(const l3_index& ix, const std::unordered_map<std::string, std::
     ASSERT_EQ(r->key(), k);
     ASSERT_EQ(r->e.checksum, entry_with(seq).checksum) << k;
   }
+  std::vector<std::uint64_t> ids = ix.segment_ids(), want_ids;
+  for (const auto& [segment, ks] : by_segment)
+    if (!ks.empty()) want_ids.push_back(segment);
+  std::sort(ids.begin(), ids.end());
+  ASSERT_EQ(ids, want_ids) << "the segments holding values";
   for (std::uint64_t segment = 0; segment <= 9; ++segment) {
     const auto it = by_segment.find(segment);
     const std::list<std::string> none;

@@ -365,6 +365,34 @@ TEST(RocksdbStore, ASegmentOfManyBatchesIsCompactedWhole) {
   EXPECT_EQ((*st)->usage().corrupt, 0u);
 }
 
+// A clear by prefix goes a segment at a time: over many segments it takes every value under
+// the prefix and nothing else, and the index stays consistent.
+TEST(RocksdbStore, AClearByPrefixTakesEverySegmentsValues) {
+  temp_dir dir;
+  rocksdb_store_config cfg;
+  cfg.path = dir.sub("l3");
+  cfg.segment_bytes = 64 << 10;
+  auto st = rocksdb_store::open(cfg);
+  ASSERT_TRUE(st.ok()) << st.err().message;
+  rocksdb_store& s = **st;
+  for (int i = 0; i < 600; ++i)
+    ASSERT_TRUE(s.set(i % 3 == 0 ? l3_pool::ssm_state : l3_pool::kv_page,
+                      (i % 2 == 0 ? "ext/a/" : "ext/b/") + std::to_string(i), numbered(i, 1000)));
+  ASSERT_GT(s.segment_count(), 5u);
+  const auto n = s.erase_prefix("ext/a/");
+  ASSERT_TRUE(n.ok()) << n.err().message;
+  EXPECT_EQ(*n, 300u);
+  EXPECT_EQ(s.usage().values, 300u);
+  EXPECT_EQ(s.check_index(), "");
+  for (int i = 0; i < 600; ++i) {
+    const l3_pool pool = i % 3 == 0 ? l3_pool::ssm_state : l3_pool::kv_page;
+    EXPECT_EQ(s.exists(pool, (i % 2 == 0 ? "ext/a/" : "ext/b/") + std::to_string(i)), i % 2 == 1)
+        << i;
+  }
+  ASSERT_TRUE(s.close().ok());
+  EXPECT_FALSE(s.erase_prefix("ext/b/").ok()) << "a closed store refuses the clear";
+}
+
 // What the disk holds after the store closed is checked again: a value whose bytes changed
 // is a miss on its first read after open (counted corrupt, deleted), one whose bytes are
 // past the end of a truncated segment is dropped at open; the rest are served.
