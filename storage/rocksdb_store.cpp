@@ -660,14 +660,19 @@ void rocksdb_store::keep_min_free_locked() {
   (void)evict_for_locked(0, 0);  // a failed index write only leaves the values' records
 }
 
+std::vector<std::string> rocksdb_store::segment_keys_locked(std::uint64_t segment,
+                                                            std::string_view prefix) const {
+  std::vector<std::string> keys;
+  for (const record* r = index_.first_in_segment(segment); r != nullptr; r = r->next_in_segment())
+    if (r->key().substr(1).starts_with(prefix)) keys.emplace_back(r->key());  // past the pool byte
+  return keys;
+}
+
 bool rocksdb_store::free_oldest_segment_locked() {
   const auto sizes = segments_->sizes();
   if (sizes.empty()) return false;
   const std::uint64_t oldest = sizes.begin()->first;
-  std::vector<std::string> victims;
-  victims.reserve(index_.count_in_segment(oldest));
-  for (const record* r = index_.first_in_segment(oldest); r != nullptr; r = r->next_in_segment())
-    victims.emplace_back(r->key());
+  const std::vector<std::string> victims = segment_keys_locked(oldest, "");
   if (victims.empty() && oldest == segments_->active()) return false;  // nothing to free
   if (oldest == segments_->active()) segments_->seal();
   usage_.evicted += victims.size();
@@ -843,13 +848,10 @@ result<std::size_t> rocksdb_store::erase_prefix(std::string_view prefix) {
     ids = index_.segment_ids();
   }
   std::size_t removed = 0;
-  std::vector<std::string> victims;
   for (std::uint64_t id : ids) {
     std::lock_guard lk(mu_);
     if (!db_) return error{errc::io_error, "L3 store is closed"};
-    victims.clear();
-    for (const record* r = index_.first_in_segment(id); r != nullptr; r = r->next_in_segment())
-      if (r->key().substr(1).starts_with(prefix)) victims.emplace_back(r->key());
+    const std::vector<std::string> victims = segment_keys_locked(id, prefix);
     if (status s = drop_locked(victims); !s) return s.err();
     removed += victims.size();
   }
