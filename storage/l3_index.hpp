@@ -31,12 +31,14 @@ namespace hc {
 
 /// What the store keeps per value.
 struct l3_value_entry {
-  std::uint64_t size = 0;        ///< stored bytes (header included)
-  std::uint64_t seq = 0;         ///< access sequence: larger = more recent (persisted)
-  value_location at;             ///< where the payload is
-  std::uint64_t checksum = 0;    ///< XXH3-64 of the payload
-  bool verified = false;         ///< checksum known good in this process
-  bool recency_pending = false;  ///< touched since its record was last written
+  std::uint64_t size = 0;      ///< stored bytes (header included)
+  std::uint64_t seq = 0;       ///< access sequence: larger = more recent (persisted)
+  value_location at;           ///< where the payload is
+  std::uint64_t checksum = 0;  ///< XXH3-64 of the payload
+  bool verified = false;       ///< checksum known good in this process
+  /// Touched since its record was last written: 1 + its place in the store's list of such
+  /// values; 0 = not.
+  std::uint32_t recency_slot = 0;
 };
 
 class l3_index {

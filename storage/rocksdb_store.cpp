@@ -45,14 +45,6 @@ std::string record_key(std::string_view full) {
   return k;
 }
 
-std::string record_value(std::uint64_t size, std::uint64_t seq, value_location at,
-                         std::uint64_t checksum) {
-  std::string v(record_bytes, '\0');
-  const std::uint64_t f[5] = {size, seq, at.segment, at.offset, checksum};
-  std::memcpy(v.data(), f, record_bytes);  // little-endian hosts only (x86-64, aarch64)
-  return v;
-}
-
 /// A RocksDB failure: out_of_memory when the disk is full (like a value larger than the
 /// store: no space), io_error otherwise.
 error io(const rocksdb::Status& s, std::string_view what) {
@@ -367,8 +359,13 @@ status rocksdb_store::close() {
   }
   std::lock_guard gl(gc_mu_);
   std::lock_guard lk(mu_);
+  { std::lock_guard w(index_write_mu_); }  // a put's index write in flight lands first
   if (!db_) return {};
-  write_recency_locked();
+  {
+    rocksdb::WriteBatch recency;
+    (void)batch_recency_locked(recency);
+    if (recency.Count() != 0) (void)write_index_locked(recency);  // lost: values look older
+  }
   // Values before the index that names them (none when open failed before the segments).
   const status synced = segments_ ? segments_->sync() : status{};
   rocksdb::FlushOptions fo;
@@ -496,7 +493,7 @@ rocksdb_store::gc_move rocksdb_store::move_live_value(segment_file& seg, std::ui
     if (!app) return gc_move::stop;
     to = *app;
   }
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   if (!db_) return gc_move::stop;
   record* r = index_.find(full);
   if (r == nullptr || !(r->e.at == e.at))  // gone meanwhile
@@ -512,8 +509,11 @@ rocksdb_store::gc_move rocksdb_store::move_live_value(segment_file& seg, std::ui
   r->e.verified = true;
   ++moved_;
   add_live_locked(to, r->e.size);
-  (void)put_record_locked(r);
-  dirty_ = true;
+  rocksdb::WriteBatch batch;
+  batch_record(batch, r);
+  // A failed write leaves the record naming the old place: the value is lost once that
+  // segment goes, as a crash before the next flush would lose it.
+  (void)write_index_unlocking(lk, batch);
   return gc_move::left;
 }
 
@@ -522,16 +522,19 @@ void rocksdb_store::touch_locked(record* r) {
   index_.make_most_recent(r);
   // Recency survives a restart, written in batches; a lost update only makes the value
   // look older.
-  if (!r->e.recency_pending) {
-    r->e.recency_pending = true;
-    recency_pending_.emplace_back(r->key());
+  if (r->e.recency_slot == 0) {
+    recency_pending_.push_back(r);
+    r->e.recency_slot = static_cast<std::uint32_t>(recency_pending_.size());
   }
-  const std::size_t batch = std::max<std::size_t>(cfg_.recency_batch, 1);
+  // At most 2^28: the list stays under 4 × batch + 1 entries, so a slot fits 32 bits.
+  const std::size_t batch = std::clamp<std::size_t>(cfg_.recency_batch, 1, std::size_t{1} << 28);
   if (recency_pending_.size() < batch) return;
   // The background thread writes them a chunk per turn of the lock; a caller writes one
   // itself only when the thread is far behind (busy compacting), which bounds the list.
   if (recency_pending_.size() >= 4 * batch) {
-    (void)write_recency_locked(recency_chunk);
+    rocksdb::WriteBatch chunk;
+    (void)batch_recency_locked(chunk, recency_chunk);
+    (void)write_index_locked(chunk);  // a failed write only loses recency
   } else if (!recency_woken_) {
     recency_woken_ = true;
     {
@@ -542,37 +545,75 @@ void rocksdb_store::touch_locked(record* r) {
   }
 }
 
-bool rocksdb_store::write_recency_locked(std::size_t most) {
-  rocksdb::WriteBatch batch;
+void rocksdb_store::unlist_recency_locked(record* r) noexcept {
+  if (r->e.recency_slot == 0) return;
+  // The last one takes its place: the list's order does not matter.
+  record* last = recency_pending_.back();
+  recency_pending_[r->e.recency_slot - 1] = last;
+  last->e.recency_slot = r->e.recency_slot;
+  recency_pending_.pop_back();
+  r->e.recency_slot = 0;
+}
+
+bool rocksdb_store::batch_recency_locked(rocksdb::WriteBatch& batch, std::size_t most) {
   for (std::size_t n = 0; n < most && !recency_pending_.empty(); ++n) {
-    const std::string full = std::move(recency_pending_.back());
+    record* r = recency_pending_.back();
     recency_pending_.pop_back();
-    record* r = index_.find(full);  // dropped since: its record is deleted, do not revive it
-    if (r == nullptr || !r->e.recency_pending) continue;
-    r->e.recency_pending = false;
-    (void)batch.Put(meta_, slice(record_key(full)),
-                    slice(record_value(r->e.size, r->e.seq, r->e.at, r->e.checksum)));
-  }
-  if (batch.Count() != 0) {
-    (void)db_->Write(write_options(), &batch);  // a failed write only loses recency
-    dirty_ = true;
+    r->e.recency_slot = 0;
+    batch_record(batch, r);
   }
   return !recency_pending_.empty();
 }
 
 void rocksdb_store::drain_recency() {
   for (bool more = true; more;) {
+    rocksdb::WriteBatch chunk;
+    std::unique_lock lk(mu_);
+    if (!db_) return;
     const auto start = std::chrono::steady_clock::now();
-    {
-      std::lock_guard lk(mu_);
-      if (!db_) return;
-      recency_woken_ = false;  // touches from now on may wake the thread again
-      more = write_recency_locked(recency_chunk);
-    }
-    // Leave the lock free for as long as the chunk held it: a caller woken by the unlock
-    // needs tens of microseconds to run, and would find the lock taken again at once.
-    if (more) std::this_thread::sleep_for(std::chrono::steady_clock::now() - start);
+    recency_woken_ = false;  // touches from now on may wake the thread again
+    more = batch_recency_locked(chunk, recency_chunk);
+    const auto held = std::chrono::steady_clock::now() - start;
+    (void)write_index_unlocking(lk, chunk);  // a failed write only loses recency
+    // Leave the lock free for at least as long as the chunk held it: a caller woken by
+    // the unlock needs tens of microseconds to run, and would find it taken again at once.
+    if (more) std::this_thread::sleep_for(held);
   }
+}
+
+rocksdb::Status rocksdb_store::write_index_locked(rocksdb::WriteBatch& batch) {
+  std::lock_guard w(index_write_mu_);
+  return write_index_now(batch);
+}
+
+rocksdb::Status rocksdb_store::write_index_unlocking(std::unique_lock<std::mutex>& lk,
+                                                     rocksdb::WriteBatch& batch) {
+  std::lock_guard w(index_write_mu_);
+  lk.unlock();
+  if (unlocked_write_hook_) std::exchange(unlocked_write_hook_, {})();
+  return write_index_now(batch);
+}
+
+rocksdb::Status rocksdb_store::write_index_now(rocksdb::WriteBatch& batch) {
+  if (batch.Count() == 0) return rocksdb::Status::OK();
+  if (failing_index_writes_ > 0) {
+    --failing_index_writes_;
+    return rocksdb::Status::IOError("an index write failure injected by a test");
+  }
+  rocksdb::Status s = db_->Write(write_options(), &batch);
+  // After the write: a timed flush that saw dirty_ false leaves nothing of it unflushed.
+  dirty_ = true;
+  return s;
+}
+
+void rocksdb_store::fail_index_writes(std::size_t n) {
+  std::lock_guard w(index_write_mu_);
+  failing_index_writes_ = n;
+}
+
+void rocksdb_store::before_next_unlocked_write(std::function<void()> hook) {
+  std::lock_guard w(index_write_mu_);
+  unlocked_write_hook_ = std::move(hook);
 }
 
 std::vector<std::string> rocksdb_store::victims_locked(std::uint64_t bytes,
@@ -606,20 +647,23 @@ status rocksdb_store::drop_locked(const std::vector<std::string>& full_keys) {
     usage_.values -= 1;
     index_bytes_ -= index_bytes_per_value(full.size());
     const entry e = r->e;
+    unlist_recency_locked(r);
     index_.erase(r);
     ++erasures_;
     remove_live_locked(e.at, e.size);
   }
-  rocksdb::Status s = db_->Write(write_options(), &batch);
-  dirty_ = true;
+  rocksdb::Status s = write_index_locked(batch);
   if (!s.ok()) return io(s, "L3 store: delete failed");
   return {};
 }
 
-rocksdb::Status rocksdb_store::put_record_locked(const record* r) {
+void rocksdb_store::batch_record(rocksdb::WriteBatch& batch, const record* r) const {
+  // record_key's key; the value little-endian (x86-64 and aarch64 hosts only).
   const entry& e = r->e;
-  return db_->Put(write_options(), meta_, slice(record_key(r->key())),
-                  slice(record_value(e.size, e.seq, e.at, e.checksum)));
+  const std::uint64_t f[5] = {e.size, e.seq, e.at.segment, e.at.offset, e.checksum};
+  const rocksdb::Slice key[2] = {rocksdb::Slice(&record_prefix, 1), slice(r->key())};
+  const rocksdb::Slice value(reinterpret_cast<const char*>(f), record_bytes);
+  (void)batch.Put(meta_, rocksdb::SliceParts(key, 2), rocksdb::SliceParts(&value, 1));
 }
 
 void rocksdb_store::keep_min_free() {
@@ -686,8 +730,8 @@ bool rocksdb_store::free_oldest_segment_locked() {
   return true;
 }
 
-status rocksdb_store::publish_locked(const std::string& full, std::uint64_t size, value_location at,
-                                     std::uint64_t checksum) {
+status rocksdb_store::publish(std::unique_lock<std::mutex>& lk, const std::string& full,
+                              std::uint64_t size, value_location at, std::uint64_t checksum) {
   if (status d = evict_for_locked(size, index_bytes_per_value(full.size())); !d) return d;
   entry e;
   e.size = size;
@@ -695,18 +739,25 @@ status rocksdb_store::publish_locked(const std::string& full, std::uint64_t size
   e.at = at;
   e.checksum = checksum;
   e.verified = true;
-  // After a flush failed for lack of space RocksDB refuses writes until it recovered on
-  // its own (it checks every 5 s for write_buffer_bytes of free space).
-  rocksdb::Status s = db_->Put(write_options(), meta_, slice(record_key(full)),
-                               slice(record_value(e.size, e.seq, e.at, e.checksum)));
-  dirty_ = true;
-  if (!s.ok()) return io(s, "L3 store: index write failed");  // the bytes are dead space
-  index_.insert(full, e);
+  const record* r = index_.insert(full, e);
   usage_.bytes += e.size;
   usage_.values += 1;
   index_bytes_ += index_bytes_per_value(full.size());
   add_live_locked(at, size);
-  return {};
+  rocksdb::WriteBatch batch;
+  batch_record(batch, r);
+  // The value is served from now on; its record is written with the lock dropped.
+  const rocksdb::Status s = write_index_unlocking(lk, batch);
+  if (s.ok()) return {};
+  // After a flush failed for lack of space RocksDB refuses writes until it recovered on
+  // its own (it checks every 5 s for write_buffer_bytes of free space). The value goes
+  // (its bytes are dead space), unless it was dropped or moved meanwhile.
+  lk.lock();
+  if (db_) {
+    if (const record* now = index_.find(full); now != nullptr && now->e.at == at)
+      (void)drop_locked({full});
+  }
+  return io(s, "L3 store: index write failed");
 }
 
 status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const std::byte> value) {
@@ -743,7 +794,7 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
       continue;
     }
     if (!at) return at.err();
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
     if (record* r = index_.find(full); r != nullptr) {  // set meanwhile: ours is dead
       touch_locked(r);
@@ -752,7 +803,7 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
     // A write in flight is not live yet: its segment, sealed meanwhile by other writes, may
     // have been removed (nothing live) or compacted away. Segments are removed only under
     // mu_, so one that is there now stays while the index counts this value in it.
-    if (segments_->segment(at->segment)) return publish_locked(full, need, *at, checksum);
+    if (segments_->segment(at->segment)) return publish(lk, full, need, *at, checksum);
   }
 }
 

@@ -33,7 +33,8 @@
 // (1 - gc_dead_fraction) at worst, plus the active segment.
 //
 // Thread safety: safe for concurrent use (the index has a mutex; segment I/O runs outside
-// it).
+// it, and so do the RocksDB writes of a put, of the recency records and of a compaction's
+// moves, in the order of the mutex's turns: write_index_unlocking).
 
 #include <atomic>
 #include <chrono>
@@ -57,6 +58,7 @@ namespace rocksdb {
 class DB;
 class Status;
 class ColumnFamilyHandle;
+class WriteBatch;
 }  // namespace rocksdb
 
 namespace hc {
@@ -91,11 +93,12 @@ struct rocksdb_store_config {
   /// Recency records (LRU order across restarts) are written by every background flush
   /// and close, and earlier once this many values were touched since the last write (a
   /// value touched twice counts once: a hot set costs one record per value per
-  /// flush_interval, not one per get). The background thread writes them, a few hundred
-  /// per turn of the store's lock, so no get waits for a whole batch (BENCHMARKS.md §8.2);
+  /// flush_interval, not one per get). The background thread writes them, a few dozen per
+  /// turn of the store's lock (the RocksDB write made after it), so no get waits for a
+  /// whole batch (BENCHMARKS.md §8.2-§8.3);
   /// a get writes some itself only once 4× this many are pending (the thread busy
   /// compacting). A crash loses at most the pending ones, which only makes some values look
-  /// older. Default 16384 (≈ 2 MiB of pending keys).
+  /// older. Default 16384 (128 KiB of pending pointers); at most 2^28.
   std::size_t recency_batch = 16384;
   /// What open() does with an index RocksDB reports corrupt (a damaged CURRENT, MANIFEST or
   /// table file: bit rot, a disk that lied about a write): false, fail with io_error naming
@@ -203,6 +206,13 @@ class rocksdb_store final : public l3_store {
   /// payload, value_codec.hpp) — e.g. one with a flipped byte: bytes that decode are served
   /// from now on; bytes that do not are a checksum failure at the next read.
   status overwrite_stored(l3_pool pool, std::string_view key, std::span<const std::byte> bytes);
+  /// Test hook: the next `n` writes to the index (a put's record, a delete, a batch of
+  /// recency records, a compaction's move) fail as an I/O error would.
+  void fail_index_writes(std::size_t n);
+  /// Test hook: `hook` runs once, in the next index write made with the store's lock
+  /// dropped (write_index_unlocking: a recency batch, a compaction's move, a put), between
+  /// the lock's release and the write — where another call can run.
+  void before_next_unlocked_write(std::function<void()> hook);
 
  private:
   using entry = l3_value_entry;
@@ -222,13 +232,30 @@ class rocksdb_store final : public l3_store {
   status load_index(bool& corrupt, const rocksdb_load_options& options);
   /// Deletes the index records of the given entries in one batch; their space is dead.
   status drop_locked(const std::vector<std::string>& full_keys);
+  /// Makes r the most recent value and puts it on the recency list (recency_pending_).
   void touch_locked(record* r);
-  /// Writes the records of the touched values still in the index (one batch).
-  /// Writes the recency records of up to `most` pending values (all by default) in one
-  /// RocksDB write; true if some are still pending.
-  bool write_recency_locked(std::size_t most = SIZE_MAX);
-  /// Writes every pending recency record, recency_chunk per turn of the store's lock.
+  /// Takes r off the recency list (it is being erased, or its record is being written).
+  void unlist_recency_locked(record* r) noexcept;
+  /// Adds to `batch` the recency records of up to `most` pending values (all by default),
+  /// taking them off the list; true if some are still pending.
+  bool batch_recency_locked(rocksdb::WriteBatch& batch, std::size_t most = SIZE_MAX);
+  /// Writes every pending recency record, recency_chunk per turn of the store's lock, each
+  /// chunk's RocksDB write made after the lock is dropped (write_index_unlocking).
   void drain_recency();
+  /// Writes `batch` to the index, mu_ held throughout. Every index write after open goes
+  /// through here or write_index_unlocking.
+  rocksdb::Status write_index_locked(rocksdb::WriteBatch& batch);
+  /// Writes `batch` to the index after dropping mu_ (`lk`, unlocked on return), still in
+  /// the order of the lock's turns: index_write_mu_ is taken before mu_ is dropped, so the
+  /// write lands after every index write of an earlier turn and before every one of a
+  /// later turn. For the background thread's writes: a RocksDB write that switches the
+  /// memtable takes milliseconds, and gets do not wait for it (BENCHMARKS.md §8.3). The
+  /// caller must keep db_ open meanwhile (close() joins the background thread and waits
+  /// for a compaction first).
+  rocksdb::Status write_index_unlocking(std::unique_lock<std::mutex>& lk,
+                                        rocksdb::WriteBatch& batch);
+  /// The write itself, index_write_mu_ held (nothing for an empty batch).
+  rocksdb::Status write_index_now(rocksdb::WriteBatch& batch);
   /// Recency records written per turn of the lock.
   static constexpr std::size_t recency_chunk = 64;
   /// Reads the value of `key` into the buffer `dst_for(payload bytes) -> result<span>`
@@ -246,11 +273,12 @@ class rocksdb_store final : public l3_store {
                                                std::string_view prefix) const;
   /// keep_min_free with mu_ held.
   void keep_min_free_locked();
-  /// Publishes a value just appended at `at`: evicts for room, writes its index record.
-  status publish_locked(const std::string& full, std::uint64_t size, value_location at,
-                        std::uint64_t checksum);
-  /// Writes the index record of `r`.
-  rocksdb::Status put_record_locked(const record* r);
+  /// Publishes a value just appended at `at`: evicts for room, puts it in the index, and
+  /// writes its index record with mu_ (`lk`) dropped; a failed write takes it out again.
+  status publish(std::unique_lock<std::mutex>& lk, const std::string& full, std::uint64_t size,
+                 value_location at, std::uint64_t checksum);
+  /// Adds the index record of `r` to `batch`.
+  void batch_record(rocksdb::WriteBatch& batch, const record* r) const;
   void add_live_locked(value_location at, std::uint64_t size);
   void remove_live_locked(value_location at, std::uint64_t size);
   /// Sealed segments at least gc_dead_fraction dead (or wholly dead), most dead first.
@@ -297,9 +325,14 @@ class rocksdb_store final : public l3_store {
   l3_index index_;  ///< the values (key: pool byte + key), least recent first
   std::uint64_t next_seq_ = 1;
   l3_usage usage_;
-  std::uint64_t index_bytes_ = 0;             ///< sum of index_bytes_per_value over the index
-  std::vector<std::string> recency_pending_;  ///< keys whose recency_pending was set
-  bool recency_woken_ = false;                ///< the background thread was asked to write them
+  std::uint64_t index_bytes_ = 0;  ///< sum of index_bytes_per_value over the index
+  /// The values whose recency records are to be written (e.recency_slot - 1 is a value's
+  /// place here; an erased value is taken off).
+  std::vector<record*> recency_pending_;
+  bool recency_woken_ = false;  ///< the background thread was asked to write them
+  std::mutex index_write_mu_;   ///< orders the index's writes (write_index_unlocking); after mu_
+  std::size_t failing_index_writes_ = 0;       ///< fail_index_writes(); guarded by index_write_mu_
+  std::function<void()> unlocked_write_hook_;  ///< before_next_unlocked_write(); likewise
   std::uint64_t erasures_ = 0;  ///< values erased from index_ so far (a reader's record pointer
                                 ///< stays valid while this does not change)
   std::unordered_map<std::uint64_t, std::uint64_t> live_;  ///< segment → live footprint
