@@ -39,10 +39,10 @@ std::string full_key(l3_pool pool, std::string_view key) {
   return k;
 }
 
-std::string record_key(std::string_view full) {
-  std::string k(1, record_prefix);
-  k.append(full);
-  return k;
+/// The RocksDB key of the index record of `full` (record_prefix, then the key), as parts
+/// a batch copies.
+std::array<rocksdb::Slice, 2> record_key_parts(std::string_view full) {
+  return {rocksdb::Slice(&record_prefix, 1), slice(full)};
 }
 
 /// A RocksDB failure: out_of_memory when the disk is full (like a value larger than the
@@ -616,54 +616,54 @@ void rocksdb_store::before_next_unlocked_write(std::function<void()> hook) {
   unlocked_write_hook_ = std::move(hook);
 }
 
-std::vector<std::string> rocksdb_store::victims_locked(std::uint64_t bytes,
-                                                       std::uint64_t index) const {
-  std::vector<std::string> victims;
-  std::uint64_t b = usage_.bytes + bytes, ix = index_bytes_ + index;
+void rocksdb_store::evict_into_locked(std::uint64_t bytes, std::uint64_t index,
+                                      rocksdb::WriteBatch& batch) {
   const std::uint64_t ix_limit = cfg_.index_memory_bytes ? cfg_.index_memory_bytes : UINT64_MAX;
-  for (const record* r = index_.least_recent();
-       (b > usage_.capacity || ix > ix_limit) && r != nullptr; r = r->more_recent()) {
-    b -= r->e.size;
-    ix -= index_bytes_per_value(r->key().size());
-    victims.emplace_back(r->key());
+  while (usage_.bytes + bytes > usage_.capacity || index_bytes_ + index > ix_limit) {
+    record* r = index_.least_recent();
+    if (r == nullptr) break;
+    unindex_locked(r, batch);
+    ++usage_.evicted;
   }
-  return victims;
 }
 
 status rocksdb_store::evict_for_locked(std::uint64_t bytes, std::uint64_t index) {
-  const std::vector<std::string> victims = victims_locked(bytes, index);
-  if (victims.empty()) return {};
-  usage_.evicted += victims.size();
-  return drop_locked(victims);
+  rocksdb::WriteBatch batch;
+  evict_into_locked(bytes, index, batch);
+  const rocksdb::Status s = write_index_locked(batch);
+  if (!s.ok()) return io(s, "L3 store: delete failed");
+  return {};
+}
+
+void rocksdb_store::unindex_locked(record* r, rocksdb::WriteBatch& batch) {
+  const auto key = record_key_parts(r->key());
+  (void)batch.Delete(meta_, rocksdb::SliceParts(key.data(), 2));  // copied before r goes
+  usage_.bytes -= r->e.size;
+  usage_.values -= 1;
+  index_bytes_ -= index_bytes_per_value(r->key().size());
+  const entry e = r->e;
+  unlist_recency_locked(r);
+  index_.erase(r);
+  ++erasures_;
+  remove_live_locked(e.at, e.size);
 }
 
 status rocksdb_store::drop_locked(const std::vector<std::string>& full_keys) {
   rocksdb::WriteBatch batch;
-  for (const std::string& full : full_keys) {
-    record* r = index_.find(full);
-    if (r == nullptr) continue;
-    (void)batch.Delete(meta_, slice(record_key(full)));
-    usage_.bytes -= r->e.size;
-    usage_.values -= 1;
-    index_bytes_ -= index_bytes_per_value(full.size());
-    const entry e = r->e;
-    unlist_recency_locked(r);
-    index_.erase(r);
-    ++erasures_;
-    remove_live_locked(e.at, e.size);
-  }
-  rocksdb::Status s = write_index_locked(batch);
+  for (const std::string& full : full_keys)
+    if (record* r = index_.find(full); r != nullptr) unindex_locked(r, batch);
+  const rocksdb::Status s = write_index_locked(batch);
   if (!s.ok()) return io(s, "L3 store: delete failed");
   return {};
 }
 
 void rocksdb_store::batch_record(rocksdb::WriteBatch& batch, const record* r) const {
-  // record_key's key; the value little-endian (x86-64 and aarch64 hosts only).
+  // The value little-endian (x86-64 and aarch64 hosts only).
   const entry& e = r->e;
   const std::uint64_t f[5] = {e.size, e.seq, e.at.segment, e.at.offset, e.checksum};
-  const rocksdb::Slice key[2] = {rocksdb::Slice(&record_prefix, 1), slice(r->key())};
+  const auto key = record_key_parts(r->key());
   const rocksdb::Slice value(reinterpret_cast<const char*>(f), record_bytes);
-  (void)batch.Put(meta_, rocksdb::SliceParts(key, 2), rocksdb::SliceParts(&value, 1));
+  (void)batch.Put(meta_, rocksdb::SliceParts(key.data(), 2), rocksdb::SliceParts(&value, 1));
 }
 
 void rocksdb_store::keep_min_free() {
@@ -732,7 +732,9 @@ bool rocksdb_store::free_oldest_segment_locked() {
 
 status rocksdb_store::publish(std::unique_lock<std::mutex>& lk, const std::string& full,
                               std::uint64_t size, value_location at, std::uint64_t checksum) {
-  if (status d = evict_for_locked(size, index_bytes_per_value(full.size())); !d) return d;
+  // The evicted values' deletes and the value's record: one write.
+  rocksdb::WriteBatch batch;
+  evict_into_locked(size, index_bytes_per_value(full.size()), batch);
   entry e;
   e.size = size;
   e.seq = next_seq_++;
@@ -744,7 +746,6 @@ status rocksdb_store::publish(std::unique_lock<std::mutex>& lk, const std::strin
   usage_.values += 1;
   index_bytes_ += index_bytes_per_value(full.size());
   add_live_locked(at, size);
-  rocksdb::WriteBatch batch;
   batch_record(batch, r);
   // The value is served from now on; its record is written with the lock dropped.
   const rocksdb::Status s = write_index_unlocking(lk, batch);
@@ -880,10 +881,15 @@ bool rocksdb_store::exists(l3_pool pool, std::string_view key) {
 
 status rocksdb_store::erase(l3_pool pool, std::string_view key) {
   const std::string full = full_key(pool, key);
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   if (!db_) return {errc::io_error, "L3 store is closed"};
-  if (index_.find(full) == nullptr) return {errc::not_found, "L3 key not found"};
-  return drop_locked({full});
+  record* r = index_.find(full);
+  if (r == nullptr) return {errc::not_found, "L3 key not found"};
+  rocksdb::WriteBatch batch;
+  unindex_locked(r, batch);
+  const rocksdb::Status s = write_index_unlocking(lk, batch);
+  if (!s.ok()) return io(s, "L3 store: delete failed");
+  return {};
 }
 
 result<std::size_t> rocksdb_store::erase_prefix(std::string_view prefix) {
@@ -900,10 +906,14 @@ result<std::size_t> rocksdb_store::erase_prefix(std::string_view prefix) {
   }
   std::size_t removed = 0;
   for (std::uint64_t id : ids) {
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     if (!db_) return error{errc::io_error, "L3 store is closed"};
     const std::vector<std::string> victims = segment_keys_locked(id, prefix);
-    if (status s = drop_locked(victims); !s) return s.err();
+    rocksdb::WriteBatch batch;
+    for (const std::string& full : victims)
+      unindex_locked(index_.find(full), batch);  // listed under the lock: there
+    const rocksdb::Status s = write_index_unlocking(lk, batch);
+    if (!s.ok()) return io(s, "L3 store: delete failed");
     removed += victims.size();
   }
   return removed;

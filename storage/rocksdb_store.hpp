@@ -33,8 +33,8 @@
 // (1 - gc_dead_fraction) at worst, plus the active segment.
 //
 // Thread safety: safe for concurrent use (the index has a mutex; segment I/O runs outside
-// it, and so do the RocksDB writes of a put, of the recency records and of a compaction's
-// moves, in the order of the mutex's turns: write_index_unlocking).
+// it, and so do the RocksDB writes of a put, an erase, a clear, the recency records and a
+// compaction's moves, in the order of the mutex's turns: write_index_unlocking).
 
 #include <atomic>
 #include <chrono>
@@ -210,8 +210,8 @@ class rocksdb_store final : public l3_store {
   /// recency records, a compaction's move) fail as an I/O error would.
   void fail_index_writes(std::size_t n);
   /// Test hook: `hook` runs once, in the next index write made with the store's lock
-  /// dropped (write_index_unlocking: a recency batch, a compaction's move, a put), between
-  /// the lock's release and the write — where another call can run.
+  /// dropped (write_index_unlocking: a recency batch, a compaction's move, a put, an
+  /// erase), between the lock's release and the write — where another call can run.
   void before_next_unlocked_write(std::function<void()> hook);
 
  private:
@@ -232,6 +232,8 @@ class rocksdb_store final : public l3_store {
   status load_index(bool& corrupt, const rocksdb_load_options& options);
   /// Deletes the index records of the given entries in one batch; their space is dead.
   status drop_locked(const std::vector<std::string>& full_keys);
+  /// Takes r out of the index (its space is dead) and adds its record's delete to `batch`.
+  void unindex_locked(record* r, rocksdb::WriteBatch& batch);
   /// Makes r the most recent value and puts it on the recency list (recency_pending_).
   void touch_locked(record* r);
   /// Takes r off the recency list (it is being erased, or its record is being written).
@@ -248,10 +250,9 @@ class rocksdb_store final : public l3_store {
   /// Writes `batch` to the index after dropping mu_ (`lk`, unlocked on return), still in
   /// the order of the lock's turns: index_write_mu_ is taken before mu_ is dropped, so the
   /// write lands after every index write of an earlier turn and before every one of a
-  /// later turn. For the background thread's writes: a RocksDB write that switches the
-  /// memtable takes milliseconds, and gets do not wait for it (BENCHMARKS.md §8.3). The
-  /// caller must keep db_ open meanwhile (close() joins the background thread and waits
-  /// for a compaction first).
+  /// later turn. Gets then do not wait for RocksDB (a write that meets a memtable switch
+  /// or RocksDB's flush took 0.3-0.9 ms here: BENCHMARKS.md §8.3). db_ stays open
+  /// meanwhile: close() takes index_write_mu_ after mu_, so it waits for the write.
   rocksdb::Status write_index_unlocking(std::unique_lock<std::mutex>& lk,
                                         rocksdb::WriteBatch& batch);
   /// The write itself, index_write_mu_ held (nothing for an empty batch).
@@ -305,10 +306,10 @@ class rocksdb_store final : public l3_store {
   /// the index at the copy, unless it changed meanwhile; `buf` is scratch.
   gc_move move_live_value(segment_file& seg, std::uint64_t segment, std::string_view full,
                           const entry& e, std::vector<std::byte>& buf);
-  /// The least recently used values to drop so that `bytes` more value bytes and `index`
-  /// more index bytes fit both limits.
-  std::vector<std::string> victims_locked(std::uint64_t bytes, std::uint64_t index) const;
-  /// Drops (and counts as evicted) victims_locked(bytes, index).
+  /// Evicts (unindex_locked, counted) the least recently used values until `bytes` more
+  /// value bytes and `index` more index bytes fit both limits; their deletes go to `batch`.
+  void evict_into_locked(std::uint64_t bytes, std::uint64_t index, rocksdb::WriteBatch& batch);
+  /// evict_into_locked, written at once.
   status evict_for_locked(std::uint64_t bytes, std::uint64_t index);
   /// The background thread (flush_interval): syncs and flushes when dirty_, compacts
   /// segments when gc_wanted_, until close().

@@ -215,6 +215,23 @@ TEST(RocksdbStore, APutWhoseIndexWriteFailsLeavesNoValue) {
   EXPECT_EQ(out, bytes('b', 100));
 }
 
+// An erase whose delete cannot be written says so; the value is gone from this process
+// (its record may bring it back after a restart: a cache may serve it again, whole).
+TEST(RocksdbStore, AnEraseWhoseIndexWriteFailsSaysSo) {
+  temp_dir dir;
+  auto s = open_store(dir.sub("l3"), 1 << 20);
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->set(l3_pool::kv_page, "a", bytes('a', 100)).ok());
+  s->fail_index_writes(1);
+  const status e = s->erase(l3_pool::kv_page, "a");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.err().code, errc::io_error);
+  EXPECT_NE(e.err().message.find("delete failed"), std::string::npos) << e.err().message;
+  EXPECT_FALSE(s->exists(l3_pool::kv_page, "a"));
+  EXPECT_EQ(s->usage().values, 0u);
+  EXPECT_EQ(s->check_index(), "");
+}
+
 // The background thread writes a batch of recency records after it dropped the store's
 // lock; an erase of a value in that batch, made meanwhile, must land after it, or the batch
 // would bring the erased value's record back. The erase is started just then (the test
