@@ -10,8 +10,8 @@
 #   OPS          operations over all sessions (default 2000000)
 #   BUILD_DIR    default build/release
 #   L3_CAPACITY  the node's --l3-capacity (default 8MB). The L3 store keeps an in-memory
-#                index entry per value (a few hundred bytes: its key twice, in the index and
-#                in the LRU order) and hcsim's toy pages are 32 B, so the node's
+#                index entry per value (its key's bytes + 144, ~230 B for the node's page
+#                keys: storage/l3_index.hpp) and hcsim's toy pages are 32 B, so the node's
 #                RSS grows with the L3 until it is full; 8MB fills in the first minute and
 #                the run measures the steady state (LRU eviction); a larger one measures the
 #                growth of the index (BENCHMARKS.md §8).
