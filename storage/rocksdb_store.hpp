@@ -236,7 +236,7 @@ class rocksdb_store final : public l3_store {
   void unindex_locked(record* r, rocksdb::WriteBatch& batch);
   /// Makes r the most recent value and puts it on the recency list (recency_pending_).
   void touch_locked(record* r);
-  /// Takes r off the recency list (it is being erased, or its record is being written).
+  /// Takes r off the recency list (it is being erased).
   void unlist_recency_locked(record* r) noexcept;
   /// Adds to `batch` the recency records of up to `most` pending values (all by default),
   /// taking them off the list; true if some are still pending.
