@@ -704,29 +704,37 @@ void rocksdb_store::keep_min_free_locked() {
   (void)evict_for_locked(0, 0);  // a failed index write only leaves the values' records
 }
 
-std::vector<std::string> rocksdb_store::segment_keys_locked(std::uint64_t segment,
-                                                            std::string_view prefix) const {
-  std::vector<std::string> keys;
-  for (const record* r = index_.first_in_segment(segment); r != nullptr; r = r->next_in_segment())
-    if (r->key().substr(1).starts_with(prefix)) keys.emplace_back(r->key());  // past the pool byte
-  return keys;
+std::size_t rocksdb_store::unindex_segment_locked(std::uint64_t segment, std::string_view prefix,
+                                                  rocksdb::WriteBatch& batch) {
+  std::size_t n = 0;
+  for (record* r = index_.first_in_segment(segment); r != nullptr;) {
+    record* next = r->next_in_segment();           // r may go: the rest of the list stays
+    if (r->key().substr(1).starts_with(prefix)) {  // past the pool byte
+      unindex_locked(r, batch);
+      ++n;
+    }
+    r = next;
+  }
+  return n;
 }
 
 bool rocksdb_store::free_oldest_segment_locked() {
   const auto sizes = segments_->sizes();
   if (sizes.empty()) return false;
   const std::uint64_t oldest = sizes.begin()->first;
-  const std::vector<std::string> victims = segment_keys_locked(oldest, "");
-  if (victims.empty() && oldest == segments_->active()) return false;  // nothing to free
+  const std::size_t values = index_.count_in_segment(oldest);
+  if (values == 0 && oldest == segments_->active()) return false;  // nothing to free
   if (oldest == segments_->active()) segments_->seal();
-  usage_.evicted += victims.size();
+  usage_.evicted += values;
   ++disk_full_evictions_;
-  log::warn("L3 store: the disk is full; dropped the " + std::to_string(victims.size()) +
+  log::warn("L3 store: the disk is full; dropped the " + std::to_string(values) +
             " values of its oldest segment (" + std::to_string(sizes.begin()->second) +
             " bytes) to make room (the disk filled before the store reached its capacity: "
             "other files, or no min_free_bytes kept free)");
-  (void)drop_locked(victims);  // removes the segment once nothing in it is live
-  segments_->remove(oldest);   // and if its index deletes failed: its bytes are dead
+  rocksdb::WriteBatch batch;
+  (void)unindex_segment_locked(oldest, "", batch);  // removes the segment once nothing is live
+  (void)write_index_locked(batch);
+  segments_->remove(oldest);  // and if its index deletes failed: its bytes are dead
   return true;
 }
 
@@ -908,13 +916,11 @@ result<std::size_t> rocksdb_store::erase_prefix(std::string_view prefix) {
   for (std::uint64_t id : ids) {
     std::unique_lock lk(mu_);
     if (!db_) return error{errc::io_error, "L3 store is closed"};
-    const std::vector<std::string> victims = segment_keys_locked(id, prefix);
     rocksdb::WriteBatch batch;
-    for (const std::string& full : victims)
-      unindex_locked(index_.find(full), batch);  // listed under the lock: there
+    const std::size_t n = unindex_segment_locked(id, prefix, batch);
     const rocksdb::Status s = write_index_unlocking(lk, batch);
     if (!s.ok()) return io(s, "L3 store: delete failed");
-    removed += victims.size();
+    removed += n;
   }
   return removed;
 }

@@ -269,10 +269,10 @@ class rocksdb_store final : public l3_store {
   /// the active one), whatever their recency, so that its file goes — a log-structured
   /// store frees disk space a segment at a time. False if no segment holds a value.
   bool free_oldest_segment_locked();
-  /// The full keys (pool byte + key) of `segment`'s values whose key starts with `prefix`
-  /// ("" = all), from the index's segment list.
-  std::vector<std::string> segment_keys_locked(std::uint64_t segment,
-                                               std::string_view prefix) const;
+  /// Takes out of the index (unindex_locked) the values of `segment` whose key starts with
+  /// `prefix` ("" = all), from the index's segment list; returns how many.
+  std::size_t unindex_segment_locked(std::uint64_t segment, std::string_view prefix,
+                                     rocksdb::WriteBatch& batch);
   /// keep_min_free with mu_ held.
   void keep_min_free_locked();
   /// Publishes a value just appended at `at`: evicts for room, puts it in the index, and
