@@ -228,25 +228,28 @@ void rocksdb_store::flush_loop() {
   auto next_flush = clock::now() + cfg_.flush_interval;
   std::unique_lock lk(flush_mu_);
   for (;;) {
-    auto woken = [this] { return stopping_ || gc_wanted_ || recency_wanted_; };
+    if (background_held_) {  // hold_background(): no work until released or closed
+      flush_cv_.wait(lk, [this] { return stopping_ || !background_held_; });
+      if (stopping_) return;
+      next_flush = clock::now() + cfg_.flush_interval;
+    }
+    auto woken = [this] { return stopping_ || background_held_ || gc_wanted_ || recency_wanted_; };
     if (timed) {
       flush_cv_.wait_until(lk, next_flush, woken);
     } else {
       flush_cv_.wait(lk, woken);
     }
     if (stopping_) return;
+    if (background_held_) continue;
     const bool gc = std::exchange(gc_wanted_, false);
     const bool recency = std::exchange(recency_wanted_, false);
-    lk.unlock();  // the work below takes mu_; wake_gc and touch_locked take flush_mu_ under mu_
+    lk.unlock();  // the work below takes mu_; wake_gc and touch_unlocking take flush_mu_ under mu_
     if (recency) drain_recency();
     if (gc) (void)collect_garbage();
     if (timed && clock::now() >= next_flush) {
       next_flush = clock::now() + cfg_.flush_interval;
       drain_recency();
-      {
-        std::lock_guard ilk(mu_);
-        if (db_) keep_min_free_locked();
-      }
+      keep_min_free();
       // Values first, then the index that names them. db_ lives until close() joined this
       // thread. A failed sync or flush is retried next time.
       if (dirty_.exchange(false)) {
@@ -339,7 +342,11 @@ status rocksdb_store::load_index(bool& corrupt, const rocksdb_load_options& opti
   // A capacity or index limit lowered since the last run takes effect now.
   if (status d = evict_for_locked(0, 0); !d) return d;
   if (!gc_candidates_locked().empty()) gc_wanted_ = true;  // the thread starts after this
-  keep_min_free_locked();  // nothing else runs yet: mu_ is not needed
+  {
+    rocksdb::WriteBatch evicted;  // nothing else runs yet: mu_ is not needed
+    keep_min_free_into_locked(evicted);
+    (void)write_index_locked(evicted);  // a failed write only leaves the values' records
+  }
   flusher_ = std::thread([this] { flush_loop(); });
   return {};
 }
@@ -501,7 +508,7 @@ rocksdb_store::gc_move rocksdb_store::move_live_value(segment_file& seg, std::ui
   if (!corrupt && !segments_->segment(to.segment)) return gc_move::stayed;  // copy's segment gone
   if (corrupt) {
     ++usage_.corrupt;
-    (void)drop_locked({std::string(full)});
+    (void)drop_unlocking(lk, std::string(full));
     return gc_move::left;
   }
   remove_live_locked(r->e.at, r->e.size);
@@ -517,7 +524,7 @@ rocksdb_store::gc_move rocksdb_store::move_live_value(segment_file& seg, std::ui
   return gc_move::left;
 }
 
-void rocksdb_store::touch_locked(record* r) {
+void rocksdb_store::touch_unlocking(std::unique_lock<std::mutex>& lk, record* r) {
   r->e.seq = next_seq_++;
   index_.make_most_recent(r);
   // Recency survives a restart, written in batches; a lost update only makes the value
@@ -534,7 +541,7 @@ void rocksdb_store::touch_locked(record* r) {
   if (recency_pending_.size() >= 4 * batch) {
     rocksdb::WriteBatch chunk;
     (void)batch_recency_locked(chunk, recency_chunk);
-    (void)write_index_locked(chunk);  // a failed write only loses recency
+    (void)write_index_unlocking(lk, chunk);  // a failed write only loses recency
   } else if (!recency_woken_) {
     recency_woken_ = true;
     {
@@ -616,6 +623,14 @@ void rocksdb_store::before_next_unlocked_write(std::function<void()> hook) {
   unlocked_write_hook_ = std::move(hook);
 }
 
+void rocksdb_store::hold_background(bool held) {
+  {
+    std::lock_guard fl(flush_mu_);
+    background_held_ = held;
+  }
+  flush_cv_.notify_all();
+}
+
 void rocksdb_store::evict_into_locked(std::uint64_t bytes, std::uint64_t index,
                                       rocksdb::WriteBatch& batch) {
   const std::uint64_t ix_limit = cfg_.index_memory_bytes ? cfg_.index_memory_bytes : UINT64_MAX;
@@ -648,11 +663,10 @@ void rocksdb_store::unindex_locked(record* r, rocksdb::WriteBatch& batch) {
   remove_live_locked(e.at, e.size);
 }
 
-status rocksdb_store::drop_locked(const std::vector<std::string>& full_keys) {
+status rocksdb_store::drop_unlocking(std::unique_lock<std::mutex>& lk, const std::string& full) {
   rocksdb::WriteBatch batch;
-  for (const std::string& full : full_keys)
-    if (record* r = index_.find(full); r != nullptr) unindex_locked(r, batch);
-  const rocksdb::Status s = write_index_locked(batch);
+  if (record* r = index_.find(full); r != nullptr) unindex_locked(r, batch);
+  const rocksdb::Status s = write_index_unlocking(lk, batch);
   if (!s.ok()) return io(s, "L3 store: delete failed");
   return {};
 }
@@ -667,11 +681,14 @@ void rocksdb_store::batch_record(rocksdb::WriteBatch& batch, const record* r) co
 }
 
 void rocksdb_store::keep_min_free() {
-  std::lock_guard lk(mu_);
-  if (db_) keep_min_free_locked();
+  std::unique_lock lk(mu_);
+  if (!db_) return;
+  rocksdb::WriteBatch evicted;
+  keep_min_free_into_locked(evicted);
+  (void)write_index_unlocking(lk, evicted);  // a failed write only leaves the values' records
 }
 
-void rocksdb_store::keep_min_free_locked() {
+void rocksdb_store::keep_min_free_into_locked(rocksdb::WriteBatch& evicted) {
   written_since_space_check_ = 0;
   if (cfg_.min_free_bytes == 0) return;
   struct statvfs fs {};
@@ -701,7 +718,7 @@ void rocksdb_store::keep_min_free_locked() {
     logged_short_ = false;
   }
   usage_.capacity = capacity;
-  (void)evict_for_locked(0, 0);  // a failed index write only leaves the values' records
+  evict_into_locked(0, 0, evicted);
 }
 
 std::size_t rocksdb_store::unindex_segment_locked(std::uint64_t segment, std::string_view prefix,
@@ -764,7 +781,7 @@ status rocksdb_store::publish(std::unique_lock<std::mutex>& lk, const std::strin
   lk.lock();
   if (db_) {
     if (const record* now = index_.find(full); now != nullptr && now->e.at == at)
-      (void)drop_locked({full});
+      (void)drop_unlocking(lk, full);
   }
   return io(s, "L3 store: index write failed");
 }
@@ -775,10 +792,10 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
   const std::string full = full_key(pool, key);
   std::uint64_t drops_seen = 0;  // disk_full_evictions_ when this put last looked
   {
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
     if (record* r = index_.find(full); r != nullptr) {
-      touch_locked(r);  // idempotent: the first value stays, recency refreshes
+      touch_unlocking(lk, r);  // idempotent: the first value stays, recency refreshes
       return {};
     }
     if (need > usage_.capacity)  // short of disk space (min_free_bytes)
@@ -787,8 +804,11 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
                   std::to_string(usage_.capacity) + " bytes while its disk is short of space"};
     drops_seen = disk_full_evictions_;
     if (cfg_.min_free_bytes > 0 && (written_since_space_check_ += need) >=
-                                       std::min<std::uint64_t>(cfg_.min_free_bytes / 4, 64 << 20))
-      keep_min_free_locked();
+                                       std::min<std::uint64_t>(cfg_.min_free_bytes / 4, 64 << 20)) {
+      rocksdb::WriteBatch evicted;
+      keep_min_free_into_locked(evicted);
+      (void)write_index_unlocking(lk, evicted);  // a failure only leaves the values' records
+    }
   }
   // The checksum and the write run outside the lock: one pwrite of the payload.
   const std::uint64_t checksum = l3::payload_checksum(value);
@@ -806,7 +826,7 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
     std::unique_lock lk(mu_);
     if (!db_) return {errc::io_error, "L3 store is closed"};
     if (record* r = index_.find(full); r != nullptr) {  // set meanwhile: ours is dead
-      touch_locked(r);
+      touch_unlocking(lk, r);
       return {};
     }
     // A write in flight is not live yet: its segment, sealed meanwhile by other writes, may
@@ -846,7 +866,7 @@ status rocksdb_store::read_value(l3_pool pool, std::string_view key, DstFor&& ds
     corrupt = true;
     why = "L3 value fails its checksum";
   }
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   if (!db_) return {errc::io_error, "L3 store is closed"};
   if (erasures_ != erasures) held = index_.find(full);  // something was dropped meanwhile
   // Evicted or erased meanwhile (and maybe set again, to other bytes): a miss.
@@ -855,13 +875,13 @@ status rocksdb_store::read_value(l3_pool pool, std::string_view key, DstFor&& ds
   const bool moved = !(held->e.at == e.at);  // by garbage collection: the same bytes
   if (corrupt) {
     if (moved) return {errc::not_found, "L3 value moved while it was read; read it again"};
-    (void)drop_locked({full});
     ++usage_.corrupt;
+    (void)drop_unlocking(lk, full);
     return {errc::not_found, "L3 value was corrupt and is deleted: " + why};
   }
   if (!rd) return rd;
   if (!moved) held->e.verified = true;
-  touch_locked(held);
+  touch_unlocking(lk, held);
   return {};
 }
 

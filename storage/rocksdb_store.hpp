@@ -211,8 +211,12 @@ class rocksdb_store final : public l3_store {
   void fail_index_writes(std::size_t n);
   /// Test hook: `hook` runs once, in the next index write made with the store's lock
   /// dropped (write_index_unlocking: a recency batch, a compaction's move, a put, an
-  /// erase), between the lock's release and the write — where another call can run.
+  /// erase, a drop), between the lock's release and the write — where another call can run.
   void before_next_unlocked_write(std::function<void()> hook);
+  /// Test hook: while held, the background thread starts no work (recency batches,
+  /// compaction, timed flushes), as a thread busy with a long compaction starts none;
+  /// close() still stops it.
+  void hold_background(bool held);
 
  private:
   using entry = l3_value_entry;
@@ -230,12 +234,15 @@ class rocksdb_store final : public l3_store {
   /// Reads the index into memory, then starts the background thread; `corrupt` as for
   /// open_as_is.
   status load_index(bool& corrupt, const rocksdb_load_options& options);
-  /// Deletes the index records of the given entries in one batch; their space is dead.
-  status drop_locked(const std::vector<std::string>& full_keys);
+  /// Takes the value `full` out of the index (its space is dead) and writes its delete
+  /// with mu_ (`lk`) dropped (write_index_unlocking; `lk` is unlocked on return).
+  status drop_unlocking(std::unique_lock<std::mutex>& lk, const std::string& full);
   /// Takes r out of the index (its space is dead) and adds its record's delete to `batch`.
   void unindex_locked(record* r, rocksdb::WriteBatch& batch);
   /// Makes r the most recent value and puts it on the recency list (recency_pending_).
-  void touch_locked(record* r);
+  /// When the background thread is far behind (4 batches pending) it writes a chunk of
+  /// them itself, with mu_ (`lk`) dropped: `lk` may be unlocked on return.
+  void touch_unlocking(std::unique_lock<std::mutex>& lk, record* r);
   /// Takes r off the recency list (it is being erased).
   void unlist_recency_locked(record* r) noexcept;
   /// Adds to `batch` the recency records of up to `most` pending values (all by default),
@@ -273,8 +280,9 @@ class rocksdb_store final : public l3_store {
   /// `prefix` ("" = all), from the index's segment list; returns how many.
   std::size_t unindex_segment_locked(std::uint64_t segment, std::string_view prefix,
                                      rocksdb::WriteBatch& batch);
-  /// keep_min_free with mu_ held.
-  void keep_min_free_locked();
+  /// keep_min_free with mu_ held: lowers the capacity to what the disk allows and adds the
+  /// deletes of the values that evicts to `evicted`, for the caller to write.
+  void keep_min_free_into_locked(rocksdb::WriteBatch& evicted);
   /// Publishes a value just appended at `at`: evicts for room, puts it in the index, and
   /// writes its index record with mu_ (`lk`) dropped; a failed write takes it out again.
   status publish(std::unique_lock<std::mutex>& lk, const std::string& full, std::uint64_t size,
@@ -309,7 +317,7 @@ class rocksdb_store final : public l3_store {
   /// Evicts (unindex_locked, counted) the least recently used values until `bytes` more
   /// value bytes and `index` more index bytes fit both limits; their deletes go to `batch`.
   void evict_into_locked(std::uint64_t bytes, std::uint64_t index, rocksdb::WriteBatch& batch);
-  /// evict_into_locked, written at once.
+  /// evict_into_locked, written at once with mu_ held (open(), before anything else runs).
   status evict_for_locked(std::uint64_t bytes, std::uint64_t index);
   /// The background thread (flush_interval): syncs and flushes when dirty_, compacts
   /// segments when gc_wanted_, until close().
@@ -347,10 +355,11 @@ class rocksdb_store final : public l3_store {
   std::atomic<bool> dirty_{false};  ///< written since the last background flush
   std::mutex flush_mu_;
   std::condition_variable flush_cv_;
-  bool stopping_ = false;        ///< guarded by flush_mu_
-  bool gc_wanted_ = false;       ///< guarded by flush_mu_
-  bool recency_wanted_ = false;  ///< guarded by flush_mu_
-  std::mutex gc_mu_;             ///< one compaction pass at a time
+  bool stopping_ = false;         ///< guarded by flush_mu_
+  bool gc_wanted_ = false;        ///< guarded by flush_mu_
+  bool recency_wanted_ = false;   ///< guarded by flush_mu_
+  bool background_held_ = false;  ///< hold_background(); guarded by flush_mu_
+  std::mutex gc_mu_;              ///< one compaction pass at a time
   std::thread flusher_;
 };
 

@@ -186,6 +186,87 @@ TEST(RocksdbStore, AFullRecencyBatchIsWrittenInTheBackground) {
   EXPECT_EQ(s.recency_pending(), 0u) << "the background thread did not write the batch";
 }
 
+// A get that finds the background thread far behind (busy compacting: held here by the
+// test hook) writes a chunk of recency records itself, and makes that write with the
+// store's lock dropped: another get runs meanwhile (started in the hook, between the
+// release and the write), and the chunk's records are no longer pending.
+TEST(RocksdbStore, AGetThatWritesRecencyItselfDoesSoWithTheLockDropped) {
+  temp_dir dir;
+  rocksdb_store_config cfg;
+  cfg.path = dir.sub("l3");
+  cfg.flush_interval = std::chrono::milliseconds(0);
+  cfg.recency_batch = 2;  // a get writes itself from 4 batches = 8 pending records on
+  auto st = rocksdb_store::open(cfg);
+  ASSERT_TRUE(st.ok()) << st.err().message;
+  rocksdb_store& s = **st;
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(s.set(l3_pool::kv_page, std::to_string(i), bytes('v', 100)).ok());
+  s.hold_background(true);
+  std::vector<std::byte> out;
+  for (int i = 0; i < 7; ++i)
+    ASSERT_TRUE(s.get(l3_pool::kv_page, std::to_string(i), out).ok());
+  ASSERT_EQ(s.recency_pending(), 7u);
+  bool hooked = false;
+  bool other_get = false;
+  s.before_next_unlocked_write([&] {  // on another thread: this one holds the write order
+    auto other = std::async(std::launch::async, [&] {
+      std::vector<std::byte> v;
+      return s.get(l3_pool::kv_page, "9", v).ok() && v == bytes('v', 100);
+    });
+    other_get =
+        other.wait_for(std::chrono::seconds(10)) == std::future_status::ready && other.get();
+    hooked = true;
+  });
+  ASSERT_TRUE(s.get(l3_pool::kv_page, "7", out).ok());  // the eighth pending record
+  EXPECT_EQ(out, bytes('v', 100));
+  ASSERT_TRUE(hooked) << "the get wrote no recency records with the lock dropped";
+  EXPECT_TRUE(other_get) << "another get could not run during the write";
+  EXPECT_EQ(s.recency_pending(), 1u) << "the eight were written; the other get's is pending";
+  s.hold_background(false);
+  EXPECT_EQ(s.check_index(), "");
+}
+
+// A value that fails its checksum is dropped, its delete written with the store's lock
+// dropped (another get runs meanwhile), and it stays dropped after a restart.
+TEST(RocksdbStore, ACorruptValuesDeleteIsWrittenWithTheLockDropped) {
+  temp_dir dir;
+  const std::string path = dir.sub("l3");
+  {
+    auto s = open_store(path, 1 << 20);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->set(l3_pool::kv_page, "bad", bytes('b', 100)).ok());
+    ASSERT_TRUE(s->set(l3_pool::kv_page, "good", bytes('g', 100)).ok());
+    ASSERT_TRUE(s->overwrite_stored(l3_pool::kv_page, "bad", bytes('x', 64)).ok());
+    s->hold_background(true);  // its timed flush writes nothing before the get's delete
+    bool hooked = false;
+    bool other_get = false;
+    s->before_next_unlocked_write([&] {  // on another thread: this one holds the write order
+      auto other = std::async(std::launch::async, [&] {
+        std::vector<std::byte> v;
+        return s->get(l3_pool::kv_page, "good", v).ok() && v == bytes('g', 100);
+      });
+      other_get =
+          other.wait_for(std::chrono::seconds(10)) == std::future_status::ready && other.get();
+      hooked = true;
+    });
+    std::vector<std::byte> out;
+    const status bad = s->get(l3_pool::kv_page, "bad", out);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.err().code, errc::not_found);
+    EXPECT_TRUE(out.empty());
+    ASSERT_TRUE(hooked) << "the delete was not written with the lock dropped";
+    EXPECT_TRUE(other_get) << "another get could not run during the write";
+    EXPECT_EQ(s->usage().corrupt, 1u);
+    EXPECT_EQ(s->usage().values, 1u);
+    EXPECT_EQ(s->check_index(), "");
+    s->hold_background(false);
+  }
+  auto s = open_store(path, 1 << 20);
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->exists(l3_pool::kv_page, "bad")) << "its delete did not reach the index";
+  EXPECT_TRUE(s->exists(l3_pool::kv_page, "good"));
+}
+
 // A put whose index record cannot be written fails, and leaves nothing behind: the value
 // is not served (it was for the moment its record was in flight), not counted, and not
 // there after a restart; the next put, whose write succeeds, is.

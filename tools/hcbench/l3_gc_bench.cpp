@@ -12,6 +12,8 @@
 //       during it (`..._less_runqueue_us`, from /proc/thread-self/schedstat; absent where
 //       that cannot be read): on a box with fewer cores than runnable threads the longest
 //       reads are the reader waiting for a core, not for the store (BENCHMARKS.md §8.3).
+//       `recency_pending_at_end`: the reads' recency records not yet written when the
+//       compaction ends (from 4 × recency_batch on, a get writes a chunk of them itself).
 //
 // A compaction that takes the store's lock for a walk of the whole index stalls every read
 // for that walk; one that lists only the segment's own values, a batch at a time, does not.
@@ -172,6 +174,7 @@ void BM_L3GetDuringCompaction(benchmark::State& st) {
       (void)s.erase(l3_pool::kv_page, page_key(i));
     s.collect_garbage();  // waits for a pass the background thread began, then runs one
     const auto t1 = clock_type::now();
+    const std::size_t pending = s.recency_pending();
     current.store(nullptr, std::memory_order_release);
     stop = true;
     reader.join();
@@ -180,6 +183,7 @@ void BM_L3GetDuringCompaction(benchmark::State& st) {
     st.counters["compaction_ms"] = std::chrono::duration<double, std::milli>(t1 - t0).count();
     st.counters["moved"] = static_cast<double>(s.values_moved() - moved_before);
     st.counters["failed_gets"] = static_cast<double>(failures.load());
+    st.counters["recency_pending_at_end"] = static_cast<double>(pending);
     report(st, "quiet_", quiet);
     report(st, "", during);
     if (s.values_moved() == moved_before) st.SkipWithError("nothing was compacted");
