@@ -154,9 +154,11 @@ std::map<std::string, std::uint32_t> read_all(rocksdb_store& s, std::vector<mode
 rocksdb_store_config model_config(const std::string& path) {
   rocksdb_store_config cfg;
   cfg.path = path;
-  cfg.capacity_bytes = 160 << 10;           // ~100 of the 192 keys' values: evictions all along
-  cfg.index_memory_bytes = 90 * (8 + 144);  // and by the index limit, below that sometimes
-  cfg.segment_bytes = 32 << 10;             // many segments, compacted in the background
+  // ~100 of the 192 keys' values fit: puts evict all along. The index limit (90 keys of
+  // 8 bytes: the pool byte and "w0/k12") is sometimes the tighter one.
+  cfg.capacity_bytes = 160 << 10;
+  cfg.index_memory_bytes = 90 * index_bytes_per_value(8);
+  cfg.segment_bytes = 32 << 10;  // many segments, compacted in the background
   cfg.gc_dead_fraction = 0.3;
   cfg.recency_batch = 4;  // recency written all along; gets write some at 16 pending
   cfg.flush_interval = std::chrono::milliseconds(20);
@@ -186,8 +188,8 @@ TEST(RocksdbStoreModel, RandomWorkersAndRestartsNeverServeWrongOrRevivedValues) 
       std::vector<std::thread> threads;
       for (int w = 0; w < workers; ++w)
         threads.emplace_back([&, w] {
-          run_worker(s, w, seed * 1'000'000 + 1000u * static_cast<unsigned>(round) + w, models[w],
-                     versions[w]);
+          const std::uint64_t worker_seed = seed * 1'000'000 + 1000 * std::uint64_t(round) + w;
+          run_worker(s, w, worker_seed, models[w], versions[w]);
         });
       for (std::thread& t : threads)
         t.join();
