@@ -12,13 +12,19 @@
 // other than a miss, an index that fails its own check, or a restart that loses or
 // revives a value.
 //
-// HC_MODEL_SEED (an integer, default 0) varies the workers' seeds: a soak is a loop over it.
+// Run with buffered and with direct I/O (the latter skipped, saying why, where the
+// temporary directory refuses O_DIRECT). HC_MODEL_SEED (an integer, default 0) varies the
+// workers' seeds: a soak is a loop over it.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <random>
@@ -34,7 +40,9 @@ namespace {
 
 constexpr int workers = 4;
 constexpr int keys_per_worker = 48;
-constexpr int ops_per_round = 20000;  // per worker
+/// Operations per worker and round: fewer with direct I/O, where each put waits for the disk.
+constexpr int ops_buffered = 20000;
+constexpr int ops_direct = 3000;
 constexpr int rounds = 4;
 
 std::string key_of(int worker, int k) {
@@ -64,11 +72,11 @@ using model = std::map<std::string, std::optional<std::uint32_t>>;
 
 /// One worker's round of random operations on its own keys; failures are gtest failures
 /// (non-fatal, on this thread) and stop the round.
-void run_worker(rocksdb_store& s, int worker, std::uint64_t seed, model& m,
+void run_worker(rocksdb_store& s, int worker, int ops, std::uint64_t seed, model& m,
                 std::uint32_t& next_version) {
   std::mt19937_64 rng(seed);
   std::vector<std::byte> out;
-  for (int op = 0; op < ops_per_round; ++op) {
+  for (int op = 0; op < ops; ++op) {
     const std::string key = key_of(worker, static_cast<int>(rng() % keys_per_worker));
     std::optional<std::uint32_t>& held = m[key];
     const unsigned dice = static_cast<unsigned>(rng() % 100);
@@ -151,9 +159,10 @@ std::map<std::string, std::uint32_t> read_all(rocksdb_store& s, std::vector<mode
   return present;
 }
 
-rocksdb_store_config model_config(const std::string& path) {
+rocksdb_store_config model_config(const std::string& path, bool direct_io) {
   rocksdb_store_config cfg;
   cfg.path = path;
+  cfg.direct_io = direct_io;
   // ~100 of the 192 keys' values fit: puts evict all along. The index limit (90 keys of
   // 8 bytes: the pool byte and "w0/k12") is sometimes the tighter one.
   cfg.capacity_bytes = 160 << 10;
@@ -165,9 +174,18 @@ rocksdb_store_config model_config(const std::string& path) {
   return cfg;
 }
 
-TEST(RocksdbStoreModel, RandomWorkersAndRestartsNeverServeWrongOrRevivedValues) {
+struct RocksdbStoreModel : ::testing::TestWithParam<bool> {};  // direct I/O or not
+
+TEST_P(RocksdbStoreModel, RandomWorkersAndRestartsNeverServeWrongOrRevivedValues) {
   temp_dir dir;
-  const rocksdb_store_config cfg = model_config(dir.sub("l3"));
+  if (GetParam()) {
+    const std::string probe = dir.sub("odirect-probe");
+    const int fd = ::open(probe.c_str(), O_CREAT | O_RDWR | O_DIRECT, 0600);
+    if (fd < 0)
+      GTEST_SKIP() << "O_DIRECT is refused in " << dir.sub("") << ": " << std::strerror(errno);
+    ::close(fd);
+  }
+  const rocksdb_store_config cfg = model_config(dir.sub("l3"), GetParam());
   std::vector<model> models(workers);
   std::vector<std::uint32_t> versions(workers, 1);
   const char* seed_text = std::getenv("HC_MODEL_SEED");
@@ -189,7 +207,8 @@ TEST(RocksdbStoreModel, RandomWorkersAndRestartsNeverServeWrongOrRevivedValues) 
       for (int w = 0; w < workers; ++w)
         threads.emplace_back([&, w] {
           const std::uint64_t worker_seed = seed * 1'000'000 + 1000 * std::uint64_t(round) + w;
-          run_worker(s, w, worker_seed, models[w], versions[w]);
+          run_worker(s, w, GetParam() ? ops_direct : ops_buffered, worker_seed, models[w],
+                     versions[w]);
         });
       for (std::thread& t : threads)
         t.join();
@@ -210,6 +229,11 @@ TEST(RocksdbStoreModel, RandomWorkersAndRestartsNeverServeWrongOrRevivedValues) 
   // The run is only worth something if the background work it is about happened.
   EXPECT_GT(compactions_seen, 0u) << "no value was moved by a compaction: tune the sizes";
 }
+
+INSTANTIATE_TEST_SUITE_P(IO, RocksdbStoreModel, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "Direct" : "Buffered";
+                         });
 
 }  // namespace
 }  // namespace hc::test
