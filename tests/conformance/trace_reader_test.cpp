@@ -44,6 +44,36 @@ TEST_F(TraceReader, AcceptsAWellFormedTrace) {
   EXPECT_EQ(t->ops[0].input_len, 3u);
 }
 
+// A NUL byte is not text: the line that holds one is refused, naming the line (the
+// reader once read lines as C strings, so everything after a NUL up to the line's end was
+// dropped silently and the rest of the line joined the next).
+TEST_F(TraceReader, RefusesALineWithANulByteNamingIt) {
+  using namespace std::string_literals;
+  const std::string op = R"({"op":"match","req":0,"conv":0,"input_len":3})";
+  for (const std::string& text :
+       {"\0garbage\n"s + header("1") + "\n" + op + "\n",
+        header("1") + "\n" + op + "\0"s + "\n" + op + "\n",
+        header("1") + "\n" + op + "\n" + "{\"op\"\0"s + "\n"}) {
+    auto t = read(text);
+    ASSERT_FALSE(t.ok()) << "accepted a trace with a NUL byte";
+    EXPECT_EQ(t.err().code, errc::parse_error);
+    EXPECT_NE(t.err().message.find("NUL"), std::string::npos) << t.err().message;
+  }
+  auto first = read("\0garbage\n"s + header("1") + "\n");
+  ASSERT_FALSE(first.ok());
+  EXPECT_NE(first.err().message.find(":1: "), std::string::npos) << first.err().message;
+  auto third = read(header("1") + "\n" + op + "\n" + "{\"op\"\0"s + "\n");
+  ASSERT_FALSE(third.ok());
+  EXPECT_NE(third.err().message.find(":3: "), std::string::npos) << third.err().message;
+}
+
+// A last line without its newline is read like the others.
+TEST_F(TraceReader, ReadsALastLineWithoutItsNewline) {
+  auto t = read(header("1") + "\n" + R"({"op":"match","req":0,"conv":0,"input_len":3})");
+  ASSERT_TRUE(t.ok()) << t.err().message;
+  ASSERT_EQ(t->ops.size(), 1u);
+}
+
 TEST_F(TraceReader, RefusesAFloatWhereAnIntegerIsExpected) {
   for (const char* bad : {"1e300", "1.5", "-1", "18446744073709551616"}) {
     auto t = read(header(bad) + "\n");

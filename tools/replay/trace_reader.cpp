@@ -2,8 +2,10 @@
 
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "actors/common/strategy.hpp"
 #include "actors/scheduler/instance_config.hpp"
@@ -155,44 +157,56 @@ result<trace> read_trace(const std::string& path) {
   if (!f) return error{errc::io_error, "cannot open trace '" + path + "'"};
   gzbuffer(f.get(), 1 << 20);
   trace t;
-  std::string line;
-  std::size_t lineno = 0;
-  char buf[1 << 16];
-  bool eof = false;
-  while (!eof) {
-    line.clear();
-    for (;;) {
-      if (!gzgets(f.get(), buf, sizeof buf)) {
-        int err = 0;
-        const char* msg = gzerror(f.get(), &err);
-        if (err != Z_OK && err != Z_STREAM_END)
-          return error{errc::io_error, path + ": read error: " + msg};
-        eof = true;
-        break;
-      }
-      line += buf;
-      if (!line.empty() && line.back() == '\n') break;
-    }
-    if (line.empty() || line.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+  std::size_t lineno = 0;  // of the lines that are not blank
+  // One line (its newline excluded): blank ones are skipped.
+  auto take_line = [&](std::string_view line) -> status {
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {};
     ++lineno;
+    const std::string at = path + ":" + std::to_string(lineno) + ": ";
+    if (line.find('\0') != std::string_view::npos)
+      return error{errc::parse_error, at + "a NUL byte: not a text trace"};
     json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object())
-      return error{errc::parse_error, path + ":" + std::to_string(lineno) + ": not a JSON object"};
+      return error{errc::parse_error, at + "not a JSON object"};
     try {
       if (lineno == 1) {
         if (status s = parse_header(j, t.config); !s)
-          return error{s.err().code, path + ":1: " + s.err().message};
-        continue;
+          return error{s.err().code, at + s.err().message};
+        return {};
       }
       trace_op op;
       op.line = lineno;
-      if (status s = parse_op(j, op); !s)
-        return error{s.err().code, path + ":" + std::to_string(lineno) + ": " + s.err().message};
+      if (status s = parse_op(j, op); !s) return error{s.err().code, at + s.err().message};
       t.ops.push_back(std::move(op));
     } catch (const std::exception& e) {  // json::exception, or integer()'s invalid_argument
-      return error{errc::parse_error, path + ":" + std::to_string(lineno) + ": " + e.what()};
+      return error{errc::parse_error, at + e.what()};
     }
+    return {};
+  };
+  // Read in blocks and split on newlines ourselves: a line read as a C string (gzgets)
+  // would end at a NUL byte.
+  std::string pending;  // read past the last newline
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    const int n = gzread(f.get(), buf.data(), static_cast<unsigned>(buf.size()));
+    if (n < 0 || (n == 0 && !gzeof(f.get()))) {
+      int err = 0;
+      const char* msg = gzerror(f.get(), &err);
+      return error{errc::io_error, path + ": read error: " + msg};
+    }
+    if (n == 0) break;
+    pending.append(buf.data(), static_cast<std::size_t>(n));
+    std::size_t from = 0;
+    for (std::size_t nl; (nl = pending.find('\n', from)) != std::string::npos; from = nl + 1)
+      if (status s = take_line(std::string_view(pending).substr(from, nl - from)); !s)
+        return s.err();
+    pending.erase(0, from);
   }
+  int err = 0;
+  const char* msg = gzerror(f.get(), &err);
+  if (err != Z_OK && err != Z_STREAM_END)
+    return error{errc::io_error, path + ": read error: " + msg};
+  if (status s = take_line(pending); !s) return s.err();  // a last line without its newline
   if (lineno == 0) return error{errc::parse_error, path + ": empty trace"};
   return t;
 }
