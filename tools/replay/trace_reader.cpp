@@ -162,38 +162,43 @@ result<trace> read_trace(const std::string& path) {
   auto take_line = [&](std::string_view line) -> status {
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {};
     ++lineno;
-    const std::string at = path + ":" + std::to_string(lineno) + ": ";
+    auto at = [&] { return path + ":" + std::to_string(lineno) + ": "; };
     if (line.find('\0') != std::string_view::npos)
-      return error{errc::parse_error, at + "a NUL byte: not a text trace"};
+      return error{errc::parse_error, at() + "a NUL byte: not a text trace"};
     json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object())
-      return error{errc::parse_error, at + "not a JSON object"};
+      return error{errc::parse_error, at() + "not a JSON object"};
     try {
       if (lineno == 1) {
         if (status s = parse_header(j, t.config); !s)
-          return error{s.err().code, at + s.err().message};
+          return error{s.err().code, at() + s.err().message};
         return {};
       }
       trace_op op;
       op.line = lineno;
-      if (status s = parse_op(j, op); !s) return error{s.err().code, at + s.err().message};
+      if (status s = parse_op(j, op); !s) return error{s.err().code, at() + s.err().message};
       t.ops.push_back(std::move(op));
     } catch (const std::exception& e) {  // json::exception, or integer()'s invalid_argument
-      return error{errc::parse_error, at + e.what()};
+      return error{errc::parse_error, at() + e.what()};
     }
     return {};
   };
   // Read in blocks and split on newlines ourselves: a line read as a C string (gzgets)
   // would end at a NUL byte.
+  auto read_failed = [&] {
+    int err = 0;
+    (void)gzerror(f.get(), &err);
+    return err != Z_OK && err != Z_STREAM_END;
+  };
+  auto read_error = [&] {
+    int err = 0;
+    return error{errc::io_error, path + ": read error: " + gzerror(f.get(), &err)};
+  };
   std::string pending;  // read past the last newline
   std::vector<char> buf(1 << 16);
   for (;;) {
     const int n = gzread(f.get(), buf.data(), static_cast<unsigned>(buf.size()));
-    if (n < 0 || (n == 0 && !gzeof(f.get()))) {
-      int err = 0;
-      const char* msg = gzerror(f.get(), &err);
-      return error{errc::io_error, path + ": read error: " + msg};
-    }
+    if (n < 0 || (n == 0 && !gzeof(f.get()))) return read_error();
     if (n == 0) break;
     pending.append(buf.data(), static_cast<std::size_t>(n));
     std::size_t from = 0;
@@ -202,10 +207,7 @@ result<trace> read_trace(const std::string& path) {
         return s.err();
     pending.erase(0, from);
   }
-  int err = 0;
-  const char* msg = gzerror(f.get(), &err);
-  if (err != Z_OK && err != Z_STREAM_END)
-    return error{errc::io_error, path + ": read error: " + msg};
+  if (read_failed()) return read_error();                 // a gzip stream cut short
   if (status s = take_line(pending); !s) return s.err();  // a last line without its newline
   if (lineno == 0) return error{errc::parse_error, path + ": empty trace"};
   return t;
