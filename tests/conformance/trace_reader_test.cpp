@@ -50,10 +50,9 @@ TEST_F(TraceReader, AcceptsAWellFormedTrace) {
 TEST_F(TraceReader, RefusesALineWithANulByteNamingIt) {
   using namespace std::string_literals;
   const std::string op = R"({"op":"match","req":0,"conv":0,"input_len":3})";
-  for (const std::string& text :
-       {"\0garbage\n"s + header("1") + "\n" + op + "\n",
-        header("1") + "\n" + op + "\0"s + "\n" + op + "\n",
-        header("1") + "\n" + op + "\n" + "{\"op\"\0"s + "\n"}) {
+  for (const std::string& text : {"\0garbage\n"s + header("1") + "\n" + op + "\n",
+                                  header("1") + "\n" + op + "\0"s + "\n" + op + "\n",
+                                  header("1") + "\n" + op + "\n" + "{\"op\"\0"s + "\n"}) {
     auto t = read(text);
     ASSERT_FALSE(t.ok()) << "accepted a trace with a NUL byte";
     EXPECT_EQ(t.err().code, errc::parse_error);
