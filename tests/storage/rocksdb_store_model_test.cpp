@@ -1,6 +1,6 @@
 // The RocksDB store against a model, under everything at once: worker threads run random
 // puts, gets, erases and prefix clears while the store evicts for its capacity and its
-// index limit, compacts segments and writes recency records in the background (a gets
+// index limit, compacts segments and writes recency records in the background (a get
 // writes some itself when that thread is behind), and the store is closed and opened
 // again between rounds.
 //
