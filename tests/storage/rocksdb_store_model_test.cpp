@@ -13,7 +13,11 @@
 // revives a value.
 //
 // Run with buffered and with direct I/O (the latter skipped, saying why, where the
-// temporary directory refuses O_DIRECT). HC_MODEL_SEED (an integer, default 0) varies the
+// temporary directory refuses O_DIRECT), and behind a loading_store, as the node serves
+// while a large index is read: the workers start while the index loads (the load held
+// back a random 0-19 ms). Meanwhile the tier misses and refuses puts and clears, and an
+// erase is remembered — an erased value must not come back once the store serves; a miss
+// then says nothing of the value. HC_MODEL_SEED (an integer, default 0) varies the
 // workers' seeds: a soak is a loop over it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -25,6 +29,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -32,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/loading_store.hpp"
 #include "storage/rocksdb_store.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -71,18 +77,25 @@ std::vector<std::byte> value_of(const std::string& key, std::uint32_t v) {
 using model = std::map<std::string, std::optional<std::uint32_t>>;
 
 /// One worker's round of random operations on its own keys; failures are gtest failures
-/// (non-fatal, on this thread) and stop the round.
-void run_worker(rocksdb_store& s, int worker, int ops, std::uint64_t seed, model& m,
-                std::uint32_t& next_version) {
+/// (non-fatal, on this thread) and stop the round. `loading` says whether the store may
+/// still be loading its index (false once it serves).
+void run_worker(l3_store& s, const std::function<bool()>& loading, int worker, int ops,
+                std::uint64_t seed, model& m, std::uint32_t& next_version) {
   std::mt19937_64 rng(seed);
   std::vector<std::byte> out;
   for (int op = 0; op < ops; ++op) {
     const std::string key = key_of(worker, static_cast<int>(rng() % keys_per_worker));
     std::optional<std::uint32_t>& held = m[key];
     const unsigned dice = static_cast<unsigned>(rng() % 100);
+    const bool was_loading = loading();  // before the call: it may have served meanwhile
     if (dice < 35) {  // put: the same bytes again if present (a put keeps the first value)
-      if (!held) held = next_version++;
+      const bool fresh = !held;
+      if (fresh) held = next_version++;
       const status st = s.set(l3_pool::kv_page, key, value_of(key, *held));
+      if (!st && was_loading && st.err().code == errc::io_error) {  // refused while loading
+        if (fresh) held.reset();
+        continue;
+      }
       if (!st) {
         ADD_FAILURE() << key << ": put failed: " << st.err().message;
         return;
@@ -101,7 +114,7 @@ void run_worker(rocksdb_store& s, int worker, int ops, std::uint64_t seed, model
           ADD_FAILURE() << key << ": get failed: " << st.err().message;
           return;
         }
-        held.reset();  // evicted: absent from now on
+        if (!was_loading) held.reset();  // evicted: absent from now on
         continue;
       }
       if (!held) {
@@ -127,6 +140,7 @@ void run_worker(rocksdb_store& s, int worker, int ops, std::uint64_t seed, model
     } else {  // clear the keys under a prefix of this worker's (k1 clears k1, k10..k19, ...)
       const std::string prefix = key_of(worker, static_cast<int>(rng() % 5));
       const auto cleared = s.erase_prefix(prefix);
+      if (!cleared && was_loading && cleared.err().code == errc::io_error) continue;
       if (!cleared) {
         ADD_FAILURE() << prefix << ": clear failed: " << cleared.err().message;
         return;
@@ -140,7 +154,7 @@ void run_worker(rocksdb_store& s, int worker, int ops, std::uint64_t seed, model
 /// Every key of every worker read once: present ones must hold their version (a miss
 /// makes them absent: the store may have evicted them); absent ones must stay absent.
 /// Returns the keys present.
-std::map<std::string, std::uint32_t> read_all(rocksdb_store& s, std::vector<model>& models) {
+std::map<std::string, std::uint32_t> read_all(l3_store& s, std::vector<model>& models) {
   std::map<std::string, std::uint32_t> present;
   std::vector<std::byte> out;
   for (model& m : models)
@@ -174,47 +188,94 @@ rocksdb_store_config model_config(const std::string& path, bool direct_io) {
   return cfg;
 }
 
-struct RocksdbStoreModel : ::testing::TestWithParam<bool> {};  // direct I/O or not
+enum class io_mode { buffered, direct, loading };
+
+/// The store a round's workers use: the RocksDB store itself, or (io_mode::loading) a
+/// loading_store in front of it whose index is still being read.
+struct round_store {
+  std::unique_ptr<rocksdb_store> plain;
+  std::unique_ptr<loading_store> front;
+  rocksdb_store* behind = nullptr;  ///< the RocksDB store, once loaded (set by the opener)
+  l3_store& calls() { return front ? static_cast<l3_store&>(*front) : *plain; }
+  bool loading() const { return front && front->loading(); }
+};
+
+struct RocksdbStoreModel : ::testing::TestWithParam<io_mode> {
+  /// Opens the store for a round. With io_mode::loading the index is read on the
+  /// loading_store's thread after `delay`, while the workers already call.
+  static void open_round(const rocksdb_store_config& cfg, io_mode mode,
+                         std::chrono::milliseconds delay, round_store& rs) {
+    if (mode != io_mode::loading) {
+      auto opened = rocksdb_store::open(cfg);
+      ASSERT_TRUE(opened.ok()) << opened.err().message;
+      rs.plain = std::move(*opened);
+      rs.behind = rs.plain.get();
+      return;
+    }
+    auto unloaded = rocksdb_store::open_unloaded(cfg);
+    ASSERT_TRUE(unloaded.ok()) << unloaded.err().message;
+    auto holder = std::make_shared<std::unique_ptr<rocksdb_store>>(std::move(*unloaded));
+    rs.front = std::make_unique<loading_store>(
+        cfg.capacity_bytes,
+        [holder, delay, &rs](const std::atomic<bool>&) -> result<std::shared_ptr<l3_store>> {
+          std::this_thread::sleep_for(delay);
+          auto loaded = rocksdb_store::load(std::move(*holder));
+          if (!loaded) return loaded.err();
+          rs.behind = loaded->get();  // read by the test after wait()
+          return std::shared_ptr<l3_store>(std::move(*loaded));
+        });
+  }
+};
 
 TEST_P(RocksdbStoreModel, RandomWorkersAndRestartsNeverServeWrongOrRevivedValues) {
+  const io_mode mode = GetParam();
   temp_dir dir;
-  if (GetParam()) {
+  if (mode == io_mode::direct) {
     const std::string probe = dir.sub("odirect-probe");
     const int fd = ::open(probe.c_str(), O_CREAT | O_RDWR | O_DIRECT, 0600);
     if (fd < 0)
       GTEST_SKIP() << "O_DIRECT is refused in " << dir.sub("") << ": " << std::strerror(errno);
     ::close(fd);
   }
-  const rocksdb_store_config cfg = model_config(dir.sub("l3"), GetParam());
+  const rocksdb_store_config cfg = model_config(dir.sub("l3"), mode == io_mode::direct);
   std::vector<model> models(workers);
   std::vector<std::uint32_t> versions(workers, 1);
   const char* seed_text = std::getenv("HC_MODEL_SEED");
   const std::uint64_t seed = seed_text ? std::strtoull(seed_text, nullptr, 10) : 0;
   SCOPED_TRACE("HC_MODEL_SEED=" + std::to_string(seed));
+  std::mt19937_64 delays(seed);
   std::uint64_t compactions_seen = 0;
   std::map<std::string, std::uint32_t> at_close;  // the keys present when the store closed
   for (int round = 0; round < rounds; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    {
+    if (round > 0) {  // the restart kept exactly what was there at the close
       auto opened = rocksdb_store::open(cfg);
       ASSERT_TRUE(opened.ok()) << opened.err().message;
-      rocksdb_store& s = **opened;
-      if (round > 0) {  // the restart kept exactly what was there at the close
-        EXPECT_EQ(s.usage().values, at_close.size());
-        EXPECT_EQ(read_all(s, models), at_close) << "the restart lost or revived values";
-      }
+      EXPECT_EQ((*opened)->usage().values, at_close.size());
+      EXPECT_EQ(read_all(**opened, models), at_close) << "the restart lost or revived values";
+    }
+    {
+      round_store rs;
+      ASSERT_NO_FATAL_FAILURE(open_round(cfg, mode, std::chrono::milliseconds(delays() % 20), rs));
       std::vector<std::thread> threads;
       for (int w = 0; w < workers; ++w)
         threads.emplace_back([&, w] {
           const std::uint64_t worker_seed = seed * 1'000'000 + 1000 * std::uint64_t(round) + w;
-          run_worker(s, w, GetParam() ? ops_direct : ops_buffered, worker_seed, models[w],
-                     versions[w]);
+          run_worker(
+              rs.calls(), [&rs] { return rs.loading(); }, w,
+              mode == io_mode::direct ? ops_direct : ops_buffered, worker_seed, models[w],
+              versions[w]);
         });
       for (std::thread& t : threads)
         t.join();
+      if (rs.front) {
+        ASSERT_TRUE(rs.front->wait().ok());
+      }
+      ASSERT_NE(rs.behind, nullptr);
+      rocksdb_store& s = *rs.behind;
       compactions_seen += s.values_moved();
       EXPECT_EQ(s.check_index(), "");
-      at_close = read_all(s, models);
+      at_close = read_all(rs.calls(), models);
       const l3_usage u = s.usage();
       EXPECT_EQ(u.values, at_close.size()) << "values counted that no key reads";
       EXPECT_LE(u.bytes, u.capacity);
@@ -230,9 +291,17 @@ TEST_P(RocksdbStoreModel, RandomWorkersAndRestartsNeverServeWrongOrRevivedValues
   EXPECT_GT(compactions_seen, 0u) << "no value was moved by a compaction: tune the sizes";
 }
 
-INSTANTIATE_TEST_SUITE_P(IO, RocksdbStoreModel, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& p) {
-                           return p.param ? "Direct" : "Buffered";
+INSTANTIATE_TEST_SUITE_P(IO, RocksdbStoreModel,
+                         ::testing::Values(io_mode::buffered, io_mode::direct, io_mode::loading),
+                         [](const ::testing::TestParamInfo<io_mode>& p) {
+                           switch (p.param) {
+                             case io_mode::direct:
+                               return "Direct";
+                             case io_mode::loading:
+                               return "WhileItsIndexLoads";
+                             default:
+                               return "Buffered";
+                           }
                          });
 
 }  // namespace
