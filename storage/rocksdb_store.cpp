@@ -682,7 +682,10 @@ void rocksdb_store::batch_record(rocksdb::WriteBatch& batch, const record* r) co
 
 void rocksdb_store::keep_min_free() {
   std::unique_lock lk(mu_);
-  if (!db_) return;
+  if (db_) keep_min_free_unlocking(lk);
+}
+
+void rocksdb_store::keep_min_free_unlocking(std::unique_lock<std::mutex>& lk) {
   rocksdb::WriteBatch evicted;
   keep_min_free_into_locked(evicted);
   (void)write_index_unlocking(lk, evicted);  // a failed write only leaves the values' records
@@ -804,11 +807,8 @@ status rocksdb_store::set(l3_pool pool, std::string_view key, std::span<const st
                   std::to_string(usage_.capacity) + " bytes while its disk is short of space"};
     drops_seen = disk_full_evictions_;
     if (cfg_.min_free_bytes > 0 && (written_since_space_check_ += need) >=
-                                       std::min<std::uint64_t>(cfg_.min_free_bytes / 4, 64 << 20)) {
-      rocksdb::WriteBatch evicted;
-      keep_min_free_into_locked(evicted);
-      (void)write_index_unlocking(lk, evicted);  // a failure only leaves the values' records
-    }
+                                       std::min<std::uint64_t>(cfg_.min_free_bytes / 4, 64 << 20))
+      keep_min_free_unlocking(lk);  // the last use of lk in this block
   }
   // The checksum and the write run outside the lock: one pwrite of the payload.
   const std::uint64_t checksum = l3::payload_checksum(value);

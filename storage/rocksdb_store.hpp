@@ -283,6 +283,9 @@ class rocksdb_store final : public l3_store {
   /// keep_min_free with mu_ held: lowers the capacity to what the disk allows and adds the
   /// deletes of the values that evicts to `evicted`, for the caller to write.
   void keep_min_free_into_locked(rocksdb::WriteBatch& evicted);
+  /// keep_min_free_into_locked, its deletes written with mu_ (`lk`) dropped (`lk` is
+  /// unlocked on return).
+  void keep_min_free_unlocking(std::unique_lock<std::mutex>& lk);
   /// Publishes a value just appended at `at`: evicts for room, puts it in the index, and
   /// writes its index record with mu_ (`lk`) dropped; a failed write takes it out again.
   status publish(std::unique_lock<std::mutex>& lk, const std::string& full, std::uint64_t size,

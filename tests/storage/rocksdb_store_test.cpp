@@ -186,6 +186,18 @@ TEST(RocksdbStore, AFullRecencyBatchIsWrittenInTheBackground) {
   EXPECT_EQ(s.recency_pending(), 0u) << "the background thread did not write the batch";
 }
 
+/// Gets `key` on another thread (the calling one, in a before_next_unlocked_write hook,
+/// holds the index's write order) and waits up to 10 s: true if it returned `expected`.
+/// From the hook, it says whether the store's lock is free during the write.
+bool another_get_returns(rocksdb_store& s, const std::string& key,
+                         const std::vector<std::byte>& expected) {
+  auto other = std::async(std::launch::async, [&] {
+    std::vector<std::byte> v;
+    return s.get(l3_pool::kv_page, key, v).ok() && v == expected;
+  });
+  return other.wait_for(std::chrono::seconds(10)) == std::future_status::ready && other.get();
+}
+
 // A get that finds the background thread far behind (busy compacting: held here by the
 // test hook) writes a chunk of recency records itself, and makes that write with the
 // store's lock dropped: another get runs meanwhile (started in the hook, between the
@@ -208,13 +220,8 @@ TEST(RocksdbStore, AGetThatWritesRecencyItselfDoesSoWithTheLockDropped) {
   ASSERT_EQ(s.recency_pending(), 7u);
   bool hooked = false;
   bool other_get = false;
-  s.before_next_unlocked_write([&] {  // on another thread: this one holds the write order
-    auto other = std::async(std::launch::async, [&] {
-      std::vector<std::byte> v;
-      return s.get(l3_pool::kv_page, "9", v).ok() && v == bytes('v', 100);
-    });
-    other_get =
-        other.wait_for(std::chrono::seconds(10)) == std::future_status::ready && other.get();
+  s.before_next_unlocked_write([&] {
+    other_get = another_get_returns(s, "9", bytes('v', 100));
     hooked = true;
   });
   ASSERT_TRUE(s.get(l3_pool::kv_page, "7", out).ok());  // the eighth pending record
@@ -240,13 +247,8 @@ TEST(RocksdbStore, ACorruptValuesDeleteIsWrittenWithTheLockDropped) {
     s->hold_background(true);  // its timed flush writes nothing before the get's delete
     bool hooked = false;
     bool other_get = false;
-    s->before_next_unlocked_write([&] {  // on another thread: this one holds the write order
-      auto other = std::async(std::launch::async, [&] {
-        std::vector<std::byte> v;
-        return s->get(l3_pool::kv_page, "good", v).ok() && v == bytes('g', 100);
-      });
-      other_get =
-          other.wait_for(std::chrono::seconds(10)) == std::future_status::ready && other.get();
+    s->before_next_unlocked_write([&] {
+      other_get = another_get_returns(*s, "good", bytes('g', 100));
       hooked = true;
     });
     std::vector<std::byte> out;
