@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The hcctl replay contract: --check exits 0 on every bundled SGLang trace, exits 1 and
-# names line, field and both values on a corrupted one, and exits 2 on unreadable input.
+# names line, field and both values on a corrupted one, and exits 2 on unreadable input;
+# without flags it prints one result line per op with the fields of the op's expect.
 set -u
 hcctl=$1
 data=$2
@@ -15,8 +16,22 @@ gzip -dc "$data/p64_ctx4k_c100.jsonl.gz" | sed '500s/"kv_avail":\([0-9]*\)/"kv_a
 rc=$?
 [ $rc -eq 1 ] || { echo "FAIL: corrupted trace gave exit $rc, want 1"; exit 1; }
 grep -q "line 500" "$tmp/err" && grep -q "kv_avail" "$tmp/err" || { echo "FAIL: message: $(cat "$tmp/err")"; exit 1; }
-# Result lines carry the expect fields.
-"$hcctl" replay "$data/conf_p1_pressure.jsonl.gz" | head -1 | grep -q '"prefix_len"' || { echo "FAIL: no result lines"; exit 1; }
+# Without flags: one result line per op, in order, carrying every field of the op's expect
+# with SGLang's value (the cache agrees with it on the bundled traces).
+"$hcctl" replay "$data/conf_p1_pressure.jsonl.gz" > "$tmp/lines" || { echo "FAIL: replay without flags"; exit 1; }
+/usr/bin/python3 - "$data/conf_p1_pressure.jsonl.gz" "$tmp/lines" <<'EOF' || exit 1
+import gzip, json, sys
+ops = [json.loads(line) for line in gzip.open(sys.argv[1], "rt")][1:]
+lines = [json.loads(line) for line in open(sys.argv[2])]
+if len(lines) != len(ops):
+    sys.exit(f"FAIL: {len(lines)} result lines for {len(ops)} ops")
+for op, got in zip(ops, lines):
+    if (got.get("op"), got.get("i")) != (op["op"], op["i"]):
+        sys.exit(f"FAIL: result line for op {op['i']} ({op['op']}) is {got}")
+    for k, v in op.get("expect", {}).items():
+        if k not in got or got[k] != v:
+            sys.exit(f"FAIL: op {op['i']} ({op['op']}): {k} = {got.get(k, 'missing')}, the trace expects {v}")
+EOF
 # Bad input: missing file, garbage.
 "$hcctl" replay --check "$tmp/missing.jsonl" 2>/dev/null; [ $? -eq 2 ] || { echo "FAIL: missing file"; exit 1; }
 echo '{"op":"config"' > "$tmp/garbage.jsonl"

@@ -79,8 +79,12 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     }
     auto store = hc::rocksdb_store::open_unloaded(sc);
     if (!store) {
-      hc::log::error("cannot open the L3 store in " + sc.path + ": " + store.err().message +
-                     " (another hybridcached on this --data-dir? or --l3 off)");
+      // A store of another format says itself what to do; the hint is for a lock or a
+      // directory that cannot be opened.
+      const std::string hint = store.err().code == hc::errc::invalid_config
+                                   ? ""
+                                   : " (another hybridcached on this --data-dir? or --l3 off)";
+      hc::log::error("cannot open the L3 store in " + sc.path + ": " + store.err().message + hint);
       return 2;
     }
     hc::log::info("L3 store keeps " + std::to_string(sc.min_free_bytes >> 20) +

@@ -16,6 +16,8 @@
 #include <future>
 #include <thread>
 
+#include <rocksdb/db.h>
+
 #include "storage/rocksdb_store.hpp"
 #include "storage/value_codec.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -729,6 +731,46 @@ TEST(RocksdbStore, BytesDamagedWhileClosedAreNeverServed) {
   }
 }
 
+// A segment cut short while the store is open (by something else on the machine: the store
+// only ever appends) makes the values past its new end misses, dropped as corrupt with the
+// reason, never partial bytes; the values before the cut are still served, and so is a
+// value of the same key set again.
+TEST(RocksdbStore, ASegmentCutWhileOpenMakesItsLostValuesMisses) {
+  temp_dir dir;
+  rocksdb_store_config cfg;
+  cfg.path = dir.sub("l3");
+  const std::size_t n = 8192, each = n + l3::value_header_bytes;
+  auto st = rocksdb_store::open(cfg);
+  ASSERT_TRUE(st.ok()) << st.err().message;
+  rocksdb_store& s = **st;
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(s.set(l3_pool::kv_page, std::to_string(i), numbered(i, n)).ok());
+  std::string seg;
+  for (const auto& f : std::filesystem::directory_iterator(cfg.path + "/values"))
+    if (f.path().extension() == ".seg") seg = f.path().string();
+  ASSERT_FALSE(seg.empty());
+  std::filesystem::resize_file(seg, 2 * each + each / 2);  // value 2 is cut, value 3 gone
+  std::vector<std::byte> out;
+  for (int i : {2, 3}) {
+    const status bad = s.get(l3_pool::kv_page, std::to_string(i), out);
+    ASSERT_FALSE(bad.ok()) << i;
+    EXPECT_EQ(bad.err().code, errc::not_found) << i;
+    EXPECT_NE(bad.err().message.find("ends inside a record"), std::string::npos)
+        << bad.err().message;
+    EXPECT_TRUE(out.empty()) << "bytes of a failed read were served";
+    EXPECT_FALSE(s.exists(l3_pool::kv_page, std::to_string(i))) << i;
+  }
+  EXPECT_EQ(s.usage().corrupt, 2u);
+  EXPECT_EQ(s.usage().values, 2u);
+  for (int i : {0, 1}) {
+    ASSERT_TRUE(s.get(l3_pool::kv_page, std::to_string(i), out).ok()) << i;
+    EXPECT_EQ(out, numbered(i, n));
+  }
+  ASSERT_TRUE(s.set(l3_pool::kv_page, "3", numbered(30, n)).ok());
+  ASSERT_TRUE(s.get(l3_pool::kv_page, "3", out).ok());
+  EXPECT_EQ(out, numbered(30, n));
+}
+
 TEST(RocksdbStore, ValuesWrittenButNeverIndexedLeaveNoSegmentBehind) {
   SKIP_UNLESS_SINGLE_THREADED();
   temp_dir dir;
@@ -1066,6 +1108,115 @@ TEST(RocksdbStore, ALockedStoreIsNeverMovedAside) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.err().code, errc::io_error);
   EXPECT_FALSE(std::filesystem::exists(cfg.path + ".corrupt"));
+}
+
+/// The store's format marker ("format" in its "metadata" column family), read or, given
+/// `replace`, overwritten by opening the index with RocksDB itself while the store is closed.
+std::string format_marker(const std::string& path, const std::string* replace = nullptr) {
+  rocksdb::Options opts;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {"metadata", rocksdb::ColumnFamilyOptions()}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(opts, path + "/index", families, &handles, &raw);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (!s.ok()) return {};
+  std::string marker;
+  EXPECT_TRUE(raw->Get(rocksdb::ReadOptions(), handles[1], "format", &marker).ok());
+  if (replace != nullptr) {
+    EXPECT_TRUE(raw->Put(rocksdb::WriteOptions(), handles[1], "format", *replace).ok());
+    EXPECT_TRUE(raw->Flush(rocksdb::FlushOptions(), handles).ok());
+  }
+  for (rocksdb::ColumnFamilyHandle* h : handles)
+    EXPECT_TRUE(raw->DestroyColumnFamilyHandle(h).ok());
+  delete raw;
+  return marker;
+}
+
+// A store of a format this build does not read (a later release's, say) is refused, naming
+// both formats and what to do, and left exactly as it was: not moved aside as a corrupt one
+// would be, not rewritten. Given its own marker back, it serves its values again.
+TEST(RocksdbStore, AStoreOfAnotherFormatIsRefusedAndLeftAsItWas) {
+  temp_dir dir;
+  rocksdb_store_config cfg;
+  cfg.path = dir.sub("l3");
+  cfg.quarantine_corrupt = true;  // as the node opens it
+  ASSERT_NO_FATAL_FAILURE(fill_numbered(cfg, 20, 4096));
+  const std::string later = "hybridcache-l3/99";
+  const std::string ours = format_marker(cfg.path, &later);
+  ASSERT_FALSE(ours.empty());
+  ASSERT_NE(ours, later);
+  std::size_t segment_files = 0;
+  for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(cfg.path + "/values"))
+    ++segment_files;
+  ASSERT_GT(segment_files, 0u);
+
+  for (int attempt = 0; attempt < 2; ++attempt) {  // a second try finds it the same
+    auto st = rocksdb_store::open(cfg);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.err().code, errc::invalid_config);
+    for (const std::string& part : {later, ours, std::string("--data-dir"), cfg.path})
+      EXPECT_NE(st.err().message.find(part), std::string::npos) << st.err().message;
+  }
+  EXPECT_FALSE(std::filesystem::exists(cfg.path + ".corrupt"));
+  std::size_t after = 0;
+  for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(cfg.path + "/values"))
+    ++after;
+  EXPECT_EQ(after, segment_files);
+  EXPECT_EQ(format_marker(cfg.path), later) << "the refused store's marker was rewritten";
+
+  format_marker(cfg.path, &ours);
+  auto st = rocksdb_store::open(cfg);
+  ASSERT_TRUE(st.ok()) << st.err().message;
+  EXPECT_EQ((*st)->usage().values, 20u);
+  std::vector<std::byte> out;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE((*st)->get(l3_pool::kv_page, std::to_string(i), out).ok()) << i;
+    EXPECT_EQ(out, numbered(i, 4096)) << i;
+  }
+}
+
+// The first format kept its values inside RocksDB, in a "pages" column family at the store's
+// path itself: such a directory is refused by name, and RocksDB still opens it as it was.
+TEST(RocksdbStore, AStoreOfTheFirstFormatIsRefusedNamingIt) {
+  temp_dir dir;
+  rocksdb_store_config cfg;
+  cfg.path = dir.sub("l3");
+  cfg.quarantine_corrupt = true;
+  const auto open_first = [&](rocksdb::DB** raw, std::vector<rocksdb::ColumnFamilyHandle*>& h) {
+    rocksdb::DBOptions opts;
+    opts.create_if_missing = true;
+    opts.create_missing_column_families = true;
+    std::vector<rocksdb::ColumnFamilyDescriptor> families{
+        {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+        {"pages", rocksdb::ColumnFamilyOptions()}};
+    return rocksdb::DB::Open(opts, cfg.path, families, &h, raw);
+  };
+  const auto close_first = [](rocksdb::DB* raw, std::vector<rocksdb::ColumnFamilyHandle*>& h) {
+    for (rocksdb::ColumnFamilyHandle* c : h)
+      EXPECT_TRUE(raw->DestroyColumnFamilyHandle(c).ok());
+    delete raw;
+  };
+  {
+    rocksdb::DB* raw = nullptr;
+    std::vector<rocksdb::ColumnFamilyHandle*> h;
+    ASSERT_TRUE(open_first(&raw, h).ok());
+    ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), h[1], "page", "a value of format 1").ok());
+    close_first(raw, h);
+  }
+  auto st = rocksdb_store::open(cfg);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.err().code, errc::invalid_config);
+  EXPECT_NE(st.err().message.find("'hybridcache-l3/1'"), std::string::npos) << st.err().message;
+  EXPECT_FALSE(std::filesystem::exists(cfg.path + ".corrupt"));
+  rocksdb::DB* raw = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  ASSERT_TRUE(open_first(&raw, h).ok());
+  std::string v;
+  EXPECT_TRUE(raw->Get(rocksdb::ReadOptions(), h[1], "page", &v).ok());
+  EXPECT_EQ(v, "a value of format 1");
+  close_first(raw, h);
 }
 
 TEST(RocksdbStore, ClosedStoreRefusesWork) {
