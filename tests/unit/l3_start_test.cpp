@@ -2,8 +2,9 @@
 // --l3-background-load-above records is read before the node serves (the store itself
 // comes back), a larger one while it serves (a loading_store that serves once read); the
 // hybridcache_l3_loading gauge is 0 whenever nothing is being read; a corruption moved
-// aside at open is a fault. The warm restart through the real daemon, both ways:
-// tests/rpc/warm_restart_process_test.cpp.
+// aside at open or found while serving is a fault, and an index that cannot be read while
+// serving leaves the node without its L3 tier (a fault too), not stopped. The warm restart
+// through the real daemon, both ways: tests/rpc/warm_restart_process_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -90,6 +91,71 @@ TEST(L3Start, ACorruptIndexMovedAsideAtOpenIsAFault) {
   ASSERT_TRUE(st.ok()) << st.err().message;
   EXPECT_EQ((*st)->usage().values, 0u) << "an empty store in its place";
   EXPECT_EQ(metric_value(m, R"(hybridcache_faults_total{kind="l3_corrupt_store"})"), 1);
+}
+
+/// Damages a data block in the middle of every table file of the closed store in `path`:
+/// RocksDB opens it (the block with the format marker is whole) and finds the corruption
+/// only while the index is read.
+void damage_index_tables(const std::string& path) {
+  for (const auto& f : std::filesystem::directory_iterator(path + "/index")) {
+    if (f.path().extension() != ".sst") continue;
+    const auto size = std::filesystem::file_size(f.path());
+    std::FILE* out = std::fopen(f.path().c_str(), "r+b");
+    ASSERT_NE(out, nullptr);
+    std::fseek(out, static_cast<long>(size / 2), SEEK_SET);
+    for (int i = 0; i < 64; ++i)
+      std::fputc(0x5a ^ i, out);
+    std::fclose(out);
+  }
+}
+
+// An index that cannot be read while the node serves leaves the node without its L3 tier,
+// not stopped: the tier misses and refuses its writes with the reason, the loading gauge
+// goes back to 0, and the failure is a fault an operator sees.
+TEST(L3Start, AnIndexThatCannotBeReadWhileServingIsAFaultAndTheTierMisses) {
+  temp_dir dir;
+  rocksdb_store_config cfg = filled(dir, 5000);  // one table of many data blocks
+  ASSERT_NO_FATAL_FAILURE(damage_index_tables(cfg.path));
+  cfg.quarantine_corrupt = false;  // kept as it is: the read fails
+  prometheus_metrics m;
+  auto st = start(cfg, 0, m);
+  ASSERT_TRUE(st.ok()) << "the open itself succeeds: " << st.err().message;
+  auto* loading = dynamic_cast<loading_store*>(st->get());
+  ASSERT_NE(loading, nullptr);
+  const status read = loading->wait();
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.err().message.find("Corruption"), std::string::npos) << read.err().message;
+  EXPECT_FALSE((*st)->usage().loading);
+  EXPECT_EQ((*st)->usage().values, 0u);
+  EXPECT_FALSE((*st)->exists(l3_pool::kv_page, "3"));
+  std::vector<std::byte> out;
+  EXPECT_EQ((*st)->get(l3_pool::kv_page, "3", out).err().code, errc::not_found);
+  EXPECT_FALSE((*st)->set(l3_pool::kv_page, "new", std::vector<std::byte>(8)).ok());
+  EXPECT_EQ(metric_value(m, "hybridcache_l3_loading"), 0);
+  EXPECT_EQ(metric_value(m, R"(hybridcache_faults_total{kind="l3_read_error"})"), 1) << m.text();
+  EXPECT_TRUE(std::filesystem::exists(cfg.path + "/index")) << "nothing moved aside";
+}
+
+// The same corruption with the node's setting (moved aside): the tier serves an empty store
+// once the read found it, and the corruption is a fault.
+TEST(L3Start, ACorruptionFoundWhileServingIsMovedAsideAndIsAFault) {
+  temp_dir dir;
+  rocksdb_store_config cfg = filled(dir, 5000);
+  ASSERT_NO_FATAL_FAILURE(damage_index_tables(cfg.path));
+  cfg.quarantine_corrupt = true;
+  prometheus_metrics m;
+  auto st = start(cfg, 0, m);
+  ASSERT_TRUE(st.ok()) << st.err().message;
+  auto* loading = dynamic_cast<loading_store*>(st->get());
+  ASSERT_NE(loading, nullptr);
+  ASSERT_TRUE(loading->wait().ok());
+  EXPECT_EQ((*st)->usage().values, 0u) << "an empty store in its place";
+  EXPECT_TRUE(std::filesystem::exists(cfg.path + ".corrupt/index"));
+  ASSERT_TRUE((*st)->set(l3_pool::kv_page, "new", std::vector<std::byte>(8)).ok());
+  EXPECT_TRUE((*st)->exists(l3_pool::kv_page, "new"));
+  EXPECT_EQ(metric_value(m, R"(hybridcache_faults_total{kind="l3_corrupt_store"})"), 1) << m.text();
+  EXPECT_EQ(metric_value(m, R"(hybridcache_faults_total{kind="l3_read_error"})"), 0);
+  EXPECT_EQ(metric_value(m, "hybridcache_l3_loading"), 0);
 }
 
 }  // namespace
