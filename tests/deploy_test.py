@@ -8,6 +8,7 @@ Usage: /usr/bin/python3 tests/deploy_test.py HYBRIDCACHED HCCTL"""
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -127,8 +128,11 @@ class DeployTest(unittest.TestCase):
         socket = next(a.split("=", 1)[1] for a in node["args"] if a.startswith("--socket="))
         self.assertTrue(socket.startswith(mounts(node)["socket"] + "/"))
         probes = [node[p]["exec"]["command"] for p in ("startupProbe", "readinessProbe", "livenessProbe")]
-        for p in probes:
-            self.assertEqual(p, ["hcctl", "--socket", socket, "ping"])
+        for name, p in zip(("startupProbe", "readinessProbe", "livenessProbe"), probes):
+            self.assertEqual(p, ["hcctl", "--socket", socket, "--timeout", "2", "ping"])
+            # hcctl gives up (and says why) before the kubelet kills it (its default: 1 s)
+            self.assertLess(float(p[p.index("--timeout") + 1]), node[name].get("timeoutSeconds", 1),
+                            name + ": hcctl's --timeout must be under the probe's")
         argv = [DAEMON] + [self.scratch.move(a) for a in node["args"] if not a.startswith("--metrics")]
         probe = [HCCTL] + [self.scratch.move(a) for a in probes[0][1:]]
         start_check_stop(self, argv, lambda: subprocess.run(probe, capture_output=True).returncode)
@@ -142,6 +146,10 @@ class DeployTest(unittest.TestCase):
         check = json.loads(health[health.index("CMD ") + 4:])
         self.assertEqual(entry[0], "hybridcached")
         self.assertEqual(check[0], "hcctl")
+        probe_timeout = re.search(r"--timeout=(\d+)s", health)
+        self.assertIsNotNone(probe_timeout, "the HEALTHCHECK sets its timeout")
+        self.assertLess(float(check[check.index("--timeout") + 1]), float(probe_timeout.group(1)),
+                        "hcctl's --timeout must be under the HEALTHCHECK's")
         argv = [DAEMON] + [self.scratch.move(a) for a in entry[1:]]
         i = argv.index("--metrics")  # 0.0.0.0:9464 in the image; a free loopback port here
         del argv[i:i + 2]

@@ -2,15 +2,20 @@
 # hybridcached as a separate process: config file (one polling scheduler thread), socket mode 0600,
 # named threads, hcctl ping /
 # inspect / replay --check / top over the socket, /metrics scraped over HTTP with the documented
-# series, SIGTERM -> exit status 0, ping failing once the node is gone, a corrupt L3 index
+# series, SIGTERM -> exit status 0, ping failing once the node is gone (and giving up on a
+# socket that never answers, --timeout), a corrupt L3 index
 # moved aside at the next start, a --data-dir or L3 store that cannot be created refused
 # with exit status 2, and --tcp refused without a token file or with a short secret.
 set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
 daemon=$1 hcctl=$2 data=$3
 tmp=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
+pid= mute=
+cleanup() {
+  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+  [ -n "$mute" ] && kill "$mute" 2>/dev/null
+  rm -rf "$tmp"
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- node log:"; cat "$tmp/log" || true; exit 1; }
 
@@ -96,6 +101,30 @@ pid=
 [ "$rc" = 0 ] || fail "SIGTERM exit status $rc"
 [ ! -e "$sock" ] || fail "socket left behind"
 if "$hcctl" --socket "$sock" ping 2>/dev/null; then fail "ping succeeded with the node down"; fi
+
+# A socket that accepts but never answers (a hung node, another program) must not hang a
+# health check: hcctl gives up after --timeout, exit status 1, saying so.
+/usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+held = []
+while True:
+    held.append(s.accept()[0])
+' "$tmp/mute.sock" &
+mute=$!
+for _ in $(seq 100); do [ -S "$tmp/mute.sock" ] && break; sleep 0.05; done
+for cmd in ping stats inspect; do
+  rc=0
+  # (a hung hcctl is killed by timeout: exit status 124)
+  timeout 20 "$hcctl" --socket "$tmp/mute.sock" --timeout 0.5 $cmd >/dev/null 2>"$tmp/err" || rc=$?
+  [ "$rc" = 1 ] || fail "hcctl $cmd against a mute socket: exit status $rc, want 1"
+  grep -q "no answer within 500 ms" "$tmp/err" || fail "hcctl $cmd: $(cat "$tmp/err")"
+done
+kill "$mute"
+wait "$mute" 2>/dev/null || true
+mute=
 
 # An L3 index found corrupt at start (here CURRENT, as bit rot leaves it) does not keep the
 # node from starting: the store is moved aside, the node serves with an empty L3, says so

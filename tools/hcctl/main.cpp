@@ -1,5 +1,7 @@
 // hcctl: the operator's command line for hybridcache.
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
 #include <fstream>
 
 #include "tools/hcctl/node_commands.hpp"
@@ -21,6 +23,12 @@ int main(int argc, char** argv) {
   app.add_option("--socket", socket, "Unix socket of the node")->capture_default_str();
   app.add_option("--tcp", tcp, "TCP address host:port of the node (instead of --socket)");
   app.add_option("--token-file", token_file, "File whose first line is the TCP shared secret");
+  double timeout_s = 10;
+  app.add_option("--timeout", timeout_s,
+                 "Seconds to wait for the node's answer to the connect and to each call (then "
+                 "exit 1 saying so); 0 = no limit")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   bool json = false;
 
   hc::cli::replay_options ro;
@@ -72,6 +80,8 @@ int main(int argc, char** argv) {
   no.address = node_address(socket, tcp);
   no.json = json;
   no.blocks = blocks;
+  // Rounded up: a positive timeout never becomes 0 (no limit).
+  no.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(timeout_s * 1000.0)));
   if (!token_file.empty()) {
     std::ifstream in(token_file);
     if (!in || !std::getline(in, no.token)) {
@@ -84,6 +94,7 @@ int main(int argc, char** argv) {
     if (app.count("--socket") > 0 || !tcp.empty()) {
       ro.address = no.address;
       ro.token = no.token;
+      ro.timeout = no.timeout;
     }
     return hc::cli::run_replay(ro);
   }

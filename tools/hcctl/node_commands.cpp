@@ -20,7 +20,7 @@ namespace {
 using nlohmann::json;
 
 std::unique_ptr<client> connect_or_say(const node_options& o) {
-  auto c = client::connect(o.address, o.token);
+  auto c = client::connect(o.address, o.token, o.timeout);
   if (!c) {
     std::fprintf(stderr, "hcctl: cannot reach the node at %s: %s\n", o.address.c_str(),
                  c.err().message.c_str());

@@ -1,6 +1,7 @@
 #pragma once
 // `hcctl ping | stats | inspect` against a running node.
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 
@@ -11,6 +12,9 @@ struct node_options {
   std::string token;    ///< TCP shared secret ("" over a Unix socket)
   bool json = false;    ///< print one JSON object instead of text
   bool blocks = false;  ///< inspect: also every device KV page (hash, parent, checkpoint)
+  /// Most the connect and each call wait for the node's answer (then exit 1 saying so: a
+  /// node that accepts but never answers must not hang a health check); 0 = no limit.
+  std::chrono::milliseconds timeout{0};
 };
 
 /// Exit status: 0 when the node answered, 1 when it could not be reached.

@@ -99,7 +99,7 @@ int run_replay(const replay_options& opts) {
   for (int run = 0; run < runs; ++run) {
     std::unique_ptr<replay::replay_backend> backend;
     if (!opts.address.empty()) {
-      auto b = replay::rpc_backend::connect(opts.address, tr->config, opts.token);
+      auto b = replay::rpc_backend::connect(opts.address, tr->config, opts.token, opts.timeout);
       if (!b) {
         std::fprintf(stderr, "hcctl replay: %s\n", b.err().message.c_str());
         return 2;

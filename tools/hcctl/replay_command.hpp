@@ -3,6 +3,7 @@
 // trace replay in process, or through a running node when a socket (or TCP address) is
 // given; --memory (in process only) reports the index's memory per cached token.
 
+#include <chrono>
 #include <string>
 
 namespace hc::cli {
@@ -18,6 +19,7 @@ struct replay_options {
   bool memory = false;  ///< in process: the index's heap per cached token (index_memory.hpp)
   std::string address;  ///< "unix:/path" or host:port of a node; "" = in process
   std::string token;    ///< TCP shared secret
+  std::chrono::milliseconds timeout{0};  ///< through a node: most wait per call; 0 = none
 };
 
 /// Runs the command; returns the process exit status (0 ok, 1 divergence, 2 bad input).

@@ -19,8 +19,9 @@ instance_spec fresh_spec_of(const trace_config& c) {
 
 result<std::unique_ptr<rpc_backend>> rpc_backend::connect(const std::string& address,
                                                           const trace_config& cfg,
-                                                          const std::string& token) {
-  auto c = client::connect(address, token);
+                                                          const std::string& token,
+                                                          std::chrono::milliseconds call_timeout) {
+  auto c = client::connect(address, token, call_timeout);
   if (!c) return c.err();
   auto s = (*c)->open(fresh_spec_of(cfg));
   if (!s) return s.err();
