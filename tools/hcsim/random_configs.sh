@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Random hcsim configurations against one long-lived hybridcached with its RocksDB L3: each
 # run draws a strategy, page size, model chunk, kernel family (FLA or Mamba2), track
-# interval, pool sizes, batch, workers, context length and one of: nothing more, overlap
-# scheduling, a host tier, a host tier with storage prefetch — and its own model id, so
-# every run opens an instance of its own beside the earlier ones'. A run must either pass
+# interval, ping-pong track slots or not, pool sizes, batch, workers, context length, the
+# workload's shape (conversations, system prompts and their length, turn and output
+# lengths, prefill chunk, abort rate) and, each on its own, overlap scheduling and a host
+# tier (none, or 1.5x / 3x of L1, with or without storage prefetch) — and its own model id,
+# so every run opens an instance of its own beside the earlier ones'. A run must either pass
 # (exit 0: 0 mismatches, 0 leaks, 0 errors) or be refused as a usage error before any
 # worker connects (exit 2: settings the node or SGLang would refuse, e.g. Mamba2 with a
 # track interval below its chunk); anything else is a failure, printed with its settings.
@@ -29,8 +31,7 @@ start_build_node "$build" || exit 2
 
 RANDOM=$seed
 pick() { local a=("$@"); echo "${a[RANDOM % ${#a[@]}]}"; }
-extras=("" "--mamba2" "--overlap-scheduling" "--mamba2 --overlap-scheduling"
-        "--host-ratio 3" "--host-ratio 3 --prefetch")
+tiers=("" "" "--host-ratio 3" "--host-ratio 3 --prefetch" "--host-ratio 1.5 --prefetch")
 runs=0 passed=0 refused=0 failed=0
 end=$((SECONDS + seconds))
 while [ $SECONDS -lt "$end" ]; do
@@ -40,9 +41,16 @@ while [ $SECONDS -lt "$end" ]; do
         --track-interval "$(pick 32 64 128 256 512)" --ops $((RANDOM % 3000 + 500))
         --workers $((RANDOM % 3 + 1)) --seed "$RANDOM" --batch $((RANDOM % 8 + 1))
         --kv-tokens "$(pick 4096 8192 16384)" --slots "$(pick 24 32 64)"
-        --max-context "$(pick 1200 2000 3000)" --model "random-$seed-$runs")
-  # shellcheck disable=SC2207  # an extra is a list of words
-  extra=($(pick "${extras[@]}"))
+        --max-context "$(pick 1200 2000 3000)" --overlap "$(pick 1 1 1 0)"
+        --conversations "$(pick 4 16 64)" --system-prompts "$(pick 1 2 8)"
+        --system-prompt-len "$(pick 64 300 1000)" --turn-len "$(pick 40 120 400)"
+        --output-len "$(pick 10 40 100)" --chunked-prefill "$(pick 64 256 1024)"
+        --abort-rate "$(pick 0 0.03 0.1)" --model "random-$seed-$runs")
+  extra=()
+  [ $((RANDOM % 3)) = 0 ] && extra+=(--mamba2)
+  [ $((RANDOM % 3)) = 0 ] && extra+=(--overlap-scheduling)
+  # shellcheck disable=SC2206  # a tier is a list of words
+  extra+=($(pick "${tiers[@]}"))
   rc=0
   out=$("$hcsim" --socket "$tmp/s" "${args[@]}" "${extra[@]}" --json --progress false \
     2>"$tmp/err") || rc=$?
