@@ -20,6 +20,7 @@
 
 #include "storage/rocksdb_store.hpp"
 #include "storage/value_codec.hpp"
+#include "tests/support/damaged_index.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace hc::test {
@@ -1073,16 +1074,7 @@ TEST(RocksdbStore, ACorruptionFoundReadingTheIndexIsMovedAsideToo) {
   cfg.path = dir.sub("l3");
   // Closed: the records are in a table file of many data blocks.
   ASSERT_NO_FATAL_FAILURE(fill_numbered(cfg, 5000, 16));
-  for (const auto& f : std::filesystem::directory_iterator(cfg.path + "/index")) {
-    if (f.path().extension() != ".sst") continue;
-    const auto size = std::filesystem::file_size(f.path());
-    std::FILE* out = std::fopen(f.path().c_str(), "r+b");
-    ASSERT_NE(out, nullptr);
-    std::fseek(out, static_cast<long>(size / 2), SEEK_SET);  // a block mid-file
-    for (int i = 0; i < 64; ++i)
-      std::fputc(0x5a ^ i, out);
-    std::fclose(out);
-  }
+  ASSERT_NO_FATAL_FAILURE(damage_index_tables(cfg.path));  // a block mid-file
   cfg.quarantine_corrupt = true;
   auto st = rocksdb_store::open_unloaded(cfg);
   ASSERT_TRUE(st.ok()) << "the marker's block is whole: " << st.err().message;
@@ -1147,9 +1139,13 @@ TEST(RocksdbStore, AStoreOfAnotherFormatIsRefusedAndLeftAsItWas) {
   const std::string ours = format_marker(cfg.path, &later);
   ASSERT_FALSE(ours.empty());
   ASSERT_NE(ours, later);
-  std::size_t segment_files = 0;
-  for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(cfg.path + "/values"))
-    ++segment_files;
+  const auto files_in = [](const std::string& d) {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(d))
+      ++n;
+    return n;
+  };
+  const std::size_t segment_files = files_in(cfg.path + "/values");
   ASSERT_GT(segment_files, 0u);
 
   for (int attempt = 0; attempt < 2; ++attempt) {  // a second try finds it the same
@@ -1160,10 +1156,7 @@ TEST(RocksdbStore, AStoreOfAnotherFormatIsRefusedAndLeftAsItWas) {
       EXPECT_NE(st.err().message.find(part), std::string::npos) << st.err().message;
   }
   EXPECT_FALSE(std::filesystem::exists(cfg.path + ".corrupt"));
-  std::size_t after = 0;
-  for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(cfg.path + "/values"))
-    ++after;
-  EXPECT_EQ(after, segment_files);
+  EXPECT_EQ(files_in(cfg.path + "/values"), segment_files);
   EXPECT_EQ(format_marker(cfg.path), later) << "the refused store's marker was rewritten";
 
   format_marker(cfg.path, &ours);

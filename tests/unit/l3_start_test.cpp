@@ -12,6 +12,7 @@
 
 #include "actors/daemon/l3_start.hpp"
 #include "storage/loading_store.hpp"
+#include "tests/support/damaged_index.hpp"
 #include "tests/support/node_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -91,22 +92,6 @@ TEST(L3Start, ACorruptIndexMovedAsideAtOpenIsAFault) {
   ASSERT_TRUE(st.ok()) << st.err().message;
   EXPECT_EQ((*st)->usage().values, 0u) << "an empty store in its place";
   EXPECT_EQ(metric_value(m, R"(hybridcache_faults_total{kind="l3_corrupt_store"})"), 1);
-}
-
-/// Damages a data block in the middle of every table file of the closed store in `path`:
-/// RocksDB opens it (the block with the format marker is whole) and finds the corruption
-/// only while the index is read.
-void damage_index_tables(const std::string& path) {
-  for (const auto& f : std::filesystem::directory_iterator(path + "/index")) {
-    if (f.path().extension() != ".sst") continue;
-    const auto size = std::filesystem::file_size(f.path());
-    std::FILE* out = std::fopen(f.path().c_str(), "r+b");
-    ASSERT_NE(out, nullptr);
-    std::fseek(out, static_cast<long>(size / 2), SEEK_SET);
-    for (int i = 0; i < 64; ++i)
-      std::fputc(0x5a ^ i, out);
-    std::fclose(out);
-  }
 }
 
 // An index that cannot be read while the node serves leaves the node without its L3 tier,
