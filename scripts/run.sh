@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake --preset release > build-release.log 2>&1 || { cat build-release.log; exit 1; }
-cmake --build --preset release -j "$(nproc)" 2>&1 | tail -n 1
+# shellcheck source=scripts/lib/build_preset.sh
+. scripts/lib/build_preset.sh
+build_preset release || exit 1
 ./build/release/tools/hcctl/hcctl replay --check --quiet tests/data/p64_ctx4k_c100.jsonl.gz
 echo "starting hybridcached; in another shell: ./build/release/tools/hcctl/hcctl ping"
 exec ./build/release/actors/daemon/hybridcached "$@"

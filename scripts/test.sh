@@ -4,25 +4,31 @@
 # then every libFuzzer target for a short budget (HC_FUZZ_SECONDS each, default 60).
 #   scripts/test.sh            # release + asan + fuzz
 #   scripts/test.sh --fast     # release only
+# Each build's whole output goes to build-<preset>.log; a failed one prints its errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  "" | --fast) ;;
+  *)
+    echo "usage: scripts/test.sh [--fast]   (unknown argument: $1)" >&2
+    exit 2
+    ;;
+esac
 jobs=$(nproc)
+# shellcheck source=scripts/lib/build_preset.sh
+. scripts/lib/build_preset.sh
 
 bash scripts/install-deps.sh
 
 run_preset() {
   local preset=$1
-  echo "== [$preset] configure + build"
-  cmake --preset "$preset" > "build-$preset.log" 2>&1 || { cat "build-$preset.log"; exit 1; }
-  cmake --build --preset "$preset" -j "$jobs" 2>&1 | tail -n 3
+  build_preset "$preset" "$jobs" || exit 1
   echo "== [$preset] tests"
   ctest --preset "$preset" -j "$jobs"
 }
 
 run_fuzz() {
-  echo "== [fuzz] configure + build"
-  cmake --preset fuzz > build-fuzz.log 2>&1 || { cat build-fuzz.log; exit 1; }
-  cmake --build --preset fuzz -j "$jobs" 2>&1 | tail -n 3
+  build_preset fuzz "$jobs" || exit 1
   echo "== [fuzz] ${HC_FUZZ_SECONDS:-60} s per target"
   bash tests/fuzz/run.sh "${HC_FUZZ_SECONDS:-60}"
 }
