@@ -4,11 +4,13 @@
 # inspect / replay --check / top over the socket, /metrics scraped over HTTP with the documented
 # series, SIGTERM -> exit status 0, ping failing once the node is gone (and giving up on a
 # socket that never answers, --timeout), a corrupt L3 index
-# moved aside at the next start, a --data-dir or L3 store that cannot be created refused
-# with exit status 2, and --tcp refused without a token file or with a short secret.
+# moved aside at the next start, a store of another format refused and left as it was, a
+# --data-dir or L3 store that cannot be created refused with exit status 2, and --tcp
+# refused without a token file or with a short secret.
+#   tests/hybridcached_process_test.sh HYBRIDCACHED HCCTL DATA_DIR L3_FORMAT_MARKER_TOOL
 set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
-daemon=$1 hcctl=$2 data=$3
+daemon=$1 hcctl=$2 data=$3 marker_tool=$4
 tmp=$(mktemp -d)
 pid= mute=
 cleanup() {
@@ -150,6 +152,32 @@ wait "$pid" || rc=$?
 pid=
 [ "$rc" = 0 ] || fail "SIGHUP exit status $rc after the quarantine"
 grep -q "received SIGHUP, stopping" "$tmp/log" || fail "SIGHUP was not taken as a stop"
+
+# A store of a format this build does not read (a later release's) stops the start with
+# exit status 2, naming both formats and what to do, and is left as it was: not moved aside
+# as a corrupt one is, its marker not rewritten. Given its own marker back, it serves.
+ours=$("$marker_tool" "$tmp/data/l3") || fail "cannot read the L3 store's format marker"
+"$marker_tool" "$tmp/data/l3" hybridcache-l3/99 >/dev/null || fail "cannot write another marker"
+aside=$(stat -c %i.%Y "$tmp/data/l3.corrupt")
+rc=0
+timeout 20 "$daemon" --config "$tmp/node.conf" >"$tmp/log" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "a store of a later format: exit status $rc, want 2"
+grep -qF "$tmp/data/l3 holds format 'hybridcache-l3/99', this build reads '$ours'; remove it or point --data-dir at another directory" \
+  "$tmp/log" || fail "no error naming both formats and what to do"
+if grep -q "another hybridcached" "$tmp/log"; then fail "a hint about a lock for a format error"; fi
+[ "$("$marker_tool" "$tmp/data/l3")" = hybridcache-l3/99 ] || fail "the refused store's marker was rewritten"
+[ "$(stat -c %i.%Y "$tmp/data/l3.corrupt")" = "$aside" ] || fail "the refused store was moved aside"
+[ ! -e "$sock" ] || fail "a node that did not start left its socket"
+"$marker_tool" "$tmp/data/l3" "$ours" >/dev/null || fail "cannot write the marker back"
+"$daemon" --config "$tmp/node.conf" >"$tmp/log" 2>&1 &
+pid=$!
+wait_for_node "$pid" "$tmp/log"
+"$hcctl" --socket "$sock" ping >/dev/null || fail "ping with the store's own marker back"
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+pid=
+[ "$rc" = 0 ] || fail "SIGTERM exit status $rc with the marker back"
 
 # A --data-dir that cannot be a directory, or one whose L3 store cannot be created, stops
 # the start with exit status 2 and a message naming the path (never a crash, nothing served).

@@ -21,6 +21,7 @@
 #include "storage/rocksdb_store.hpp"
 #include "storage/value_codec.hpp"
 #include "tests/support/damaged_index.hpp"
+#include "tests/support/l3_format_marker.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace hc::test {
@@ -1102,27 +1103,12 @@ TEST(RocksdbStore, ALockedStoreIsNeverMovedAside) {
   EXPECT_FALSE(std::filesystem::exists(cfg.path + ".corrupt"));
 }
 
-/// The store's format marker ("format" in its "metadata" column family), read or, given
-/// `replace`, overwritten by opening the index with RocksDB itself while the store is closed.
+/// The store's format marker (tests/support/l3_format_marker.hpp), read or, given `replace`,
+/// overwritten while the store is closed.
 std::string format_marker(const std::string& path, const std::string* replace = nullptr) {
-  rocksdb::Options opts;
-  std::vector<rocksdb::ColumnFamilyDescriptor> families{
-      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {"metadata", rocksdb::ColumnFamilyOptions()}};
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(opts, path + "/index", families, &handles, &raw);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  if (!s.ok()) return {};
-  std::string marker;
-  EXPECT_TRUE(raw->Get(rocksdb::ReadOptions(), handles[1], "format", &marker).ok());
-  if (replace != nullptr) {
-    EXPECT_TRUE(raw->Put(rocksdb::WriteOptions(), handles[1], "format", *replace).ok());
-    EXPECT_TRUE(raw->Flush(rocksdb::FlushOptions(), handles).ok());
-  }
-  for (rocksdb::ColumnFamilyHandle* h : handles)
-    EXPECT_TRUE(raw->DestroyColumnFamilyHandle(h).ok());
-  delete raw;
+  std::string error;
+  std::string marker = l3_format_marker(path, replace, error);
+  EXPECT_EQ(error, "");
   return marker;
 }
 
