@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "actors/common/log.hpp"
+#include "cli/number_checks.hpp"
 
 namespace hc {
 
@@ -84,7 +85,7 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "seconds of L3 writes (no write-ahead log, by design). 0 = only when the index "
                  "memtable is full and at shutdown")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(hc::cli::finite_range(0.0, 86400.0));
   app.add_option("--l3-direct-io", o.l3_direct_io,
                  "O_DIRECT for the L3 store's value segments (reads and writes): the values "
                  "bypass the page cache (which stays for other work) and every read goes to the "

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/number_checks.hpp"
 #include "gpu/device_probe.hpp"
 #include "tools/hcsim/sim.hpp"
 
@@ -138,7 +139,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1u << 20));
   app.add_option("--abort-rate", cfg.abort_rate, "Probability of an abort per scheduling step")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(hc::cli::finite_range(0.0, 1.0));
   app.add_option("--max-context", cfg.max_context, "A conversation restarts beyond this length")
       ->capture_default_str();
   app.add_option("--page-size", cfg.page_size, "Tokens per KV page")->capture_default_str();
@@ -164,7 +165,8 @@ int main(int argc, char** argv) {
   app.add_option("--device-ordinal", cfg.device_ordinal, "CUDA device of the pools (--device cuda)")
       ->capture_default_str();
   app.add_option("--host-ratio", cfg.host_ratio, "Host tier as a multiple of L1 (> 1; 0 = off)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(hc::cli::finite_number());
   app.add_flag("--prefetch", cfg.prefetch,
                "Storage prefetch before each admission (needs --host-ratio and the node's L3)");
   app.add_option("--model", cfg.model, "Model id of the instance")->capture_default_str();
