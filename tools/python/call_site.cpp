@@ -87,8 +87,11 @@ connection::~connection() {
     (void)c.release();
     return;
   }
+  // The GIL stays released until the thread is joined: a job still running there (a call
+  // that its caller stopped waiting for) ends only with the client's deadline, and the
+  // process's other Python threads go on meanwhile.
+  py::gil_scoped_release unlocked;
   try {
-    py::gil_scoped_release unlocked;
     io_->run<int>(
         [this] {
           c.reset();
@@ -97,6 +100,7 @@ connection::~connection() {
         std::chrono::milliseconds(10000));
   } catch (...) {  // timed out: the queued reset still runs before the thread is joined
   }
+  io_.reset();
 }
 
 void connection::check_caller() {

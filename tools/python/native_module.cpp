@@ -9,6 +9,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -206,11 +207,19 @@ class py_store {
   bool closed_ = false;  ///< Python side (under the GIL)
 };
 
+/// The longest timeout a connection takes, in seconds: a year. More (or an infinity) would
+/// not fit the client's milliseconds.
+constexpr double max_timeout_s = 365.0 * 24 * 3600;
+
 std::shared_ptr<connection> make_connection(double timeout_s, bool io_thread) {
-  if (!(timeout_s > 0)) throw invalid_argument_error("invalid_argument: timeout must be > 0");
+  if (!(timeout_s > 0 && timeout_s <= max_timeout_s))  // NaN fails both
+    throw invalid_argument_error(
+        "invalid_argument: timeout must be > 0 and at most a year (31536000 s), not " +
+        std::to_string(timeout_s));
+  // Rounded up: a positive timeout never becomes 0 ms, which the client takes as no limit.
   return std::make_shared<connection>(
       io_thread ? call_site::io_thread : call_site::calling_thread,
-      std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000)));
+      std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(timeout_s * 1000))));
 }
 
 class py_node {

@@ -464,7 +464,8 @@ def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
     socket: the node's Unix socket (default ``DEFAULT_SOCKET`` when ``tcp`` is not given).
     tcp: ``"host:port"`` of a node serving TCP; needs ``token_file`` (the shared secret).
     timeout: seconds the connect and every call wait at most (raises ``Timeout``; the call
-        is cancelled and the connection stays usable); must be > 0.
+        is cancelled and the connection stays usable); must be > 0 and at most a year
+        (31,536,000 s); a fraction of a millisecond counts as one.
     io_thread: True (the default): the connection's calls run on an I/O thread of its own,
         so any thread may use it and its sessions and stores. False: calls run on the
         calling thread, which saves handing each call to that thread and back (two thread

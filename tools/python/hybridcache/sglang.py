@@ -203,8 +203,10 @@ class HybridCacheStorage(_Base):
         self._token_file: Optional[str] = extra.get("token_file")
         self._timeout = float(extra.get("timeout", 2.0))
         self._retry = float(extra.get("reconnect_interval", 1.0))
-        if not self._timeout > 0 or self._retry < 0:
-            raise ValueError("hybridcache: timeout must be > 0 and reconnect_interval >= 0")
+        # (NaN fails every comparison: "not ... <=" refuses it, as it refuses infinities.)
+        if not 0 < self._timeout <= 31_536_000 or not 0 <= self._retry <= 31_536_000:
+            raise ValueError("hybridcache: timeout must be > 0 and reconnect_interval >= 0, "
+                             "each at most a year (31536000 s)")
         self._namespace: Optional[str] = extra.get("namespace")
         self._part_bytes = int(extra.get("part_bytes", _hc.DEFAULT_PART_BYTES))
         if self._part_bytes < 0:

@@ -286,8 +286,9 @@ class NodeTest(OwnNodeTest):
                 s_ok.step([object()])  # not a command
         with self.assertRaises(hybridcache.Unavailable):
             hybridcache.connect(socket=os.path.join(self.node_process.dir, "nobody.sock"))
-        with self.assertRaises(hybridcache.InvalidArgument):
-            hybridcache.connect(socket=self.node_process.socket, timeout=0)
+        for bad in (0, -1, float("nan"), float("inf"), 1e300):  # 1e300 s: no int64 of ms
+            with self.subTest(timeout=bad), self.assertRaises(hybridcache.InvalidArgument):
+                hybridcache.connect(socket=self.node_process.socket, timeout=bad)
         self.assertTrue(issubclass(hybridcache.NotFound, hybridcache.Error))
         closed = self.connect()
         closed.close()
@@ -473,6 +474,36 @@ class NodeTest(OwnNodeTest):
         self.assertTrue(s.step([cmd.Check(full=True)])[0].body.sanity)
         s.close()
         node.close()
+
+
+class MuteSocketTest(unittest.TestCase):
+    """A socket that accepts and never answers (a hung node, another program on the path)."""
+
+    def test_a_timeout_below_a_millisecond_still_gives_up(self):
+        # It is rounded up to 1 ms: truncated to 0 ms, it meant no limit and the connect hung.
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "mute.sock")
+            listener = socket.socket(socket.AF_UNIX)
+            listener.bind(path)
+            listener.listen(8)
+            held = []
+            threading.Thread(target=lambda: held.append(listener.accept()[0]),
+                             daemon=True).start()
+            outcome = []
+
+            def connect():
+                try:
+                    hybridcache.connect(socket=path, timeout=0.0004).close()
+                    outcome.append("connected")
+                except hybridcache.Error as e:
+                    outcome.append(e)
+            caller = threading.Thread(target=connect, daemon=True)
+            caller.start()
+            caller.join(20)
+            self.assertFalse(caller.is_alive(), "the connect did not give up")
+            self.assertIsInstance(outcome[0], hybridcache.Timeout, outcome)
+            for s in held + [listener]:
+                s.close()
 
 
 def under_a_sanitizer():

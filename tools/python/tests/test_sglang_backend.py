@@ -811,6 +811,12 @@ class SGLangBackendTest(unittest.TestCase):
             HybridCacheStorage(sg.HiCacheStorageConfig(extra_config={"tcp": "h:1"}), {})
         with self.assertRaises(ValueError):
             HybridCacheStorage(sg.HiCacheStorageConfig(extra_config={"part_bytes": -1}), {})
+        # Python's json reads NaN and Infinity: neither is a number of seconds.
+        for key, value in [("timeout", float("nan")), ("timeout", float("inf")),
+                           ("reconnect_interval", float("nan")),
+                           ("reconnect_interval", float("inf")), ("reconnect_interval", -1)]:
+            with self.subTest(key=key, value=value), self.assertRaises(ValueError):
+                HybridCacheStorage(sg.HiCacheStorageConfig(extra_config={key: value}), {})
 
 
 if __name__ == "__main__":
