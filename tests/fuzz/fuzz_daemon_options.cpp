@@ -2,8 +2,9 @@
 // daemon_options.hpp), exactly as main() parses them: a config file (`--config FILE`, the
 // first part of the input) and flags (the rest, NUL-separated). Any input must end in
 // options that pass or a CLI11 parse error / an invalid_config message — never another
-// exception or a crash.
+// exception or a crash, nor a number of seconds that is not finite.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -53,6 +54,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       hc::fuzz::fail("a parse error without a message");
     return 0;
   }
+  // A number of seconds that is not finite is cast to an integer later (undefined): the
+  // parse must have refused it (CLI::Range alone lets NaN through).
+  if (!std::isfinite(o.l3_flush_seconds)) hc::fuzz::fail("--l3-flush-seconds is not finite");
   if (hc::status s = hc::check_daemon_options(o); !s && s.err().message.empty())
     hc::fuzz::fail("a refused option without a message");
   return 0;
