@@ -207,8 +207,8 @@ class py_store {
   bool closed_ = false;  ///< Python side (under the GIL)
 };
 
-/// The longest timeout a connection takes, in seconds: a year. More (or an infinity) would
-/// not fit the client's milliseconds.
+/// The longest timeout a connection takes, in seconds: a year — a bound well inside the
+/// client's int64 milliseconds, which an infinity or 1e300 seconds are not.
 constexpr double max_timeout_s = 365.0 * 24 * 3600;
 
 std::shared_ptr<connection> make_connection(double timeout_s, bool io_thread) {
