@@ -34,25 +34,24 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->check(CLI::IsMember({"error", "warn", "warning", "info", "debug"}));
   app.add_option("--max-step-commands", o.max_step_commands, "Most commands in one step")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(hc::cli::positive());
   app.add_option("--max-command-tokens", o.max_command_tokens, "Most tokens in one command")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(hc::cli::positive());
   app.add_option("--max-pool-bytes", o.max_pool_bytes, "Most bytes of one L1 pool")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(hc::cli::positive());
   app.add_option("--max-sessions", o.max_sessions,
                  "Most sessions open at once over every instance (an open beyond it is refused "
                  "with outOfMemory)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(hc::cli::positive());
   app.add_option("--max-request-tokens", o.max_request_tokens,
                  "Most tokens the live requests of all sessions may hold at once (their prompts "
                  "and appended outputs, which the node keeps: about 8 bytes a token with their "
                  "rows' KV ids). A create or append past it is refused with outOfMemory, so a "
                  "worker that never finishes its requests cannot take the node's memory. "
-                 "Default: a quarter of the machine's memory, at 8 bytes a token; 0 = no limit")
-      ->check(CLI::NonNegativeNumber);
+                 "Default: a quarter of the machine's memory, at 8 bytes a token; 0 = no limit");
   app.add_option("--max-idle-instances", o.max_idle_instances,
                  "Cache instances kept after their last session closed (the longest idle "
                  "beyond this are destroyed)")
@@ -85,7 +84,7 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "seconds of L3 writes (no write-ahead log, by design). 0 = only when the index "
                  "memtable is full and at shutdown")
       ->capture_default_str()
-      ->check(hc::cli::finite_range(0.0, 86400.0));
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--l3-direct-io", o.l3_direct_io,
                  "O_DIRECT for the L3 store's value segments (reads and writes): the values "
                  "bypass the page cache (which stays for other work) and every read goes to the "
@@ -117,7 +116,7 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "an arena of --store-arena-bytes in /dev/shm (one beyond it is refused with "
                  "outOfMemory)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(hc::cli::positive());
   app.add_option("--step-spin-us", o.step_spin_us,
                  "Microseconds the RPC thread polls for a step's (a fence's, a Store.exists's) "
                  "completion before it sleeps until the actor wakes it: a call done within it "
@@ -154,6 +153,7 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->check(CLI::IsMember({"off", "loads-after-ops"}))
       ->group("Debug (HC_RACE_DEMO builds)");
 #endif
+  hc::cli::guard_numbers(app);  // no negative or overflowing whole number, no NaN
 }
 
 status check_daemon_options(const daemon_options& o) {

@@ -22,6 +22,7 @@
 #include "actors/daemon/daemon_options.hpp"
 #include "actors/daemon/l3_start.hpp"
 #include "actors/node/node.hpp"
+#include "cli/command_line.hpp"
 #include "events/zmq_kv_event_publisher.hpp"
 #include "monitoring/prometheus_metrics.hpp"
 #include "schema/server/rpc_server.hpp"
@@ -217,7 +218,7 @@ int main(int argc, char** argv) {
   hc::daemon_options o;
   CLI::App app{"hybridcached: cache node for hybrid (attention + SSM) LLM inference"};
   hc::add_daemon_flags(app, o);
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = hc::cli::parse_command_line(app, argc, argv); rc >= 0) return rc;
   if (hc::status s = hc::check_daemon_options(o); !s) {
     hc::log::error(s.err().message);
     return 2;

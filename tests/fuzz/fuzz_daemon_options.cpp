@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError& e) {
-    // What CLI11_PARSE does in main(): prints the message (or the help) and exits.
+    // What main() does (cli/command_line.hpp): prints the message (or the help) and exits.
     if (e.get_exit_code() != 0 && std::string(e.what()).empty())
       hc::fuzz::fail("a parse error without a message");
     return 0;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "cli/command_line.hpp"
 #include "cli/number_checks.hpp"
 #include "tools/hcctl/node_commands.hpp"
 #include "tools/hcctl/replay_command.hpp"
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
                  "Seconds to wait for the node's answer to the connect and to each call (then "
                  "exit 1 saying so); 0 = no limit")
       ->capture_default_str()
-      ->check(hc::cli::finite_range(0.0, 86400.0));
+      ->check(CLI::Range(0.0, 86400.0));
   bool json = false;
 
   hc::cli::replay_options ro;
@@ -70,13 +71,14 @@ int main(int argc, char** argv) {
       "top", "A live view of the main rates (steps, matches, hit tokens, evictions) and pools");
   top->add_option("--interval", to.interval_s, "Seconds between refreshes")
       ->capture_default_str()
-      ->check(hc::cli::finite_range(0.1, 3600.0));
+      ->check(CLI::Range(0.1, 3600.0));
   top->add_option("--count", to.count, "Refreshes before exiting; 0 = until interrupted")
       ->capture_default_str();
   for (CLI::App* sc : {ping, stats, inspect, top})
     sc->add_flag("--json", json, "Print one JSON object (top: one per refresh, a line each)");
 
-  CLI11_PARSE(app, argc, argv);
+  hc::cli::guard_numbers(app);
+  if (const int rc = hc::cli::parse_command_line(app, argc, argv); rc >= 0) return rc;
   hc::cli::node_options no;
   no.address = node_address(socket, tcp);
   no.json = json;

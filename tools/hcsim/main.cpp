@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/command_line.hpp"
 #include "cli/number_checks.hpp"
 #include "gpu/device_probe.hpp"
 #include "tools/hcsim/sim.hpp"
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1u << 20));
   app.add_option("--abort-rate", cfg.abort_rate, "Probability of an abort per scheduling step")
       ->capture_default_str()
-      ->check(hc::cli::finite_range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--max-context", cfg.max_context, "A conversation restarts beyond this length")
       ->capture_default_str();
   app.add_option("--page-size", cfg.page_size, "Tokens per KV page")->capture_default_str();
@@ -165,14 +166,14 @@ int main(int argc, char** argv) {
   app.add_option("--device-ordinal", cfg.device_ordinal, "CUDA device of the pools (--device cuda)")
       ->capture_default_str();
   app.add_option("--host-ratio", cfg.host_ratio, "Host tier as a multiple of L1 (> 1; 0 = off)")
-      ->capture_default_str()
-      ->check(hc::cli::finite_number());
+      ->capture_default_str();
   app.add_flag("--prefetch", cfg.prefetch,
                "Storage prefetch before each admission (needs --host-ratio and the node's L3)");
   app.add_option("--model", cfg.model, "Model id of the instance")->capture_default_str();
   app.add_option("--progress", cfg.progress, "A progress line every 2 s on stderr")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  hc::cli::guard_numbers(app);
+  if (const int rc = hc::cli::parse_command_line(app, argc, argv); rc >= 0) return rc;
   cfg.strat = strat == "no_buffer"      ? strategy::no_buffer
               : strat == "extra_buffer" ? strategy::extra_buffer
                                         : strategy::extra_buffer_lazy;

@@ -1,0 +1,25 @@
+#pragma once
+// Parsing a command line with CLI11 the way hybridcached, hcctl and hcsim share: a command
+// line a tool refuses exits with status 2, the usage error a shell, a supervisor or a
+// script expects (CLI11_PARSE exits with CLI11's own codes: 105 for a bad value, 109 for
+// an extra argument, 114 for a repeated one); --help still exits 0.
+
+#include <CLI/CLI.hpp>
+
+namespace hc::cli {
+
+/// Exit status of a command line the tools refuse.
+inline constexpr int usage_error = 2;
+
+/// Parses argv into `app`. Returns -1 when the tool is to go on, or the status to exit with
+/// after CLI11 printed the help (0) or what it refused (usage_error).
+inline int parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : usage_error;
+  }
+  return -1;
+}
+
+}  // namespace hc::cli

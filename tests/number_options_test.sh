@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Every numeric option of the command lines (read from each tool's own --help: hybridcached,
+# hcsim, hcctl and each of its subcommands, so a new option is checked too) refuses, with a
+# message naming the option and before doing anything, what CLI11 alone took
+# (cli/number_checks.hpp):
+# - a floating-point option (FLOAT): nan, -nan, inf, 1e999 — CLI::Range lets NaN through,
+#   which became an undefined conversion of a NaN of seconds or a refresh that never waited;
+# - a whole-number option (UINT): -1 (strtoull wrapped it to 2^64 - 1) and a number past
+#   2^64 - 1 (read as 2^64 - 1: the "decide for me" value of --l3-min-free).
+# The daemon's config file goes through the same checks. Each refusal exits with status 2,
+# a usage error (cli/command_line.hpp), as does an unknown option.
+#   tests/number_options_test.sh HYBRIDCACHED HCCTL HCSIM
+set -u
+hybridcached=$1
+hcctl=$2
+hcsim=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Harmless surroundings should a value get through: a private socket, no metrics port, a
+# scratch data directory, a node that is not there.
+node_args=(--socket "$tmp/node.sock" --metrics off --data-dir "$tmp/data")
+fail=0
+checked=0
+
+options_of_type() {  # options_of_type TYPE HELP: the --options whose help line names TYPE
+  grep -oE -- "--[a-z0-9][a-z0-9-]* $1" <<< "$2" | cut -d' ' -f1 | sort -u
+}
+
+refused() {  # refused WHAT VALUE OPTION WHY -- COMMAND...: must exit 2 (usage) naming OPTION
+  local what=$1 value=$2 opt=$3 why=$4
+  shift 5
+  local rc=0
+  timeout 10 "$@" > "$tmp/out" 2>&1 || rc=$?
+  checked=$((checked + 1))
+  if [ "$rc" != 2 ] || ! grep -qF -- "$opt: Value $value $why" "$tmp/out"; then
+    echo "FAIL: $what $opt $value: exit status $rc, $(head -c 300 "$tmp/out")"
+    fail=1
+  fi
+}
+
+after=()  # what follows the option on the command line (hcctl: its subcommand)
+check_tool() {  # check_tool NAME HELP COMMAND...: each numeric option of HELP on COMMAND
+  local name=$1 help=$2
+  shift 2
+  local floats wholes opt value
+  floats=$(options_of_type FLOAT "$help")
+  wholes=$(options_of_type UINT "$help")
+  for opt in $floats; do
+    for value in nan -nan inf 1e999; do
+      refused "$name" "$value" "$opt" "is not a finite number" -- "$@" "$opt" "$value" "${after[@]}"
+    done
+  done
+  for opt in $wholes; do
+    refused "$name" -1 "$opt" "is negative" -- "$@" "$opt" -1 "${after[@]}"
+    refused "$name" 18446744073709551616 "$opt" "is too large" -- \
+      "$@" "$opt" 18446744073709551616 "${after[@]}"
+  done
+  echo "$name: $(wc -w <<< "$floats") floating-point and $(wc -w <<< "$wholes") whole-number option(s)"
+}
+
+h=$("$hybridcached" --help 2>&1) || { echo "FAIL: hybridcached --help"; exit 1; }
+[ -n "$(options_of_type FLOAT "$h")" ] && [ -n "$(options_of_type UINT "$h")" ] ||
+  { echo "FAIL: hybridcached --help names no FLOAT or no UINT option"; exit 1; }
+check_tool hybridcached "$h" "$hybridcached" "${node_args[@]}"
+h=$("$hcsim" --help 2>&1) || { echo "FAIL: hcsim --help"; exit 1; }
+check_tool hcsim "$h" "$hcsim" --socket "$tmp/none.sock" --ops 1
+h=$("$hcctl" --help 2>&1) || { echo "FAIL: hcctl --help"; exit 1; }
+after=(ping)
+check_tool hcctl "$h" "$hcctl" --socket "$tmp/none.sock"
+for sub in $(awk '/^Subcommands:/{f=1; next} f && /^  [a-z]/{print $1}' <<< "$h"); do
+  sh=$("$hcctl" "$sub" --help 2>&1) || { echo "FAIL: hcctl $sub --help"; exit 1; }
+  after=()
+  [ "$sub" = replay ] && after=("$tmp/no-such-trace.jsonl")  # its one positional
+  check_tool "hcctl $sub" "$sh" "$hcctl" --socket "$tmp/none.sock" "$sub"
+done
+
+# The config file: the same checks, naming the option.
+printf 'l3-flush-seconds = nan\n' > "$tmp/node.conf"
+refused "hybridcached --config" nan --l3-flush-seconds "is not a finite number" -- \
+  "$hybridcached" "${node_args[@]}" --config "$tmp/node.conf"
+printf 'l3-capacity = -5\n' > "$tmp/node.conf"
+refused "hybridcached --config" -5 --l3-capacity "is negative" -- \
+  "$hybridcached" "${node_args[@]}" --config "$tmp/node.conf"
+
+# An unknown option is a usage error too, and --help is not one.
+for tool in "$hybridcached" "$hcsim" "$hcctl"; do
+  rc=0
+  "$tool" --no-such-option > "$tmp/out" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || { echo "FAIL: $tool --no-such-option: exit status $rc, want 2"; fail=1; }
+  rc=0
+  "$tool" --help > "$tmp/out" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || { echo "FAIL: $tool --help: exit status $rc"; fail=1; }
+done
+
+# Values in range still pass (here: hcctl gets as far as the node), with units too.
+rc=0
+"$hcctl" --socket "$tmp/none.sock" --timeout 0.5 ping > "$tmp/out" 2>&1 || rc=$?
+grep -q "cannot reach the node" "$tmp/out" || { echo "FAIL: --timeout 0.5 refused: $(cat "$tmp/out")"; fail=1; }
+"$hybridcached" --socket "" --metrics off --data-dir "$tmp/data" --l3-capacity 64GB \
+  --max-sessions 18446744073709551615 --l3-flush-seconds 0.5 > "$tmp/out" 2>&1
+grep -q "nothing to listen on" "$tmp/out" ||
+  { echo "FAIL: options in range refused: $(cat "$tmp/out")"; fail=1; }
+
+[ "$fail" = 0 ] || exit 1
+echo "ok: $checked values refused"
