@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <iostream>
+
 namespace hc::cli {
 
 /// Exit status of a command line the tools refuse.
@@ -16,6 +18,11 @@ inline constexpr int usage_error = 2;
 inline int parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ConfigError& e) {  // a --config key that names no option
+    (void)app.exit(e);
+    std::cerr << "(a --config file holds `key = value` lines, each key a long option's name "
+                 "without its dashes, e.g. l3-capacity = 64GB; no sections)\n";
+    return usage_error;
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : usage_error;
   }

@@ -5,7 +5,8 @@
 # series, SIGTERM -> exit status 0, ping failing once the node is gone (and giving up on a
 # socket that never answers, --timeout), a corrupt L3 index
 # moved aside at the next start, a store of another format refused and left as it was, a
-# --data-dir or L3 store that cannot be created refused with exit status 2, and --tcp
+# --data-dir or L3 store that cannot be created refused with exit status 2, so is a config
+# file key that names no option, and --tcp
 # refused without a token file or with a short secret.
 #   tests/hybridcached_process_test.sh HYBRIDCACHED HCCTL DATA_DIR L3_FORMAT_MARKER_TOOL
 set -euo pipefail
@@ -194,6 +195,21 @@ timeout 10 "$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/d3" 
 grep -q "cannot open the L3 store in $tmp/d3/l3" "$tmp/log2" ||
   fail "no error naming the L3 store: $(cat "$tmp/log2")"
 [ ! -e "$tmp/n2.sock" ] || fail "a node that did not start left its socket"
+
+# A config file key that names no option (a typo, a section) stops the start with exit
+# status 2 naming it: the node does not start without the setting its operator wrote.
+for text in 'l3-capcity = 1TB' '[node]
+threads = 2'; do
+  printf '%s\n' "$text" >"$tmp/typo.conf"
+  rc=0
+  timeout 10 "$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/d2" --config "$tmp/typo.conf" \
+    >"$tmp/log2" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "config key '$text': exit status $rc, want 2"
+  grep -q "not able to parse \(l3-capcity\|node\)" "$tmp/log2" ||  # a section: its name
+    fail "no error naming the config key: $(cat "$tmp/log2")"
+  grep -q "each key a long option's name" "$tmp/log2" || fail "no hint of the config's form"
+  [ ! -e "$tmp/n2.sock" ] || fail "a node refused for its config left its socket"
+done
 
 # TCP only behind a token: --tcp without --token-file, or with too short a secret, is refused.
 rc=0

@@ -11,6 +11,9 @@ namespace hc {
 
 void add_daemon_flags(CLI::App& app, daemon_options& o) {
   app.set_config("--config", "", "TOML-style config file (key = value, keys = long flag names)");
+  // A key that names no option (a typo, a section) is refused, not ignored: CLI11's default
+  // would start the node without the setting its operator wrote.
+  app.allow_config_extras(CLI::config_extras_mode::error);
   app.add_option("--socket", o.socket, "Unix socket path (created mode 0600)")
       ->capture_default_str();
   app.add_option("--metrics", o.metrics, "Prometheus /metrics address host:port, or 'off'")
