@@ -11,14 +11,16 @@
 namespace hc::rpc {
 
 status claim_unix_socket_path(const std::string& path) {
+  sockaddr_un sa{};
+  if (path.empty() || path.size() >= sizeof sa.sun_path)  // whatever is there
+    return {errc::invalid_config, "cannot listen on " + path +
+                                      ": a Unix socket path must have 1 to " +
+                                      std::to_string(sizeof sa.sun_path - 1) +
+                                      " bytes, this one has " + std::to_string(path.size())};
   struct stat sb {};
   if (::lstat(path.c_str(), &sb) != 0) return {};  // nothing there
   if (!S_ISSOCK(sb.st_mode))
     return {errc::io_error, "cannot listen on " + path + ": a file that is not a socket is there"};
-  sockaddr_un sa{};
-  if (path.size() >= sizeof sa.sun_path)
-    return {errc::io_error, "cannot listen on " + path + ": the path is longer than " +
-                                std::to_string(sizeof sa.sun_path - 1) + " bytes"};
   sa.sun_family = AF_UNIX;
   std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
   // Non-blocking: a live listener whose backlog is full answers EAGAIN at once instead of

@@ -24,7 +24,7 @@ struct socket_file {
 /// Makes `path` free for a new listener: nothing there, or a stale socket (removed).
 /// Refused (io_error, the message says why): a socket with a live listener, a file that
 /// is not a socket, or a socket that cannot be probed (connect says neither "refused" nor
-/// "accepted").
+/// "accepted"); invalid_config: a path of 0 or more than 107 bytes (sockaddr_un's).
 status claim_unix_socket_path(const std::string& path);
 
 /// The file at `path` now (after bind); zeros if there is none.

@@ -617,6 +617,16 @@ TEST_F(NodeRpc, ALiveSocketIsNotTakenOverAndOnlyItsOwnIsRemoved) {
       << not_socket.err().message;
   EXPECT_TRUE(std::filesystem::exists(file)) << "a file that is not a socket was removed";
   ::unlink(file.c_str());
+
+  // A path too long for a Unix socket is refused saying so, before anything is probed.
+  rpc_server fifth(*n, metrics);
+  rc.unix_path = "/tmp/" + std::string(120, 'a') + ".sock";
+  auto too_long = fifth.start(rc);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.err().code, errc::invalid_config);
+  EXPECT_NE(too_long.err().message.find("must have 1 to 107 bytes, this one has 130"),
+            std::string::npos)
+      << too_long.err().message;
 }
 
 TEST_F(NodeRpc, GarbageOnTheWireDropsOnlyThatConnection) {
