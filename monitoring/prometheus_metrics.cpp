@@ -1,4 +1,5 @@
 #include "monitoring/prometheus_metrics.hpp"
+#include "monitoring/metrics_address.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
@@ -264,6 +265,7 @@ prometheus_metrics::~prometheus_metrics() = default;
 
 status prometheus_metrics::serve(const std::string& address) {
   if (impl_->exposer) return {errc::invalid_argument, "metrics already served"};
+  if (status s = check_metrics_address(address); !s) return s;
   try {
     // civetweb serves a connection on one of its worker threads until the request has been
     // read, by default for up to 30 s: two idle connections (a port scanner, a health check

@@ -6,6 +6,7 @@
 
 #include "actors/common/log.hpp"
 #include "cli/number_checks.hpp"
+#include "monitoring/metrics_address.hpp"
 
 namespace hc {
 
@@ -162,6 +163,8 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
 status check_daemon_options(const daemon_options& o) {
   if (o.socket.empty() && o.tcp.empty())
     return {errc::invalid_config, "nothing to listen on: give --socket or --tcp"};
+  if (o.metrics != "off")
+    if (status s = check_metrics_address(o.metrics); !s) return s;
   if (!log::parse_level(o.log_level))
     return {errc::invalid_config, "unknown --log-level '" + o.log_level + "'"};
   if (o.kv_events == "off" && o.kv_events_replay != "off")

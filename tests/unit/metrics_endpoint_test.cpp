@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "monitoring/metrics_address.hpp"
 #include "monitoring/prometheus_metrics.hpp"
 #include "tests/support/raw_tcp.hpp"
 
@@ -41,6 +43,36 @@ TEST(MetricsEndpoint, IdleConnectionsDoNotBlockAScrape) {
     ::close(fd);
   ASSERT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << "no answer within 20 s: " << reply.substr(0, 80);
   EXPECT_NE(reply.find("hybridcache_sessions"), std::string::npos);
+}
+
+// The address is checked before civetweb reads it: a bare port (every interface), a host
+// that is dotted digits but no IPv4 address (civetweb served "999.1.1.1" on 231.1.1.1), a
+// port out of range or IPv6 are refused naming why; what civetweb serves as asked passes.
+TEST(MetricsEndpoint, AnAddressCivetwebWouldMisreadIsRefusedSayingWhy) {
+  for (const auto& [address, why] : std::vector<std::pair<std::string, std::string>>{
+           {"9464", "not host:port"},
+           {":9464", "no host"},
+           {"127.0.0.1:", "the port must be a number from 0 to 65535"},
+           {"127.0.0.1:65536", "the port must be a number from 0 to 65535"},
+           {"127.0.0.1:-1", "the port must be a number from 0 to 65535"},
+           {"127.0.0.1:0x10", "the port must be a number from 0 to 65535"},
+           {"999.1.1.1:9464", "'999.1.1.1' is not an IPv4 address"},
+           {"1.2.3:9464", "'1.2.3' is not an IPv4 address"},
+           {"[::1]:9464", "IPv6"},
+           {"::1:9464", "IPv6"}}) {
+    const status s = check_metrics_address(address);
+    ASSERT_FALSE(s.ok()) << address;
+    EXPECT_EQ(s.err().code, errc::invalid_config) << address;
+    EXPECT_NE(s.err().message.find(why), std::string::npos) << address << ": " << s.err().message;
+    prometheus_metrics m;
+    const status served = m.serve(address);
+    ASSERT_FALSE(served.ok()) << address;
+    EXPECT_EQ(served.err().message, s.err().message) << "serve() checks it too";
+  }
+  for (const std::string address : {"127.0.0.1:0", "0.0.0.0:0", "localhost:0", "127.0.0.1:65535"})
+    EXPECT_TRUE(check_metrics_address(address).ok()) << address;
+  prometheus_metrics m;
+  ASSERT_TRUE(m.serve("localhost:0").ok()) << "a host name civetweb resolves";
 }
 
 }  // namespace
