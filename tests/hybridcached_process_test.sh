@@ -7,16 +7,18 @@
 # moved aside at the next start, a store of another format refused and left as it was, a
 # --data-dir or L3 store that cannot be created refused with exit status 2, so is a config
 # file key that names no option, and --tcp
-# refused without a token file or with a short secret.
+# refused without a token file or with a short secret; a token file's secret read the same
+# by the node and hcctl whatever its line end.
 #   tests/hybridcached_process_test.sh HYBRIDCACHED HCCTL DATA_DIR L3_FORMAT_MARKER_TOOL
 set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
 daemon=$1 hcctl=$2 data=$3 marker_tool=$4
 tmp=$(mktemp -d)
-pid= mute=
+pid= mute= tcp_pid=
 cleanup() {
   [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
   [ -n "$mute" ] && kill "$mute" 2>/dev/null
+  [ -n "$tcp_pid" ] && kill -9 "$tcp_pid" 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -221,4 +223,38 @@ rc=0
 timeout 10 "$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/d2" --tcp 127.0.0.1:0 --token-file "$tmp/token" \
   >"$tmp/log2" 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "a 5-character token was accepted"
+
+# One secret, however the token file ends its line: the node and hcctl read the first line
+# without the blanks around it (cli/token_file.hpp), so a CRLF file and an LF file with the
+# same secret both log in, and a wrong secret does not.
+printf 'the-secret-0123456789\r\n' >"$tmp/token"
+printf '  the-secret-0123456789 \n' >"$tmp/token.lf"
+printf 'the-secret-0123456789X\n' >"$tmp/token.wrong"
+printf ' \r\nthe-secret-0123456789\n' >"$tmp/token.blank"
+"$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/d2" --tcp 127.0.0.1:0 \
+  --token-file "$tmp/token" >"$tmp/log2" 2>&1 &
+tcp_pid=$!
+wait_for_node "$tcp_pid" "$tmp/log2"
+tcp=$(sed -n 's/.*serving on tcp \([^ ]*\) .*/\1/p' "$tmp/log2")
+[ -n "$tcp" ] || fail "no TCP address in the log: $(cat "$tmp/log2")"
+for f in token token.lf; do
+  "$hcctl" --tcp "$tcp" --token-file "$tmp/$f" ping >/dev/null ||
+    fail "the secret of $f ($(od -c "$tmp/$f" | head -1)) did not log in"
+done
+rc=0
+"$hcctl" --tcp "$tcp" --token-file "$tmp/token.wrong" ping >"$tmp/out" 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q "wrong token" "$tmp/out" || fail "a wrong secret: status $rc, $(cat "$tmp/out")"
+# hcctl refuses (status 2, saying why) what could only fail at the node: no token file, or
+# one whose first line is blank.
+for args in "" "--token-file $tmp/token.blank"; do
+  rc=0
+  # shellcheck disable=SC2086  # $args is two words or none
+  "$hcctl" --tcp "$tcp" $args ping >"$tmp/out" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "hcctl --tcp with '$args': status $rc, want 2: $(cat "$tmp/out")"
+  grep -q "needs --token-file\|no secret on its first line" "$tmp/out" ||
+    fail "hcctl --tcp with '$args' did not say why: $(cat "$tmp/out")"
+done
+kill "$tcp_pid"
+wait "$tcp_pid" || fail "the TCP node did not stop cleanly"
+tcp_pid=
 echo "hybridcached process test: ok"

@@ -22,7 +22,9 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
   app.add_option("--data-dir", o.data_dir, "Directory for node data (the L3 store)")
       ->capture_default_str();
   app.add_option("--tcp", o.tcp, "Also listen on TCP host:port (needs --token-file)");
-  app.add_option("--token-file", o.token_file, "File whose first line is the TCP shared secret");
+  app.add_option("--token-file", o.token_file,
+                 "File whose first line is the TCP shared secret (spaces, tabs and a CR around it "
+                 "are ignored)");
   app.add_option("--threads", o.threads, "Actor scheduler threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));

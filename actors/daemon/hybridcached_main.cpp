@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <thread>
 
@@ -23,6 +22,7 @@
 #include "actors/daemon/l3_start.hpp"
 #include "actors/node/node.hpp"
 #include "cli/command_line.hpp"
+#include "cli/token_file.hpp"
 #include "events/zmq_kv_event_publisher.hpp"
 #include "monitoring/prometheus_metrics.hpp"
 #include "schema/server/rpc_server.hpp"
@@ -46,12 +46,13 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
       hc::log::error("--tcp needs --token-file (TCP clients must present a shared secret)");
       return 2;
     }
-    std::ifstream in(o.token_file);
-    if (!in || !std::getline(in, token) || token.size() < 16) {
+    auto secret = hc::cli::read_token_file(o.token_file);
+    if (!secret || secret->size() < 16) {
       hc::log::error("--token-file " + o.token_file +
                      " must exist and hold a secret of at least 16 characters on its first line");
       return 2;
     }
+    token = std::move(*secret);
   }
 
   // Declared before the L3 store: the store's loading thread counts faults in it.

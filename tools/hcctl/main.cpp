@@ -2,10 +2,10 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 
 #include "cli/command_line.hpp"
 #include "cli/number_checks.hpp"
+#include "cli/token_file.hpp"
 #include "tools/hcctl/node_commands.hpp"
 #include "tools/hcctl/replay_command.hpp"
 
@@ -24,7 +24,9 @@ int main(int argc, char** argv) {
   std::string socket = "/tmp/hybridcache.sock", tcp, token_file;
   app.add_option("--socket", socket, "Unix socket of the node")->capture_default_str();
   app.add_option("--tcp", tcp, "TCP address host:port of the node (instead of --socket)");
-  app.add_option("--token-file", token_file, "File whose first line is the TCP shared secret");
+  app.add_option("--token-file", token_file,
+                 "File whose first line is the TCP shared secret (spaces, tabs and a CR around it "
+                 "are ignored)");
   double timeout_s = 10;
   app.add_option("--timeout", timeout_s,
                  "Seconds to wait for the node's answer to the connect and to each call (then "
@@ -85,12 +87,18 @@ int main(int argc, char** argv) {
   no.blocks = blocks;
   // Rounded up: a positive timeout never becomes 0 (no limit).
   no.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(timeout_s * 1000.0)));
+  if (!tcp.empty() && token_file.empty()) {
+    std::fprintf(stderr, "hcctl: --tcp needs --token-file (the node's TCP shared secret)\n");
+    return 2;
+  }
   if (!token_file.empty()) {
-    std::ifstream in(token_file);
-    if (!in || !std::getline(in, no.token)) {
-      std::fprintf(stderr, "hcctl: cannot read --token-file %s\n", token_file.c_str());
+    auto secret = hc::cli::read_token_file(token_file);
+    if (!secret || secret->empty()) {
+      std::fprintf(stderr, "hcctl: --token-file %s: %s\n", token_file.c_str(),
+                   secret ? "no secret on its first line" : "cannot read it");
       return 2;
     }
+    no.token = std::move(*secret);
   }
   if (replay->parsed()) {
     // In process unless the user named a node explicitly.

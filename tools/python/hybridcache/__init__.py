@@ -456,13 +456,17 @@ class Node:
         self.close()
 
 
+_TOKEN_BLANKS = " \t\r\n\v\f"
+
+
 def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
             token_file: Optional[str] = None, timeout: float = 30.0,
             io_thread: bool = True) -> Node:
     """Connects to a node.
 
     socket: the node's Unix socket (default ``DEFAULT_SOCKET`` when ``tcp`` is not given).
-    tcp: ``"host:port"`` of a node serving TCP; needs ``token_file`` (the shared secret).
+    tcp: ``"host:port"`` of a node serving TCP; needs ``token_file``: the shared secret is
+        its first line, without the spaces, tabs and CR around it (as the node reads it).
     timeout: seconds the connect and every call wait at most (raises ``Timeout``; the call
         is cancelled and the connection stays usable); must be > 0 and at most a year
         (31,536,000 s); a fraction of a millisecond counts as one.
@@ -479,7 +483,8 @@ def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
         the thread that forked cannot make one while it had some at the fork (Unavailable:
         their event loop is the parent's).
     Raises Unavailable when no node answers, InvalidArgument for bad arguments (a wrong
-    secret: "login refused: wrong token"), OSError when ``token_file`` cannot be read.
+    secret: "login refused: wrong token"; a ``token_file`` whose first line is blank),
+    OSError when ``token_file`` cannot be read.
     """
     if socket is not None and tcp is not None:
         raise InvalidArgument("invalid_argument: give socket or tcp, not both")
@@ -487,8 +492,13 @@ def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
     if tcp is not None:
         if token_file is None:
             raise InvalidArgument("invalid_argument: tcp needs token_file (the node's secret)")
-        with open(token_file, encoding="utf-8") as f:
-            token = f.read().strip()
+        with open(token_file, "rb") as f:
+            # The first line (up to a "\n") without the blanks around it, as the node reads
+            # its own --token-file (cli/token_file.hpp): a CRLF file holds the same secret.
+            token = f.readline().decode("utf-8").strip(_TOKEN_BLANKS)
+        if not token:
+            raise InvalidArgument(f"invalid_argument: token_file {token_file!r} holds no "
+                                  "secret on its first line")
         address = tcp
     else:
         address = "unix:" + (socket or DEFAULT_SOCKET)

@@ -521,8 +521,8 @@ class TcpTest(OwnNodeTest):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="hc-py-tcp-")
         cls.token = os.path.join(cls.dir, "token")
-        with open(cls.token, "w") as f:
-            f.write("py-tcp-secret-0123456789abcdef\n")
+        with open(cls.token, "wb") as f:  # CRLF, as an editor on Windows writes it
+            f.write(b"py-tcp-secret-0123456789abcdef\r\n")
         cls.NODE_ARGS = ("--tcp", "127.0.0.1:0", "--token-file", cls.token)
         super().setUpClass()
         # The port the node bound, from its log (a bounded wait for the line, not a timing).
@@ -546,6 +546,23 @@ class TcpTest(OwnNodeTest):
                 r = s.step([cmd.Create(req=1, tokens=[1, 2, 3]), cmd.Match(req=1)])
                 self.assertTrue(all(x.ok for x in r), [x.error for x in r])
                 self.assertEqual(r[1].body.prefix_len, 0)
+
+    def test_the_secret_is_the_first_line_without_its_blanks_as_the_node_reads_it(self):
+        # The node read its CRLF file as "secret" (cli/token_file.hpp); so does connect(),
+        # whatever blanks and line end a client's copy has, and whatever follows the line.
+        for i, text in enumerate((b"py-tcp-secret-0123456789abcdef\r\n",
+                                  b"py-tcp-secret-0123456789abcdef",
+                                  b"\t py-tcp-secret-0123456789abcdef  \nsecond line\n")):
+            copy = os.path.join(self.dir, f"copy{i}")
+            with open(copy, "wb") as f:
+                f.write(text)
+            with hybridcache.connect(tcp=self.address, token_file=copy, timeout=30) as node:
+                self.assertEqual(node.ping().protocol_version, 2, text)
+        blank = os.path.join(self.dir, "blank")
+        with open(blank, "wb") as f:
+            f.write(b" \r\npy-tcp-secret-0123456789abcdef\n")
+        with self.assertRaisesRegex(hybridcache.InvalidArgument, "no secret on its first line"):
+            hybridcache.connect(tcp=self.address, token_file=blank, timeout=30)
 
     def test_a_wrong_or_missing_secret_is_refused_naming_why(self):
         wrong = os.path.join(self.dir, "wrong")
