@@ -79,8 +79,8 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
   for (const store_entry& e : entries)
     segments += e.segments.size();
   if (addresses.size() != segments)
-    return error{errc::invalid_argument, "invalid_argument: " + std::to_string(addresses.size()) +
-                                             " addresses for " + std::to_string(segments) +
+    return error{errc::invalid_argument, "" + std::to_string(addresses.size()) + " addresses for " +
+                                             std::to_string(segments) +
                                              " segments (one per segment)"};
   std::size_t k = 0;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> scratch;
@@ -89,13 +89,13 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
     bool in_order = true;
     for (const store_segment& s : entries[i].segments) {
       if (s.offset > arena_bytes || s.length > arena_bytes - s.offset)
-        return error{errc::invalid_argument, "invalid_argument: entry " + std::to_string(i) +
-                                                 ": segment [" + std::to_string(s.offset) + ", +" +
+        return error{errc::invalid_argument, "entry " + std::to_string(i) + ": segment [" +
+                                                 std::to_string(s.offset) + ", +" +
                                                  std::to_string(s.length) + ") is outside the " +
                                                  std::to_string(arena_bytes) + "-byte arena"};
       if (s.length != 0 && addresses[k] == 0)
-        return error{errc::invalid_argument, "invalid_argument: address " + std::to_string(k) +
-                                                 " (entry " + std::to_string(i) + ") is null"};
+        return error{errc::invalid_argument,
+                     "address " + std::to_string(k) + " (entry " + std::to_string(i) + ") is null"};
       if (s.length != 0) {
         in_order = in_order && s.offset >= end;
         end = s.offset + s.length;
@@ -104,7 +104,7 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
     }
     if (!in_order && segments_overlap(entries[i], scratch))
       return error{errc::invalid_argument,
-                   "invalid_argument: entry " + std::to_string(i) +
+                   "entry " + std::to_string(i) +
                        ": two of its segments overlap in the arena (a value's segments take "
                        "distinct arena bytes)"};
   }
