@@ -32,6 +32,9 @@ struct client_session::impl {
   std::shared_ptr<rpc_link> link;
   wire::Session::Client cap = nullptr;
   bool closed = false;
+  /// The batch this session's last begin_forward began and no end_forward ended yet, as
+  /// far as this client knows (cleared when a fence call's answer was lost: unknown).
+  std::optional<std::uint64_t> in_flight;
 };
 
 result<std::unique_ptr<client>> client::connect(const std::string& address,
@@ -138,7 +141,20 @@ result<std::vector<command_result>> client_session::step(std::span<const command
 }
 
 result<std::uint64_t> client_session::begin_forward(std::uint64_t batch) {
-  return guarded([&]() -> result<std::uint64_t> {
+  // The node makes a later batch's begin wait for the end of the one in flight (an
+  // asynchronous client may send that end meanwhile). This client waits for each answer,
+  // and only it can end this session's forwards: such a begin would wait for its deadline
+  // and then fail. Refused here, at once, saying what to call first. (An earlier or the
+  // same batch goes to the node, which refuses it itself: batches must increase.)
+  if (impl_->in_flight && batch > *impl_->in_flight)
+    return error{errc::invalid_argument,
+                 "begin_forward(" + std::to_string(batch) + "): forward " +
+                     std::to_string(*impl_->in_flight) +
+                     " of this session has not ended; call end_forward(" +
+                     std::to_string(*impl_->in_flight) +
+                     ") first (this client makes one call at a time, so the node would wait "
+                     "for an end it cannot receive)"};
+  auto begun = guarded([&]() -> result<std::uint64_t> {
     auto req = impl_->cap.beginForwardRequest();
     req.setBatch(batch);
     auto r = impl_->link->wait(wc::checked_send(req));
@@ -146,10 +162,15 @@ result<std::uint64_t> client_session::begin_forward(std::uint64_t batch) {
     if (e.code != errc::ok) return e;
     return r.getWaitedNs();
   });
+  if (begun.ok())
+    impl_->in_flight = batch;
+  else if (begun.err().code == errc::timeout || begun.err().code == errc::io_error)
+    impl_->in_flight.reset();  // whether the node began it is unknown
+  return begun;
 }
 
 status client_session::end_forward(std::uint64_t batch) {
-  return guarded([&]() -> status {
+  auto ended = guarded([&]() -> status {
     auto req = impl_->cap.endForwardRequest();
     req.setBatch(batch);
     auto r = impl_->link->wait(wc::checked_send(req));
@@ -157,6 +178,9 @@ status client_session::end_forward(std::uint64_t batch) {
     if (e.code != errc::ok) return e;
     return {};
   });
+  if (ended.ok() || ended.err().code == errc::timeout || ended.err().code == errc::io_error)
+    impl_->in_flight.reset();
+  return ended;
 }
 
 namespace {

@@ -44,7 +44,9 @@ class client_session {
   /// One scheduling step; one result per command. A step-level error (limits, closed
   /// session) is the returned error.
   result<std::vector<command_result>> step(std::span<const command> cmds);
-  /// Waits until the ops queued for `batch` have run; returns the wait in ns.
+  /// Waits until the ops queued for `batch` have run and the session's previous forward
+  /// ended; returns the wait in ns. A later batch while this session's forward begun here
+  /// has not ended is refused at once (invalid_argument): only this thread could end it.
   result<std::uint64_t> begin_forward(std::uint64_t batch);
   status end_forward(std::uint64_t batch);
   const pool_info& pools() const noexcept { return info_; }

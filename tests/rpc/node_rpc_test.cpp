@@ -561,6 +561,26 @@ TEST_F(NodeRpc, ForwardFenceRunsQueuedClearOnlyAtBegin) {
   EXPECT_FALSE(s->end_forward(7).ok());
 }
 
+// The node makes a later begin wait for the end of the forward in flight; this client
+// waits for each answer, so that end could never be sent: the begin is refused at once
+// (before: it waited for the call's deadline, then timed out), and the session goes on.
+TEST_F(NodeRpc, ALaterBeginWhileThisClientsForwardIsInFlightIsRefusedAtOnce) {
+  auto c = connect();
+  auto s = std::move(*c->open(small_spec()));
+  ASSERT_TRUE(s->begin_forward(1).ok());
+  auto early = s->begin_forward(2);
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.err().code, errc::invalid_argument);
+  EXPECT_NE(early.err().message.find("call end_forward(1) first"), std::string::npos)
+      << early.err().message;
+  EXPECT_FALSE(s->end_forward(2).ok()) << "batch 2 never began";
+  ASSERT_TRUE(s->end_forward(1).ok());
+  ASSERT_TRUE(s->begin_forward(2).ok()) << "refused by the client, not begun on the node";
+  ASSERT_TRUE(s->end_forward(2).ok());
+  ASSERT_TRUE(s->begin_forward(3).ok());
+  ASSERT_TRUE(s->end_forward(3).ok());
+}
+
 // Bytes that are not a Cap'n Proto message: the node drops that connection (the client
 // sees end-of-stream) and keeps serving everyone else. poll()'s 30 s bound is a deadlock
 // guard only.

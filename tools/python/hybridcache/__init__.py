@@ -240,7 +240,10 @@ class Session:
         return self._s.step(list(commands))
 
     def begin_forward(self, batch: int) -> int:
-        """Waits until the ops queued for forward ``batch`` ran; returns the wait in ns."""
+        """Waits until the ops queued for forward ``batch`` ran and this session's previous
+        forward ended; returns the wait in ns. Call ``end_forward`` of a begun batch before
+        beginning a later one: a connection makes one call at a time, so a begin waiting
+        for an end could only time out — it raises InvalidArgument at once instead."""
         return self._s.begin_forward(batch)
 
     def end_forward(self, batch: int) -> None:

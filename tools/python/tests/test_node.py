@@ -97,6 +97,11 @@ class NodeTest(OwnNodeTest):
             self.assertEqual(len(r[4].body.indices), 16)
             self.assertEqual(r[5].body.clears, 1)
             self.assertGreaterEqual(s.begin_forward(1), 0)
+            # A later begin before this end could only wait for its deadline (the
+            # connection makes one call at a time): refused at once, naming the call.
+            with self.assertRaisesRegex(hybridcache.InvalidArgument,
+                                        r"call end_forward\(1\) first"):
+                s.begin_forward(2)
             s.end_forward(1)
             fin = s.step([cmd.Finish(req=1)])[0]
             self.assertTrue(fin.ok, fin.error)
