@@ -161,7 +161,7 @@ struct Command {
   struct ProcessDecode {
     req @0 :UInt64;
     finished @1 :Bool;
-    acceptedDrafts @2 :UInt64;          # > 0: speculative decoding
+    acceptedDrafts @2 :UInt64;          # > 0: speculative decoding (extra_buffer only, as SGLang)
   }
   struct CacheUnfinished { req @0 :UInt64; fillLen @1 :UInt64; }
   struct Finish {                       # cache_finished_req

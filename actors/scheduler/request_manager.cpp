@@ -442,11 +442,17 @@ status request_manager::process_spec_decode(request_handle h, std::size_t accept
   if (!rr) return rr.err();
   request_record& r = **rr;
   (void)finished;
-  if (!extra() || !r.has_pingpong) return {};
+  if (!extra() || lazy())
+    return {errc::invalid_argument,
+            req_name(h) + ": " + std::to_string(accepted) +
+                " accepted drafts: speculative decoding needs the extra_buffer strategy (SGLang " +
+                (lazy() ? "does not support it with extra_buffer_lazy: an assert at start)"
+                        : "runs it without a radix cache under no_buffer)")};
+  if (!r.has_pingpong) return {};
   auto tracked = spec_decode_boundary(r.kv_committed, accepted, cfg_.track_interval);
   if (!tracked) return {};
   r.tracked_len = *tracked;
-  if (!lazy()) r.next_track_idx = other_idx(r.next_track_idx);
+  r.next_track_idx = other_idx(r.next_track_idx);
   return {};
 }
 

@@ -163,7 +163,10 @@ class request_manager {
   /// The step is the oldest prepared and not yet processed one (overlap scheduling
   /// prepares step k+1 before processing step k); without one, the committed length.
   status process_decode(request_handle h, bool finished);
-  /// Speculative decode result: `accepted` drafts accepted in this step.
+  /// Speculative decode result: `accepted` drafts accepted in this step; a track boundary
+  /// they crossed is tracked (spec/cache-semantics.md §4.4). extra_buffer only: SGLang runs
+  /// no radix cache with no_buffer and speculative decoding, and asserts extra_buffer_lazy
+  /// off with it (§4.1), so those strategies refuse it (invalid_argument).
   status process_spec_decode(request_handle h, std::size_t accepted, bool finished);
 
   /// cache_unfinished_req with fill_ids = tokens[:fill_len]. REQUIRES an admitted request

@@ -106,6 +106,63 @@ TEST_F(lifecycle, ExtraBufferEagerOverlap) {
   EXPECT_EQ(drain_free_slots(cache), (std::vector<slot_id>{5, 6, 7, 8, 9, 10, 1, 4}));
 }
 
+// Speculative decoding (§4.4 "Spec decode"): a step's accepted drafts may carry the
+// request across a multiple of the interval without landing on it; the boundary is still
+// tracked (cur = seqlen - 1, prev = cur - accepted - 1, tracked at cur // I * I) and the
+// ping-pong flips, so the state the verify step wrote at 256 is what finish inserts.
+TEST_F(lifecycle, ExtraBufferSpecDecodeTracksABoundaryItsDraftsCross) {
+  start(strategy::extra_buffer, 2);
+  const request_record* r = m->find(h);
+  ASSERT_TRUE(m->prepare_extend(h, 0, 200).ok());
+  ASSERT_TRUE(m->cache_unfinished(h, 200).ok());
+  EXPECT_EQ(r->next_track_idx, 1);
+  decode_to(254);
+  // 254 -> 258: three drafts accepted plus the bonus token; 256 lies inside the step.
+  ASSERT_TRUE(m->alloc_kv(h, 254, 4).ok());
+  auto d = m->prepare_decode(h);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->track_slot, 3) << "where the verify step writes a boundary's state";
+  ASSERT_TRUE(m->process_spec_decode(h, 3, false).ok());
+  EXPECT_EQ(r->tracked_len, 256u);
+  EXPECT_EQ(r->next_track_idx, 0) << "flipped, as at a decode boundary";
+  // 258 -> 261 with two drafts: no multiple of 256 crossed, nothing changes.
+  ASSERT_TRUE(m->alloc_kv(h, 258, 3).ok());
+  ASSERT_TRUE(m->prepare_decode(h).ok());
+  ASSERT_TRUE(m->process_spec_decode(h, 2, false).ok());
+  EXPECT_EQ(r->tracked_len, 256u);
+  EXPECT_EQ(r->next_track_idx, 0);
+  decode_to(299);
+  finish();
+  EXPECT_EQ(tree_states(), (states{{192, 2}, {256, 3}}));
+  auto inv = m->check_pool_invariants();
+  EXPECT_TRUE(inv.ok()) << inv.err().message;
+}
+
+// The strategies SGLang runs no tree with under speculative decoding refuse accepted
+// drafts, saying so, and change nothing; a plain decode result still goes through.
+void expect_spec_decode_refused(request_manager& m, request_handle h, const char* strategy) {
+  ASSERT_TRUE(m.alloc_kv(h, 200, 4).ok());
+  ASSERT_TRUE(m.prepare_decode(h).ok());
+  auto st = m.process_spec_decode(h, 3, false);
+  ASSERT_FALSE(st.ok()) << strategy;
+  EXPECT_EQ(st.err().code, errc::invalid_argument);
+  EXPECT_NE(st.err().message.find(strategy), std::string::npos) << st.err().message;
+  EXPECT_NE(st.err().message.find("needs the extra_buffer strategy"), std::string::npos);
+  EXPECT_TRUE(m.process_decode(h, false).ok()) << strategy;
+  auto inv = m.check_pool_invariants();
+  EXPECT_TRUE(inv.ok()) << inv.err().message;
+}
+
+TEST_F(lifecycle, SpecDecodeIsRefusedUnderExtraBufferLazy) {
+  start(strategy::extra_buffer_lazy, 2);
+  expect_spec_decode_refused(*m, h, "extra_buffer_lazy");
+}
+
+TEST_F(lifecycle, SpecDecodeIsRefusedUnderNoBuffer) {
+  start(strategy::no_buffer, 1);
+  expect_spec_decode_refused(*m, h, "no_buffer");
+}
+
 // ---- B ---------------------------------------------------------------------------------
 TEST_F(lifecycle, ExtraBufferLazy) {
   start(strategy::extra_buffer_lazy, 2);

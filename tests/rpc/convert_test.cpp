@@ -37,7 +37,7 @@ std::vector<command> every_command() {
           cmd::evict{24, 25},
           cmd::check{true},
           cmd::take_ops{{26, 27}, 28},
-          cmd::lookup{0, {29, 30}, true},
+          cmd::lookup{0, {29, 30}, true, std::nullopt},
           cmd::prefetch{31, true}};
 }
 

@@ -427,7 +427,9 @@ void bind_commands(py::module_& m) {
       .def_readwrite("start", &cmd::prepare_extend::start)
       .def_readwrite("count", &cmd::prepare_extend::count)
       .def(py::self == py::self);
-  py::class_<cmd::process_decode>(m, "ProcessDecode", "A decode step's result.")
+  py::class_<cmd::process_decode>(m, "ProcessDecode",
+                                  "A decode step's result; `accepted_drafts` > 0 for speculative "
+                                  "decoding (extra_buffer only, as in SGLang).")
       .def(py::init([](request_handle req, bool finished, std::uint64_t accepted_drafts) {
              return cmd::process_decode{req, finished, accepted_drafts};
            }),
