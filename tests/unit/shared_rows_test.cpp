@@ -152,6 +152,28 @@ TEST_F(SharedRows, AllocToEndTakesTheRestOfTheRequestFromItsMatchedPrefix) {
   EXPECT_EQ(early[1].code, errc::invalid_argument);
 }
 
+// A row is max_context_len ids wide: an extension past it is refused before it touches
+// the rows (in shared rows it would write into the next request's row), and the request
+// keeps what it had; up to the width it goes through.
+TEST_F(SharedRows, AnExtensionPastMaxContextLenIsRefusedAndWritesNothing) {
+  step({create(1, tokens(kWidth - 8, 1)), cmd::match{1}, cmd::alloc_req{1},
+        cmd::alloc_kv{1, 0, 0, true}},
+       {1});
+  const std::vector<kv_index> rows_before = shared.rows;
+  const std::size_t kv_before = shared.cache.kv().available();
+  for (twin* t : {&priv, &shared}) {
+    const auto r = t->step({cmd::alloc_kv{1, kWidth - 8, 9}});
+    EXPECT_EQ(r[0].code, errc::invalid_argument) << r[0].error;
+    EXPECT_NE(r[0].error.find("exceed max_context_len 512"), std::string::npos) << r[0].error;
+    EXPECT_EQ(t->m->find(1)->row_kv.size(), kWidth - 8);
+  }
+  EXPECT_EQ(shared.rows, rows_before) << "a refused extension wrote into the shared rows";
+  EXPECT_EQ(shared.cache.kv().available(), kv_before) << "a refused extension took KV";
+  step({cmd::alloc_kv{1, kWidth - 8, 8}}, {1});
+  EXPECT_EQ(priv.m->find(1)->row_kv.size(), kWidth);
+  step({cmd::append{1, tokens(8, 9000), std::nullopt}, cmd::finish{1, 0}}, {});
+}
+
 TEST(SharedRowsSpec, NeedAWidthAndFitTheNodesPoolLimit) {
   instance_spec s = twin_spec();
   s.shared_rows = true;
