@@ -8,7 +8,7 @@
 # --data-dir or L3 store that cannot be created refused with exit status 2, so is a config
 # file key that names no option, and --tcp
 # refused without a token file or with a short secret; a token file's secret read the same
-# by the node and hcctl whatever its line end.
+# by the node and hcctl whatever its line end; a node whose log reader went away serving on.
 #   tests/hybridcached_process_test.sh HYBRIDCACHED HCCTL DATA_DIR L3_FORMAT_MARKER_TOOL
 set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
@@ -257,4 +257,30 @@ done
 kill "$tcp_pid"
 wait "$tcp_pid" || fail "the TCP node did not stop cleanly"
 tcp_pid=
+
+# A log reader that goes away (`hybridcached | head -1`, a log shipper restarted) does not
+# take the node with it: SIGPIPE is ignored, the node serves on and still stops cleanly.
+mkfifo "$tmp/logpipe"
+head -c 1 <"$tmp/logpipe" >/dev/null &
+reader=$!
+# (SIGPIPE back to its default first: a test runner may start us with it ignored, which the
+# node would inherit, and the test would not see the node's own handling.)
+env --default-signal=PIPE "$daemon" --socket "$tmp/n3.sock" --metrics off \
+  --data-dir "$tmp/d-logpipe" --log-level debug >"$tmp/logpipe" 2>&1 &
+tcp_pid=$!
+wait "$reader"
+up=
+for _ in $(seq 200); do
+  "$hcctl" --socket "$tmp/n3.sock" --timeout 1 ping >/dev/null 2>&1 && { up=1; break; }
+  kill -0 "$tcp_pid" 2>/dev/null || break
+  sleep 0.05
+done
+[ -n "$up" ] || fail "the node did not serve once its log reader had gone"
+"$hcctl" --socket "$tmp/n3.sock" stats >/dev/null || fail "stats after the log reader went"
+kill "$tcp_pid"
+rc=0
+wait "$tcp_pid" || rc=$?
+tcp_pid=
+[ "$rc" = 0 ] || fail "the node whose log reader went exited with status $rc (141 = SIGPIPE)"
+[ ! -e "$tmp/n3.sock" ] || fail "the node whose log reader went left its socket"
 echo "hybridcached process test: ok"

@@ -212,6 +212,10 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGHUP);  // the terminal went away: stop cleanly, not by default action
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A log reader that goes away (`hybridcached | head`, a log shipper restarted) must not
+  // kill the node by SIGPIPE at its next log line, mid-write and without its shutdown: the
+  // write fails (EPIPE) and the node serves on.
+  ::signal(SIGPIPE, SIG_IGN);
   // floors.md §6: no fresh mmap per large buffer.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
