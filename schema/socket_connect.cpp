@@ -10,12 +10,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <optional>
 #include <thread>
 #include <utility>
+
+#include "actors/common/host_port.hpp"
 
 namespace hc::wire_convert {
 namespace {
@@ -93,24 +94,15 @@ result<int> connect_unix(const std::string& path, std::optional<steady::time_poi
 
 result<int> connect_tcp(const std::string& address, std::optional<steady::time_point> due,
                         std::chrono::milliseconds deadline) {
-  std::string host, port;
-  if (!address.empty() && address.front() == '[') {  // [IPv6]:port
-    const auto close = address.find("]:");
-    if (close != std::string::npos) {
-      host = address.substr(1, close - 1);
-      port = address.substr(close + 2);
-    }
-  } else if (const auto colon = address.rfind(':'); colon != std::string::npos) {
-    host = address.substr(0, colon);
-    port = address.substr(colon + 1);
-    if (host.find(':') != std::string::npos) host.clear();  // a bare IPv6 address
-  }
-  if (host.empty() || port.empty() || !std::all_of(port.begin(), port.end(), [](unsigned char ch) {
-        return std::isdigit(ch) != 0;
-      }))
-    return error{
-        errc::invalid_argument,
-        "address \"" + address + "\": expected unix:PATH or HOST:PORT (an IPv6 host in brackets)"};
+  auto parts = parse_host_port(address);
+  if (!parts)
+    return error{errc::invalid_argument,
+                 "address \"" + address + "\": " + parts.err().message +
+                     " (expected unix:PATH or HOST:PORT, an IPv6 host in brackets)"};
+  if (parts->port == 0)
+    return error{errc::invalid_argument,
+                 "address \"" + address + "\": the port must be 1 to 65535, not 0"};
+  const std::string host = parts->host, port = std::to_string(parts->port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "actors/common/host_port.hpp"
 #include "actors/common/log.hpp"
 #include "cli/number_checks.hpp"
 #include "monitoring/metrics_address.hpp"
@@ -21,7 +22,9 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->capture_default_str();
   app.add_option("--data-dir", o.data_dir, "Directory for node data (the L3 store)")
       ->capture_default_str();
-  app.add_option("--tcp", o.tcp, "Also listen on TCP host:port (needs --token-file)");
+  app.add_option("--tcp", o.tcp,
+                 "Also listen on TCP host:port (needs --token-file; an IPv6 host in brackets, "
+                 "port 0 = any free one, which the log names)");
   app.add_option("--token-file", o.token_file,
                  "File whose first line is the TCP shared secret (spaces, tabs and a CR around it "
                  "are ignored)");
@@ -167,6 +170,11 @@ status check_daemon_options(const daemon_options& o) {
     return {errc::invalid_config, "nothing to listen on: give --socket or --tcp"};
   if (o.metrics != "off")
     if (status s = check_metrics_address(o.metrics); !s) return s;
+  if (!o.tcp.empty())  // before kj reads it: a bare "localhost" listened on a random port
+    if (auto parts = parse_host_port(o.tcp); !parts)
+      return {errc::invalid_config, "--tcp " + o.tcp + ": " + parts.err().message +
+                                        " (give host:port, e.g. 0.0.0.0:7070 for every "
+                                        "interface, [::1]:7070, or port 0 for any free one)"};
   if (!log::parse_level(o.log_level))
     return {errc::invalid_config, "unknown --log-level '" + o.log_level + "'"};
   if (o.kv_events == "off" && o.kv_events_replay != "off")

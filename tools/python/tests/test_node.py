@@ -587,6 +587,10 @@ class TcpTest(OwnNodeTest):
             hybridcache.connect(tcp=self.address, token_file=wrong + ".missing", timeout=30)
         with self.assertRaisesRegex(hybridcache.InvalidArgument, "token_file"):
             hybridcache.connect(tcp=self.address, timeout=30)
+        # A port past 65535 (getaddrinfo connected to it modulo 65536) or 0: refused.
+        for port in ("99999", "0"):
+            with self.assertRaisesRegex(hybridcache.InvalidArgument, "port must be"):
+                hybridcache.connect(tcp="127.0.0.1:" + port, token_file=self.token, timeout=30)
         with self.assertRaisesRegex(hybridcache.InvalidArgument, "not both"):
             hybridcache.connect(socket=self.node_process.socket, tcp=self.address,
                                 token_file=self.token)
