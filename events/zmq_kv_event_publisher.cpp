@@ -12,6 +12,11 @@
 namespace hc::events {
 namespace {
 
+/// tcp://[IPV6]:PORT.
+bool bracketed_host(const std::string& endpoint) {
+  return endpoint.find("://[") != std::string::npos;
+}
+
 std::string be64(std::int64_t v) {
   std::string out(8, '\0');
   for (int i = 7; i >= 0; --i) {
@@ -69,12 +74,16 @@ result<std::unique_ptr<zmq_kv_event_publisher>> zmq_kv_event_publisher::start(
   std::unique_ptr<zmq_kv_event_publisher> p;
   try {
     i->pub.set(zmq::sockopt::linger, 0);
+    // An [IPv6] host needs the socket's IPv6 option (ZeroMQ says "No such device" without
+    // it); other endpoints keep ZeroMQ's default, IPv4 only.
+    i->pub.set(zmq::sockopt::ipv6, bracketed_host(cfg.endpoint));
     i->pub.bind(cfg.endpoint);
     std::string bound = i->pub.get(zmq::sockopt::last_endpoint);
     std::string replay_bound;
     if (!cfg.replay_endpoint.empty()) {
       i->replay = std::make_unique<zmq::socket_t>(i->ctx, zmq::socket_type::router);
       i->replay->set(zmq::sockopt::linger, 0);
+      i->replay->set(zmq::sockopt::ipv6, bracketed_host(cfg.replay_endpoint));
       // Past a client's high-water mark a send waits (up to replay_stall) instead of the
       // ROUTER dropping the message; a client gone fails the send (EHOSTUNREACH).
       i->replay->set(zmq::sockopt::router_mandatory, 1);

@@ -192,7 +192,8 @@ class KvEventsTest(unittest.TestCase):
                             "--data-dir", os.path.join(self.tmp, "d2"), "--kv-events",
                             "nonsense://here"], capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 2)
-        self.assertIn("kv events endpoint nonsense://here", r.stdout + r.stderr)
+        self.assertIn("--kv-events nonsense://here: a subscriber in another process reaches "
+                      "only tcp:// or ipc://", r.stdout + r.stderr)
         r = subprocess.run([DAEMON, "--socket", os.path.join(self.tmp, "y"), "--metrics", "off",
                             "--data-dir", os.path.join(self.tmp, "d3"), "--kv-events-replay",
                             "tcp://127.0.0.1:*"], capture_output=True, text=True, timeout=60)

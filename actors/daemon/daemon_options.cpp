@@ -136,12 +136,13 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
       ->check(CLI::Range(0u, 100000u));
   app.add_option("--kv-events", o.kv_events,
                  "Publish the cache's KV events, with SSM state checkpoints, on this ZeroMQ PUB "
-                 "endpoint (tcp://host:port, a port * = any free one; ipc://path), or 'off' "
+                 "endpoint (tcp://host:port: a host * = every interface, a port * = any free one, "
+                 "an IPv6 host in brackets; ipc://path), or 'off' "
                  "(README \"Route on it\")")
       ->capture_default_str();
   app.add_option("--kv-events-replay", o.kv_events_replay,
                  "ZeroMQ ROUTER endpoint where a subscriber asks for the batches it missed, "
-                 "by sequence number, or 'off'")
+                 "by sequence number (the forms of --kv-events), or 'off'")
       ->capture_default_str();
   app.add_option("--kv-events-buffer", o.kv_events_buffer,
                  "Event batches kept for replay (the oldest go first)")
@@ -165,6 +166,31 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
   hc::cli::guard_numbers(app);  // no negative or overflowing whole number, no NaN
 }
 
+namespace {
+
+/// A ZeroMQ endpoint the node binds for other processes: tcp://HOST:PORT (HOST "*" = every
+/// interface, PORT "*" = any free one) or ipc://PATH. Checked before ZeroMQ reads it, which
+/// bound port 99999 as 34463 and took inproc://, which no other process can reach.
+status check_zmq_endpoint(const std::string& option, const std::string& endpoint) {
+  const auto refuse = [&](const std::string& why) {
+    return status{errc::invalid_config,
+                  option + " " + endpoint + ": " + why +
+                      " (give tcp://host:port, e.g. tcp://*:5557 or tcp://127.0.0.1:*, "
+                      "ipc://path, or off)"};
+  };
+  constexpr std::string_view tcp = "tcp://", ipc = "ipc://";
+  if (endpoint.starts_with(ipc)) return endpoint.size() > ipc.size() ? status{} : refuse("no path");
+  if (!endpoint.starts_with(tcp))
+    return refuse("a subscriber in another process reaches only tcp:// or ipc://");
+  std::string address = endpoint.substr(tcp.size());
+  if (address.starts_with("*:")) address.replace(0, 1, "0.0.0.0");
+  if (address.ends_with(":*")) address.replace(address.size() - 1, 1, "0");
+  if (auto parts = parse_host_port(address); !parts) return refuse(parts.err().message);
+  return {};
+}
+
+}  // namespace
+
 status check_daemon_options(const daemon_options& o) {
   if (o.socket.empty() && o.tcp.empty())
     return {errc::invalid_config, "nothing to listen on: give --socket or --tcp"};
@@ -177,6 +203,10 @@ status check_daemon_options(const daemon_options& o) {
                                         "interface, [::1]:7070, or port 0 for any free one)"};
   if (!log::parse_level(o.log_level))
     return {errc::invalid_config, "unknown --log-level '" + o.log_level + "'"};
+  if (o.kv_events != "off")
+    if (status s = check_zmq_endpoint("--kv-events", o.kv_events); !s) return s;
+  if (o.kv_events_replay != "off")
+    if (status s = check_zmq_endpoint("--kv-events-replay", o.kv_events_replay); !s) return s;
   if (o.kv_events == "off" && o.kv_events_replay != "off")
     return {errc::invalid_config, "--kv-events-replay needs --kv-events (the stream it replays)"};
   return {};

@@ -1,5 +1,6 @@
 // A TCP address read once for every reader (actors/common/host_port.hpp): what is taken,
-// what is refused and why; the node's --tcp refuses at start what kj would misread.
+// what is refused and why; the node's --tcp and --kv-events endpoints refuse at start what
+// kj or ZeroMQ would misread.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -76,6 +77,37 @@ TEST(HostPort, TheNodesTcpOptionIsCheckedBeforeItStarts) {
   }
   for (const std::string good : {"127.0.0.1:0", "0.0.0.0:7070", "[::1]:7070", "localhost:7070"}) {
     o.tcp = good;
+    EXPECT_TRUE(check_daemon_options(o).ok()) << good;
+  }
+}
+
+// The KV events' ZeroMQ endpoints: ZeroMQ bound tcp://*:99999 as port 34463 and took
+// inproc://, which no subscriber outside the node can reach; both are refused at start.
+TEST(HostPort, TheKvEventsEndpointsAreCheckedBeforeZeroMqReadsThem) {
+  for (const auto& [endpoint, why] : std::vector<std::pair<std::string, std::string>>{
+           {"tcp://*:99999", "the port must be a number from 0 to 65535"},
+           {"tcp://localhost", "not host:port"},
+           {"tcp://999.1.1.1:5557", "'999.1.1.1' is not an IPv4 address"},
+           {"inproc://x", "a subscriber in another process reaches only tcp:// or ipc://"},
+           {"5557", "a subscriber in another process reaches only tcp:// or ipc://"},
+           {"ipc://", "no path"}}) {
+    for (const bool replay : {false, true}) {
+      daemon_options o;
+      o.kv_events = "tcp://127.0.0.1:*";
+      (replay ? o.kv_events_replay : o.kv_events) = endpoint;
+      const status s = check_daemon_options(o);
+      ASSERT_FALSE(s.ok()) << endpoint;
+      EXPECT_EQ(s.err().code, errc::invalid_config);
+      const std::string option = replay ? "--kv-events-replay " : "--kv-events ";
+      EXPECT_NE(s.err().message.find(option + endpoint + ": " + why), std::string::npos)
+          << s.err().message;
+    }
+  }
+  daemon_options o;
+  for (const std::string good : {"tcp://*:5557", "tcp://*:*", "tcp://127.0.0.1:*",
+                                 "tcp://[::1]:5557", "ipc:///run/hc-events", "off"}) {
+    o.kv_events = good == "off" ? "off" : good;
+    o.kv_events_replay = good;
     EXPECT_TRUE(check_daemon_options(o).ok()) << good;
   }
 }

@@ -6,6 +6,9 @@
 // mark (1,000 messages) dropped the rest of a replay, end marker included, without a word.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zmq.hpp>
 
 #include <chrono>
@@ -59,6 +62,7 @@ replayed replay(zmq::context_t& ctx, const std::string& endpoint, std::int64_t s
                 std::chrono::milliseconds quiet = 5000ms) {
   zmq::socket_t d(ctx, zmq::socket_type::dealer);
   d.set(zmq::sockopt::linger, 0);
+  d.set(zmq::sockopt::ipv6, endpoint.find("://[") != std::string::npos);
   d.connect(endpoint);
   const std::string s = be64(start);
   d.send(zmq::message_t(), zmq::send_flags::sndmore);
@@ -115,6 +119,36 @@ TEST(KvEventPublisher, AReplayPastTheHighWaterMarkIsWholeEvenIfTheClientReadsLat
   const replayed tail = replay(ctx, p->replay_endpoint(), 4990);
   EXPECT_EQ(tail.sequences, from_to(4990, 5000));
   EXPECT_TRUE(tail.ended);
+}
+
+/// Whether this host can listen on the IPv6 loopback (a container may have none).
+bool ipv6_loopback() {
+  const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// An [IPv6] endpoint binds and serves (ZeroMQ said "No such device" without the socket's
+// IPv6 option) — the live stream and the replay alike.
+TEST(KvEventPublisher, AnIpv6EndpointBindsAndServes) {
+  if (!ipv6_loopback()) GTEST_SKIP() << "this host cannot listen on ::1";
+  publisher_config cfg;
+  cfg.endpoint = "tcp://[::1]:*";
+  cfg.replay_endpoint = "tcp://[::1]:*";
+  auto p = zmq_kv_event_publisher::start(cfg);
+  ASSERT_TRUE(p.ok()) << p.err().message;
+  EXPECT_EQ((*p)->endpoint().rfind("tcp://[::1]:", 0), 0u) << (*p)->endpoint();
+  for (int i = 1; i <= 3; ++i)
+    (*p)->publish("kv/x/", page_of(4, i));
+  zmq::context_t ctx;
+  const replayed r = replay(ctx, (*p)->replay_endpoint(), 1);
+  EXPECT_EQ(r.sequences, from_to(1, 3));
+  EXPECT_TRUE(r.ended);
 }
 
 TEST(KvEventPublisher, KeptBatchesAreBoundedInBytesAsWellAsInCount) {
