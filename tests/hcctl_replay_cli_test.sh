@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The hcctl replay contract: --check exits 0 on every bundled SGLang trace, exits 1 and
-# names line, field and both values on a corrupted one, and exits 2 on unreadable input;
-# without flags it prints one result line per op with the fields of the op's expect.
+# names line, field and both values on a corrupted one, and exits 2 on unreadable input or
+# flags that would do nothing; without flags it prints one result line per op with the
+# fields of the op's expect.
 set -u
 hcctl=$1
 data=$2
@@ -66,4 +67,17 @@ else
 fi
 "$hcctl" --socket /nonexistent replay --memory "$data/p64_ctx4k_c100.jsonl.gz" 2>/dev/null
 [ $? -eq 2 ] || { echo "FAIL: --memory through a node must be refused"; exit 1; }
+# Flags that do nothing where they are given are refused (exit 2, naming them), not ignored:
+# before, --phase of no trace printed an empty table, and --memory --check checked nothing.
+for args in "--phase warm" "--repeat 3" "--bench --phase bogus" "--json" "--check --json" \
+  "--memory --check" "--memory --bench"; do
+  # shellcheck disable=SC2086  # $args is several words
+  "$hcctl" replay -q $args "$data/conf_p1_pressure.jsonl.gz" >"$tmp/out" 2>&1
+  rc=$?
+  [ $rc -eq 2 ] || { echo "FAIL: replay $args: exit $rc, want 2: $(cat "$tmp/out")"; exit 1; }
+  grep -Eq -- "--(phase|repeat|json|memory|check|bench)" "$tmp/out" ||
+    { echo "FAIL: replay $args did not name the option: $(cat "$tmp/out")"; exit 1; }
+done
+"$hcctl" replay -q --bench --phase measure --repeat 2 "$data/conf_p1_pressure.jsonl.gz" >/dev/null ||
+  { echo "FAIL: --bench --phase measure --repeat 2"; exit 1; }
 echo "hcctl replay CLI: all checks passed"

@@ -41,21 +41,32 @@ int main(int argc, char** argv) {
       "Replay a sglang-mamba-trace (JSONL, plain or gzip): in process, or through the node "
       "when --socket or --tcp is given explicitly");
   replay->add_option("trace", ro.trace_path, "Trace file (.jsonl or .jsonl.gz)")->required();
-  replay->add_flag("--check", ro.check,
-                   "Compare every op with its expected fields; exit 1 at the first divergence");
-  replay->add_flag("--bench", ro.bench,
-                   "Time every op; print median and p99 per op kind and whole-trace ops/s "
-                   "(in process, with the memory floor of match, cache_unfinished and finish)");
+  CLI::Option* check =
+      replay->add_flag("--check", ro.check,
+                       "Compare every op with its expected fields; exit 1 at the first divergence");
+  CLI::Option* bench =
+      replay->add_flag("--bench", ro.bench,
+                       "Time every op; print median and p99 per op kind and whole-trace ops/s "
+                       "(in process, with the memory floor of match, cache_unfinished and finish)");
+  // An option of --bench without it, a phase no trace has, or --memory with what it does
+  // not do was ignored without a word (an empty table; --check unchecked): refused (exit 2).
   replay->add_option("--repeat", ro.repeat, "With --bench: number of runs, best one reported")
       ->default_val(1)
-      ->check(CLI::Range(1, 1000));
-  replay->add_option("--phase", ro.phase,
-                     "With --bench: per-op table only for ops of this trace phase "
-                     "(warm, measure, evict_mamba, evict_page)");
-  replay->add_flag("--memory", ro.memory,
-                   "In process: the index's heap (tree, LRU, allocators, requests) per cached "
-                   "token after the trace, measured around the cache's construction and "
-                   "destruction");
+      ->check(CLI::Range(1, 1000))
+      ->needs(bench);
+  replay
+      ->add_option("--phase", ro.phase,
+                   "With --bench: per-op table only for ops of this trace phase "
+                   "(warm, measure, evict_mamba, evict_page)")
+      ->check(CLI::IsMember({"warm", "measure", "evict_mamba", "evict_page"}))
+      ->needs(bench);
+  replay
+      ->add_flag("--memory", ro.memory,
+                 "In process: the index's heap (tree, LRU, allocators, requests) per cached "
+                 "token after the trace, measured around the cache's construction and "
+                 "destruction (not with --check or --bench)")
+      ->excludes(check)
+      ->excludes(bench);
   replay->add_flag("--quiet,-q", ro.quiet, "Do not print the per-op JSON result lines");
   replay->add_flag("--json", ro.json,
                    "With --bench or --memory: print the summary as one JSON object");
@@ -99,6 +110,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     no.token = std::move(*secret);
+  }
+  if (replay->parsed() && ro.json && !ro.bench && !ro.memory) {
+    std::fprintf(stderr, "hcctl replay: --json needs --bench or --memory (what it prints)\n");
+    return 2;
   }
   if (replay->parsed()) {
     // In process unless the user named a node explicitly.
