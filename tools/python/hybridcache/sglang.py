@@ -422,10 +422,14 @@ class HybridCacheStorage(_Base):
         ``get_page_buffer_meta``: MHA pages K then V (per layer for layer_first, reordered so
         that a value is the flat data page), a Mamba slot its temporal and conv buffers."""
         page = int(getattr(pool, "page_size", 1) or 1)
-        indices = host_indices[: n * page]
-        ptrs, sizes = pool.get_page_buffer_meta(indices)
         if n == 0:
             return []
+        if len(host_indices) < n * page:  # else fewer pages' pointers, split among the keys
+            raise _hc.InvalidArgument(
+                f"invalid_argument: {len(host_indices)} host indices for {n} values of "
+                f"{page} slots each")
+        indices = host_indices[: n * page]
+        ptrs, sizes = pool.get_page_buffer_meta(indices)
         per = len(ptrs) // n
         if per * n != len(ptrs):
             raise _hc.InvalidArgument(

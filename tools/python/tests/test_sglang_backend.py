@@ -343,6 +343,13 @@ class SGLangBackendTest(unittest.TestCase):
             {"mamba": [False]})
         self.assertEqual(backend.batch_exists_v2(keys, [sg.PoolTransfer(
             name=sg.PoolName.SWA, keys=["x"])]).kv_hit_pages, 0, "an unstored pool restores nothing")
+        # Fewer host indices than the keys' pages: False for the batch and nothing stored
+        # (before, one page's K and V pointers became two keys' values, each half a page).
+        fresh = chain_keys(2, seed=55)
+        with self.assertLogs("hybridcache.sglang", "ERROR") as logs:
+            self.assertEqual(backend.batch_set_v1(fresh, token_indices([7])), [False, False])
+        self.assertIn("host indices for 2 values", "\n".join(logs.output))
+        self.assertEqual(backend.batch_exists(fresh), 0)
         # Indices the pool cannot serve (a non-tensor): False for the batch, no exception.
         self.assertEqual(backend.batch_set_v1(keys[:1], None), [False])
         self.assertEqual(backend.batch_get_v2([sg.PoolTransfer(
