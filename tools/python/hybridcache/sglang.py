@@ -598,6 +598,10 @@ class HybridCacheStorage(_Base):
                 if pool is None:
                     raise _hc.InvalidArgument("invalid_argument: no KV host pool registered")
                 target_locations = [pool.get_dummy_flat_data_page() for _ in keys]
+            elif len(target_locations) != len(keys):
+                raise _hc.InvalidArgument(
+                    f"invalid_argument: batch_get of {len(keys)} keys into "
+                    f"{len(target_locations)} target pages")
             raws = [_raw(t) for t in target_locations]
         except _hc.Error as e:
             logger.error("hybridcache: %s", e)

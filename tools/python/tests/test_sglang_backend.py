@@ -332,6 +332,12 @@ class SGLangBackendTest(unittest.TestCase):
         got = backend.batch_get(keys[:2], [kv.get_dummy_flat_data_page() for _ in range(2)])
         self.assertIsNotNone(got[0])
         self.assertIsNone(got[1])
+        # As many targets as keys, or misses for all (before: an IndexError with more targets,
+        # a short answer with fewer).
+        for targets in (1, 3):
+            with self.assertLogs("hybridcache.sglang", "ERROR"):
+                self.assertEqual(backend.batch_get(keys[:2], [
+                    kv.get_dummy_flat_data_page() for _ in range(targets)]), [None, None])
         # A pool this backend does not store, and a pool nobody registered: False, no raise.
         r = backend.batch_set_v2([
             sg.PoolTransfer(name=sg.PoolName.SWA, keys=[keys[0]], host_indices=torch.tensor([0])),
