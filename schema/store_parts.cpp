@@ -79,7 +79,7 @@ status check(std::span<const store_entry> entries, std::span<const std::uintptr_
   for (const store_entry& e : entries)
     segments += e.segments.size();
   if (addresses.size() != segments)
-    return error{errc::invalid_argument, "" + std::to_string(addresses.size()) + " addresses for " +
+    return error{errc::invalid_argument, std::to_string(addresses.size()) + " addresses for " +
                                              std::to_string(segments) +
                                              " segments (one per segment)"};
   std::size_t k = 0;

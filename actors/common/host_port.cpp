@@ -59,11 +59,11 @@ result<host_port> parse_host_port(std::string_view address) {
     port = address.substr(colon + 1);
   }
   if (host.empty()) return refused("no host");
-  if (port.empty() || port.size() > 5 || !digits_only(port) ||
-      std::stoul(std::string(port)) > 65535)
-    return refused("the port must be a number from 0 to 65535");
+  const unsigned long number =  // at most 5 digits: stoul cannot throw
+      port.empty() || port.size() > 5 || !digits_only(port) ? 65536 : std::stoul(std::string(port));
+  if (number > 65535) return refused("the port must be a number from 0 to 65535");
   out.host = std::string(host);
-  out.port = static_cast<std::uint16_t>(std::stoul(std::string(port)));
+  out.port = static_cast<std::uint16_t>(number);
   if (out.ipv6) {
     if (!ipv6_characters(out.host)) return refused("'" + out.host + "' is not an IPv6 address");
     return out;
