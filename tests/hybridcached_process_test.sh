@@ -219,6 +219,13 @@ timeout 10 "$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/d2" 
 [ "$rc" != 0 ] || fail "--tcp without --token-file started"
 grep -q "needs --token-file" "$tmp/log2" || fail "no error naming --token-file: $(cat "$tmp/log2")"
 echo short >"$tmp/token"
+# ... and --token-file without --tcp: the Unix socket takes no secret, so it is refused
+# rather than read by nobody while its operator believes the socket guarded.
+rc=0
+timeout 10 "$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/d2" --token-file "$tmp/token" \
+  >"$tmp/log2" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "--token-file without --tcp: exit status $rc, want 2"
+grep -q "guards --tcp only" "$tmp/log2" || fail "no error naming --tcp: $(cat "$tmp/log2")"
 rc=0
 timeout 10 "$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/d2" --tcp 127.0.0.1:0 --token-file "$tmp/token" \
   >"$tmp/log2" 2>&1 || rc=$?

@@ -201,6 +201,13 @@ status check_daemon_options(const daemon_options& o) {
       return {errc::invalid_config, "--tcp " + o.tcp + ": " + parts.err().message +
                                         " (give host:port, e.g. 0.0.0.0:7070 for every "
                                         "interface, [::1]:7070, or port 0 for any free one)"};
+  if (!o.tcp.empty() && o.token_file.empty())
+    return {errc::invalid_config,
+            "--tcp needs --token-file (TCP clients must present a shared secret)"};
+  if (o.tcp.empty() && !o.token_file.empty())  // else an operator believes the socket guarded
+    return {errc::invalid_config,
+            "--token-file guards --tcp only (the Unix socket is guarded by its mode 0600 "
+            "and needs no secret): give --tcp too, or leave --token-file out"};
   if (!log::parse_level(o.log_level))
     return {errc::invalid_config, "unknown --log-level '" + o.log_level + "'"};
   if (o.kv_events != "off")

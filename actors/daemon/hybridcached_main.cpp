@@ -42,10 +42,6 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   }
   std::string token;
   if (!o.tcp.empty()) {
-    if (o.token_file.empty()) {
-      hc::log::error("--tcp needs --token-file (TCP clients must present a shared secret)");
-      return 2;
-    }
     auto secret = hc::cli::read_token_file(o.token_file);
     if (!secret || secret->size() < 16) {
       hc::log::error("--token-file " + o.token_file +

@@ -67,6 +67,7 @@ TEST(HostPort, RefusesWhatALibraryWouldMisreadSayingWhy) {
 // failed only after the L3 store had opened, in kj's words.
 TEST(HostPort, TheNodesTcpOptionIsCheckedBeforeItStarts) {
   daemon_options o;
+  o.token_file = "/etc/hybridcache/token";
   for (const std::string bad : {"localhost", "127.0.0.1:99999", ":80", "999.1.1.1:80"}) {
     o.tcp = bad;
     const status s = check_daemon_options(o);
@@ -79,6 +80,27 @@ TEST(HostPort, TheNodesTcpOptionIsCheckedBeforeItStarts) {
     o.tcp = good;
     EXPECT_TRUE(check_daemon_options(o).ok()) << good;
   }
+}
+
+// A TCP listener needs its secret, and a secret needs the TCP listener: before, a
+// --token-file without --tcp was read by nobody, and its operator believed the Unix
+// socket guarded by it.
+TEST(HostPort, TcpAndTokenFileComeTogether) {
+  daemon_options o;
+  o.tcp = "127.0.0.1:7070";
+  status s = check_daemon_options(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.err().code, errc::invalid_config);
+  EXPECT_NE(s.err().message.find("--tcp needs --token-file"), std::string::npos) << s.err().message;
+  o.tcp.clear();
+  o.token_file = "/etc/hybridcache/token";
+  s = check_daemon_options(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.err().code, errc::invalid_config);
+  EXPECT_NE(s.err().message.find("--token-file guards --tcp only"), std::string::npos)
+      << s.err().message;
+  o.tcp = "127.0.0.1:7070";
+  EXPECT_TRUE(check_daemon_options(o).ok());
 }
 
 // The KV events' ZeroMQ endpoints: ZeroMQ bound tcp://*:99999 as port 34463 and took
