@@ -467,7 +467,8 @@ def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
             io_thread: bool = True) -> Node:
     """Connects to a node.
 
-    socket: the node's Unix socket (default ``DEFAULT_SOCKET`` when ``tcp`` is not given).
+    socket: the node's Unix socket (default ``DEFAULT_SOCKET`` when neither it nor ``tcp`` is
+        given; an empty path is refused).
     tcp: ``"host:port"`` of a node serving TCP; needs ``token_file``: the shared secret is
         its first line, without the spaces, tabs and CR around it (as the node reads it).
     timeout: seconds the connect and every call wait at most (raises ``Timeout``; the call
@@ -504,5 +505,5 @@ def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
                                   "secret on its first line")
         address = tcp
     else:
-        address = "unix:" + (socket or DEFAULT_SOCKET)
+        address = "unix:" + (DEFAULT_SOCKET if socket is None else socket)
     return Node(_native.Node(address, token, float(timeout), bool(io_thread)))

@@ -299,6 +299,9 @@ class NodeTest(OwnNodeTest):
                 s_ok.step([object()])  # not a command
         with self.assertRaises(hybridcache.Unavailable):
             hybridcache.connect(socket=os.path.join(self.node_process.dir, "nobody.sock"))
+        # An empty path is a mistake, not the default socket (where another node may listen).
+        with self.assertRaisesRegex(hybridcache.InvalidArgument, "path must have 1 to 107"):
+            hybridcache.connect(socket="")
         for bad in (0, -1, float("nan"), float("inf"), 1e300):  # 1e300 s: no int64 of ms
             with self.subTest(timeout=bad), self.assertRaises(hybridcache.InvalidArgument):
                 hybridcache.connect(socket=self.node_process.socket, timeout=bad)
