@@ -19,4 +19,11 @@ namespace hc {
 /// civetweb is built without IPv6).
 status check_metrics_address(const std::string& address);
 
+/// Why a checked address could not be served on, found by trying what the HTTP server
+/// does (resolve the host, bind a TCP socket to it) — civetweb says only "null context
+/// when constructing CivetServer": "host 'x' not found (...)", the bind's error
+/// ("Address already in use", "Cannot assign requested address"), or "" when both work
+/// now. Only for the message after a failure: it binds nothing it keeps.
+std::string why_metrics_address_failed(const std::string& address);
+
 }  // namespace hc

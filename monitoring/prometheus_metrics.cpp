@@ -281,7 +281,9 @@ status prometheus_metrics::serve(const std::string& address) {
     impl_->bound = host + ":" + (ports.empty() ? std::string("?") : std::to_string(ports.front()));
   } catch (const std::exception& e) {
     impl_->exposer.reset();
-    return {errc::io_error, "cannot serve metrics on " + address + ": " + e.what()};
+    const std::string why = why_metrics_address_failed(address);
+    return {errc::io_error,
+            "cannot serve metrics on " + address + ": " + (why.empty() ? e.what() : why)};
   }
   return {};
 }

@@ -17,6 +17,24 @@
 #include "schema/server/unix_socket_path.hpp"
 
 namespace hc {
+namespace {
+
+/// What an operator needs of kj's failure to resolve or bind an address: the resolver's
+/// or the system call's words, without kj's call text ("DNS lookup failed.; params.host =
+/// x; ...; gai_strerror(status) = Name or service not known" -> "host not found (Name or
+/// service not known)"; "::bind(sockfd, ...): Address already in use; toString() = ..." ->
+/// "Address already in use").
+std::string listen_failure(const kj::Exception& e) {
+  const std::string d = e.getDescription().cStr();
+  constexpr std::string_view gai = "gai_strerror(status) = ";
+  if (const auto at = d.find(gai); at != std::string::npos)
+    return "host not found (" + d.substr(at + gai.size()) + ")";
+  if (const auto call = d.find("): "); d.starts_with("::") && call != std::string::npos)
+    return d.substr(call + 3, d.find(';', call) - (call + 3));
+  return d;
+}
+
+}  // namespace
 
 struct rpc_server::impl {
   impl(node& n, metrics_sink& m) : ctx(n, m) {}
@@ -66,20 +84,37 @@ struct rpc_server::impl {
           started.set_value(s);
           return;
         }
-        auto addr = io.provider->getNetwork()
-                        .parseAddress(kj::str("unix:", cfg.unix_path.c_str()))
-                        .wait(io.waitScope);
         const mode_t old = ::umask(0177);  // created 0600: only this user may connect
-        unix_listener = addr->listen();
+        KJ_IF_MAYBE (e, kj::runCatchingExceptions([&] {
+                       unix_listener = io.provider->getNetwork()
+                                           .parseAddress(kj::str("unix:", cfg.unix_path.c_str()))
+                                           .wait(io.waitScope)
+                                           ->listen();
+                     })) {
+          ::umask(old);
+          started.set_value(error{errc::io_error, "cannot listen on " + cfg.unix_path + ": " +
+                                                      listen_failure(*e) +
+                                                      " (does its directory exist?)"});
+          return;
+        }
         ::umask(old);
         ::chmod(cfg.unix_path.c_str(), 0600);
         own_socket = rpc::socket_file_at(cfg.unix_path);
         serving.add(connections->listen(*unix_listener, unix_boot));
       }
       if (!cfg.tcp_address.empty()) {
-        auto addr =
-            io.provider->getNetwork().parseAddress(cfg.tcp_address.c_str()).wait(io.waitScope);
-        tcp_listener = addr->listen();
+        KJ_IF_MAYBE (e, kj::runCatchingExceptions([&] {
+                       tcp_listener = io.provider->getNetwork()
+                                          .parseAddress(cfg.tcp_address.c_str())
+                                          .wait(io.waitScope)
+                                          ->listen();
+                     })) {
+          unix_listener = nullptr;
+          if (!cfg.unix_path.empty()) rpc::release_unix_socket_path(cfg.unix_path, own_socket);
+          started.set_value(error{errc::io_error, "cannot listen on tcp " + cfg.tcp_address + ": " +
+                                                      listen_failure(*e)});
+          return;
+        }
         const std::string host = cfg.tcp_address.substr(0, cfg.tcp_address.rfind(':'));
         tcp_bound = host + ":" + std::to_string(tcp_listener->getPort());
         serving.add(connections->listen(*tcp_listener, tcp_boot, tcp_login));

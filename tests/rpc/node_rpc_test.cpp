@@ -755,6 +755,32 @@ TEST_F(TcpNode, OnlyTheTokenOpensTheNode) {
   EXPECT_TRUE(connect()->ping().ok()) << "the Unix socket needs no token";
 }
 
+// An address that cannot be listened on is named with the system's reason, without kj's
+// call text ("rpc server: ::bind(sockfd, &addr.generic, addrlen): Address already in use;
+// toString() = ..."), and a TCP failure leaves no Unix socket behind.
+TEST_F(TcpNode, AnAddressThatCannotBeListenedOnIsNamedWithTheReason) {
+  const std::string taken = server->tcp_address();
+  const std::string path = unique_socket_path();
+  rpc_server second(*n, metrics);
+  rpc_server_config rc;
+  rc.unix_path = path;
+  rc.tcp_address = taken;
+  rc.token = tcp_token;
+  auto refused = second.start(rc);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.err().code, errc::io_error);
+  EXPECT_EQ(refused.err().message, "cannot listen on tcp " + taken + ": Address already in use");
+  EXPECT_FALSE(std::filesystem::exists(path)) << "the Unix socket of a failed start stayed";
+
+  rpc_server third(*n, metrics);
+  rc.tcp_address.clear();
+  rc.unix_path = "/nonexistent-hc-dir/" + std::to_string(::getpid()) + ".sock";
+  auto no_dir = third.start(rc);
+  ASSERT_FALSE(no_dir.ok());
+  EXPECT_EQ(no_dir.err().message, "cannot listen on " + rc.unix_path +
+                                      ": No such file or directory (does its directory exist?)");
+}
+
 /// Whether the node closed `fd` (a read sees the end) within `guard_s` seconds; false when
 /// the read timed out instead.
 bool closed_by_node(int fd, int guard_s) {

@@ -75,5 +75,25 @@ TEST(MetricsEndpoint, AnAddressCivetwebWouldMisreadIsRefusedSayingWhy) {
   ASSERT_TRUE(m.serve("localhost:0").ok()) << "a host name civetweb resolves";
 }
 
+// An address that passes the check but cannot be served on says why: civetweb said only
+// "null context when constructing CivetServer. Possible problem binding to port." of a
+// port another process holds and of an address no interface has.
+TEST(MetricsEndpoint, AnAddressThatCannotBeServedOnSaysWhy) {
+  prometheus_metrics first;
+  ASSERT_TRUE(first.serve("127.0.0.1:0").ok());
+  for (const auto& [address, why] : std::vector<std::pair<std::string, std::string>>{
+           {first.address(), "another process listens there?"},
+           {"203.0.113.1:9464", "no interface of this machine has that address"}}) {  // TEST-NET-3
+    prometheus_metrics m;
+    const status s = m.serve(address);
+    ASSERT_FALSE(s.ok()) << address;
+    EXPECT_EQ(s.err().code, errc::io_error);
+    EXPECT_NE(s.err().message.find("cannot serve metrics on " + address + ": "), std::string::npos)
+        << s.err().message;
+    EXPECT_NE(s.err().message.find(why), std::string::npos) << s.err().message;
+    EXPECT_EQ(s.err().message.find("null context"), std::string::npos) << s.err().message;
+  }
+}
+
 }  // namespace
 }  // namespace hc::test
