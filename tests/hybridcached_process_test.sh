@@ -8,7 +8,8 @@
 # --data-dir or L3 store that cannot be created refused with exit status 2, so is a config
 # file key that names no option, and --tcp
 # refused without a token file or with a short secret; a token file's secret read the same
-# by the node and hcctl whatever its line end; a node whose log reader went away serving on.
+# by the node and hcctl whatever its line end; a node whose log reader went away serving on;
+# a second node on the first one's socket or ports refused, saying why, leaving no socket.
 #   tests/hybridcached_process_test.sh HYBRIDCACHED HCCTL DATA_DIR L3_FORMAT_MARKER_TOOL
 set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
@@ -98,6 +99,25 @@ grep -Eq '^hybridcache_tombstones_created_total\{cause="split"\} [1-9]' "$tmp/me
   fail "no tombstone counted for the trace's splits"
 grep -q 'hybridcache_rpc_latency_seconds_count{method="step"}' "$tmp/metrics" ||
   fail "no RPC latency for step"
+
+# A second node on what the first one holds — its socket, a TCP port in use (the first
+# one's metrics) for its metrics, TCP or KV events — is refused with status 2 saying why,
+# before it serves, and the first one serves on.
+printf 'second-node-secret-0123456789\n' >"$tmp/second.token"
+for args in "--socket $sock --metrics off" \
+  "--socket $tmp/second.sock --metrics 127.0.0.1:$port" \
+  "--socket $tmp/second.sock --metrics off --tcp 127.0.0.1:$port --token-file $tmp/second.token" \
+  "--socket $tmp/second.sock --metrics off --kv-events tcp://127.0.0.1:$port"; do
+  rc=0
+  # shellcheck disable=SC2086  # $args is several words
+  timeout 20 "$daemon" $args --data-dir "$tmp/second" --l3 false >"$tmp/second.log" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "a second node with '$args': exit status $rc, want 2: $(cat "$tmp/second.log")"
+  grep -q "another process is serving on it\|another process listens there\|Address already in use" \
+    "$tmp/second.log" ||
+    fail "a second node with '$args' did not say why: $(cat "$tmp/second.log")"
+  [ ! -e "$tmp/second.sock" ] || fail "a node refused with '$args' left its socket"
+  "$hcctl" --socket "$sock" ping >/dev/null || fail "the first node stopped serving"
+done
 
 kill -TERM "$pid"
 rc=0
