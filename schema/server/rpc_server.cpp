@@ -92,9 +92,11 @@ struct rpc_server::impl {
                                            ->listen();
                      })) {
           ::umask(old);
-          started.set_value(error{errc::io_error, "cannot listen on " + cfg.unix_path + ": " +
-                                                      listen_failure(*e) +
-                                                      " (does its directory exist?)"});
+          const std::string why = listen_failure(*e);
+          started.set_value(error{
+              errc::io_error,
+              "cannot listen on " + cfg.unix_path + ": " + why +
+                  (why == "No such file or directory" ? " (does its directory exist?)" : "")});
           return;
         }
         ::umask(old);
