@@ -82,6 +82,13 @@ printf 'l3-capacity = -5\n' > "$tmp/node.conf"
 refused "hybridcached --config" -5 --l3-capacity "is negative" -- \
   "$hybridcached" "${node_args[@]}" --config "$tmp/node.conf"
 
+# An L3 store of no bytes is refused as a usage error, units or not (it failed only when
+# the store opened, as "cannot open the L3 store").
+for value in 0 0GB; do
+  refused "hybridcached" 0 --l3-capacity "must be at least 1" -- \
+    "$hybridcached" "${node_args[@]}" --l3-capacity "$value"
+done
+
 # An unknown option is a usage error too, and --help is not one.
 for tool in "$hybridcached" "$hcsim" "$hcctl"; do
   rc=0

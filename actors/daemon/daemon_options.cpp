@@ -73,7 +73,8 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "Bytes the L3 store keeps before it evicts the least recently used values "
                  "(units accepted: 512MB, 64GB, 1TB — 1024-based)")
       ->capture_default_str()
-      ->transform(CLI::AsSizeValue(false));
+      ->transform(CLI::AsSizeValue(false))
+      ->check(hc::cli::positive());
   app.add_option("--l3-index-memory", o.l3_index_memory,
                  "Memory the L3 store's in-memory index (the key's bytes + 144 per value) may take "
                  "before the least recently used values are evicted, whatever --l3-capacity "
