@@ -127,9 +127,16 @@ int main(int argc, char** argv) {
   app.add_option("--system-prompts", cfg.system_prompts, "Distinct shared system prompts")
       ->capture_default_str()
       ->check(CLI::Range(1u, 1000u));
+  // Bounded: the tokens are made before the node sees them (a billion took minutes and
+  // gigabytes before the node refused the command), and a node takes at most
+  // --max-command-tokens (1,048,576 by default) in one command.
   app.add_option("--system-prompt-len", cfg.system_prompt_len, "Tokens of a system prompt")
-      ->capture_default_str();
-  app.add_option("--turn-len", cfg.turn_len, "Mean new tokens per turn")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 1u << 24));
+  app.add_option("--turn-len", cfg.turn_len,
+                 "Mean new tokens per turn (a turn draws 1 to twice as many)")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 1u << 23));
   app.add_option("--output-len", cfg.output_len, "Mean decode steps per request")
       ->capture_default_str();
   app.add_option("--batch", cfg.batch, "Requests in flight per worker")
