@@ -117,6 +117,13 @@ TEST_F(TraceReader, RefusesAHeaderWhoseCacheCannotRunNamingWhy) {
       {with(with(header("64"), R"("no_buffer")", R"("extra_buffer")"), R"("strategy")",
             R"("mamba_cache_chunk_size":100,"strategy")"),
        "chunkSize (100)"},
+      // made whole when an op names it: 10^12 tokens aborted the replay (std::bad_alloc)
+      {with(h1, R"("conv_lengths":[8])", R"("conv_lengths":[8,1000000000000])"),
+       "conv_lengths[1] = 1000000000000 is longer than the KV pool (64 tokens)"},
+      {with(h1, R"("conv_lengths":[8])", R"("conv_lengths":[65])"),
+       "conv_lengths[0] = 65 is longer than the KV pool"},
+      {with(h1, R"("vocab":100)", R"("vocab":2147483648)"),
+       "vocab 2147483648 is more than 32-bit token ids can hold"},
   };
   for (const auto& c : cases) {
     auto t = read(c.text);

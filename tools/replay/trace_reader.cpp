@@ -1,5 +1,6 @@
 #include <zlib.h>
 
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -115,6 +116,21 @@ status parse_header(const json& j, trace_config& c) {
     return {errc::parse_error,
             "config: page_size, vocab and sys_groups must be > 0 and "
             "kv_pool_tokens a multiple of page_size"};
+  // Token ids are 32-bit, and a conversation is made whole when an op first names it: a
+  // vocabulary past 2^31 - 1 would wrap to negative ids, and a conversation longer than
+  // the KV pool (which holds every token of a running request) cannot be run — one of 10^12
+  // tokens aborted the replay with std::bad_alloc.
+  if (c.vocab > static_cast<std::uint64_t>(std::numeric_limits<token_id>::max()))
+    return {errc::parse_error, "config: vocab " + std::to_string(c.vocab) +
+                                   " is more than 32-bit token ids can hold (at most " +
+                                   std::to_string(std::numeric_limits<token_id>::max()) + ")"};
+  for (std::size_t i = 0; i < c.conv_lengths.size(); ++i)
+    if (c.conv_lengths[i] > c.kv_pool_tokens)
+      return {errc::parse_error, "config: conv_lengths[" + std::to_string(i) +
+                                     "] = " + std::to_string(c.conv_lengths[i]) +
+                                     " is longer than the KV pool (" +
+                                     std::to_string(c.kv_pool_tokens) +
+                                     " tokens), which holds every token of a running request"};
   // The cache the header describes, checked as a node checks an instance it is asked to
   // open (the names in the message are the RPC spec's: chunkSize = mamba_cache_chunk_size,
   // ssmSlots = mamba_pool_slots, requestRows = req_pool_rows).
