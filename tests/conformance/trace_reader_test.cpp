@@ -93,6 +93,15 @@ TEST_F(TraceReader, RefusesOutOfRangeOpFieldsNamingTheLine) {
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.err().message.find("'conv' must be an integer"), std::string::npos)
       << t.err().message;
+  // A conversation the header does not list (conv 10^12 aborted the replay).
+  for (const std::string conv : {"1", "1000000000000"}) {
+    t = read(header("1") + "\n" + R"({"op":"match","req":0,"conv":)" + conv + R"(,"input_len":3})" +
+             "\n");
+    ASSERT_FALSE(t.ok()) << conv;
+    EXPECT_NE(t.err().message.find(":2: conv " + conv + ": the header lists 1 conversations"),
+              std::string::npos)
+        << t.err().message;
+  }
 }
 
 // A header whose cache SGLang would not build, or that names no strategy the cache has, is

@@ -193,6 +193,13 @@ result<trace> read_trace(const std::string& path) {
       trace_op op;
       op.line = lineno;
       if (status s = parse_op(j, op); !s) return error{s.err().code, at() + s.err().message};
+      // A conversation the header does not list (conv 10^12 aborted the replay: its
+      // tokens' cache was sized to the index).
+      if (j.contains("conv") && op.conv >= t.config.conv_lengths.size())
+        return error{errc::parse_error, at() + "conv " + std::to_string(op.conv) +
+                                            ": the header lists " +
+                                            std::to_string(t.config.conv_lengths.size()) +
+                                            " conversations (tokens.conv_lengths)"};
       t.ops.push_back(std::move(op));
     } catch (const std::exception& e) {  // json::exception, or integer()'s invalid_argument
       return error{errc::parse_error, at() + e.what()};
