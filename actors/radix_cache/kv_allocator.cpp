@@ -54,8 +54,13 @@ bool kv_allocator::alloc(std::size_t n, std::vector<kv_index>& out) {
 }
 
 std::size_t kv_allocator::pages_needed(std::size_t seq_len, std::size_t n) const noexcept {
+  // ceil((seq_len + n) / P) - ceil(seq_len / P), without forming seq_len + n: a count near
+  // 2^64 wrapped to a few pages, and the extend then reserved n ids (std::length_error).
   const std::size_t p = page_size_;
-  return (seq_len + n + p - 1) / p - (seq_len + p - 1) / p;
+  const std::size_t room = (p - seq_len % p) % p;  // left in the partly used last page
+  if (n <= room) return 0;
+  const std::size_t rest = n - room;
+  return rest / p + (rest % p != 0 ? 1 : 0);
 }
 
 bool kv_allocator::alloc_extend(std::size_t seq_len, kv_index last_index, std::size_t n,

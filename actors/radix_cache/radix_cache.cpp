@@ -1,5 +1,6 @@
 #include "actors/radix_cache/radix_cache.hpp"
 
+#include <limits>
 #include <string>
 
 namespace hc {
@@ -99,10 +100,11 @@ void radix_cache::ensure_free_slots(std::size_t needed) {
 status radix_cache::alloc_kv(std::size_t seq_len, kv_index last, std::size_t n,
                              std::vector<kv_index>& out) {
   const std::size_t p = kv_.page_size();
+  const std::size_t avail = kv_.available();
   if (p == 1) {
-    if (kv_.available() < n) (void)tree_.evict(n, 0);
-  } else if (kv_.available() < n + p) {
-    (void)tree_.evict(n + p, 0);
+    if (avail < n) (void)tree_.evict(n, 0);
+  } else if (avail < n || avail - n < p) {  // avail < n + P, which can wrap
+    (void)tree_.evict(n > std::numeric_limits<std::size_t>::max() - p ? n : n + p, 0);
   }
   if (!kv_.alloc_extend(seq_len, last, n, out))
     return {errc::out_of_memory, "KV pool: " + std::to_string(n) + " tokens requested, " +

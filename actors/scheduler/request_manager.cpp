@@ -325,9 +325,10 @@ result<std::span<const kv_index>> request_manager::alloc_kv(request_handle h, st
     return error{errc::invalid_argument, req_name(h) + ": KV extend starts at " +
                                              std::to_string(start) + " but the row holds " +
                                              std::to_string(r.kv_allocated())};
-  if (cfg_.max_context_len && start + n > cfg_.max_context_len)
-    return error{errc::invalid_argument, req_name(h) + ": " + std::to_string(start + n) +
-                                             " tokens exceed max_context_len " +
+  // n > max - start, not start + n > max, which wraps for n near 2^64.
+  if (cfg_.max_context_len && (start > cfg_.max_context_len || n > cfg_.max_context_len - start))
+    return error{errc::invalid_argument, req_name(h) + ": " + std::to_string(start) + " + " +
+                                             std::to_string(n) + " tokens exceed max_context_len " +
                                              std::to_string(cfg_.max_context_len)};
   const kv_index last = start > 0 ? r.row_kv[start - 1] : 0;
   if (status s = cache_.alloc_kv(start, last, n, r.row_kv); !s) return s.err();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "actors/radix_cache/kv_allocator.hpp"
@@ -199,6 +200,27 @@ TEST(KvPagedAllocator, ExtendFillsThePartialPageThenTakesWholePages) {
   EXPECT_EQ(a.pages_needed(9, 3), 0u);
   EXPECT_EQ(a.pages_needed(8, 1), 1u);
   EXPECT_EQ(a.pages_needed(8, 0), 0u);
+}
+
+// A count near 2^64 is refused like any count the pool cannot hold, changing nothing: the
+// page arithmetic (seq_len + n + P - 1) wrapped to a few pages, and the extend then
+// reserved n ids — std::length_error out of an in-process replay of a trace with such an
+// alloc_kv.
+TEST(KvPagedAllocator, ACountNearTwoToThe64IsRefusedNotWrapped) {
+  constexpr std::size_t huge = std::numeric_limits<std::size_t>::max();
+  for (const std::size_t page : {1u, 4u, 64u}) {
+    SCOPED_TRACE("page " + std::to_string(page));
+    kv_allocator a(1024, page);
+    std::vector<kv_index> row;
+    ASSERT_TRUE(a.alloc_extend(0, 0, 5, row));
+    const std::size_t free_before = a.available();
+    for (const std::size_t n : {huge, huge - 1, huge - page, huge / 2 + 1}) {
+      EXPECT_GE(a.pages_needed(5, n), n / page - 1) << n;
+      EXPECT_FALSE(a.alloc_extend(5, row.back(), n, row)) << n;
+      EXPECT_EQ(row.size(), 5u);
+      EXPECT_EQ(a.available(), free_before);
+    }
+  }
 }
 
 // A request's row grows by one id per decode step; the extend must not copy the whole row

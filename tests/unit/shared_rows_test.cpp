@@ -5,6 +5,7 @@
 // request, and its results must be the private twin's without the lists.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 #include <span>
 #include <vector>
@@ -161,12 +162,15 @@ TEST_F(SharedRows, AnExtensionPastMaxContextLenIsRefusedAndWritesNothing) {
        {1});
   const std::vector<kv_index> rows_before = shared.rows;
   const std::size_t kv_before = shared.cache.kv().available();
-  for (twin* t : {&priv, &shared}) {
-    const auto r = t->step({cmd::alloc_kv{1, kWidth - 8, 9}});
-    EXPECT_EQ(r[0].code, errc::invalid_argument) << r[0].error;
-    EXPECT_NE(r[0].error.find("exceed max_context_len 512"), std::string::npos) << r[0].error;
-    EXPECT_EQ(t->m->find(1)->row_kv.size(), kWidth - 8);
-  }
+  // Counts whose sum with the start wraps past 2^64 too (start + n passed the check).
+  constexpr std::size_t huge = std::numeric_limits<std::size_t>::max();
+  for (const std::size_t n : {std::size_t{9}, huge - (kWidth - 8) + 10, huge})
+    for (twin* t : {&priv, &shared}) {
+      const auto r = t->step({cmd::alloc_kv{1, kWidth - 8, n}});
+      EXPECT_EQ(r[0].code, errc::invalid_argument) << r[0].error;
+      EXPECT_NE(r[0].error.find("exceed max_context_len 512"), std::string::npos) << r[0].error;
+      EXPECT_EQ(t->m->find(1)->row_kv.size(), kWidth - 8);
+    }
   EXPECT_EQ(shared.rows, rows_before) << "a refused extension wrote into the shared rows";
   EXPECT_EQ(shared.cache.kv().available(), kv_before) << "a refused extension took KV";
   step({cmd::alloc_kv{1, kWidth - 8, 8}}, {1});
