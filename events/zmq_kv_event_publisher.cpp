@@ -26,6 +26,10 @@ std::string be64(std::int64_t v) {
   return out;
 }
 
+/// The largest frame a subscriber or a replay client may send (subscription topics and
+/// 8-byte sequence numbers are far smaller).
+constexpr std::int64_t kMaxInboundFrame = 4096;
+
 std::int64_t from_be64(const zmq::message_t& m) {
   if (m.size() != 8) return -1;
   const auto* b = static_cast<const unsigned char*>(m.data());
@@ -77,6 +81,10 @@ result<std::unique_ptr<zmq_kv_event_publisher>> zmq_kv_event_publisher::start(
     // An [IPv6] host needs the socket's IPv6 option (ZeroMQ says "No such device" without
     // it); other endpoints keep ZeroMQ's default, IPv4 only.
     i->pub.set(zmq::sockopt::ipv6, bracketed_host(cfg.endpoint));
+    // What a peer may send in one frame: a subscription topic here, a sequence number to the
+    // replay socket. Beyond it ZeroMQ drops the peer; without it, anyone who reaches the
+    // endpoint (tcp://*) could make the node buffer a frame of any size.
+    i->pub.set(zmq::sockopt::maxmsgsize, kMaxInboundFrame);
     i->pub.bind(cfg.endpoint);
     std::string bound = i->pub.get(zmq::sockopt::last_endpoint);
     std::string replay_bound;
@@ -87,6 +95,7 @@ result<std::unique_ptr<zmq_kv_event_publisher>> zmq_kv_event_publisher::start(
       // Past a client's high-water mark a send waits (up to replay_stall) instead of the
       // ROUTER dropping the message; a client gone fails the send (EHOSTUNREACH).
       i->replay->set(zmq::sockopt::router_mandatory, 1);
+      i->replay->set(zmq::sockopt::maxmsgsize, kMaxInboundFrame);
       i->replay->set(zmq::sockopt::sndtimeo, static_cast<int>(cfg.replay_stall.count()));
       try {
         i->replay->bind(cfg.replay_endpoint);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zmq.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <numeric>
 #include <optional>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "events/zmq_kv_event_publisher.hpp"
+#include "tests/support/raw_tcp.hpp"
 
 namespace hc::events {
 namespace {
@@ -212,6 +214,118 @@ TEST(KvEventPublisher, AClientThatDoesNotReadIsCutOffWithoutTheEndAndOthersAreSe
   }
   EXPECT_LT(batches, 3000u);
   EXPECT_FALSE(ended) << "a cut replay has no end marker";
+}
+
+/// A monitor of `s`'s disconnects (set before `s` connects, so that none is missed).
+zmq::socket_t watch_disconnects(zmq::context_t& ctx, zmq::socket_t& s, const std::string& name) {
+  const std::string monitor = "inproc://" + name;
+  EXPECT_EQ(zmq_socket_monitor(s.handle(), monitor.c_str(), ZMQ_EVENT_DISCONNECTED), 0);
+  zmq::socket_t events(ctx, zmq::socket_type::pair);
+  events.connect(monitor);
+  return events;
+}
+
+/// Whether the monitor saw the peer drop its socket within `limit`.
+bool dropped(zmq::socket_t& events, std::chrono::milliseconds limit) {
+  events.set(zmq::sockopt::rcvtimeo, static_cast<int>(limit.count()));
+  zmq::message_t event;
+  return static_cast<bool>(events.recv(event));
+}
+
+/// Sends all of `bytes` (false if the peer went away).
+bool send_all(int fd, const std::string& bytes) {
+  for (std::size_t sent = 0; sent < bytes.size();) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+/// Reads exactly `n` bytes (false at the end or an error).
+bool read_exactly(int fd, std::size_t n) {
+  std::string buf(n, '\0');
+  for (std::size_t got = 0; got < n;) {
+    const ssize_t k = ::recv(fd, buf.data() + got, n - got, 0);
+    if (k <= 0) return false;
+    got += static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+/// A SUB peer spoken by hand (ZMTP 3.0, NULL mechanism, one step at a time as libzmq
+/// expects) that subscribes to a topic of `topic_bytes` bytes: libzmq's own SUB keeps its
+/// subscriptions in a trie one level per byte, whose teardown overflows the stack of the
+/// process that holds a long one. -1 if the handshake failed.
+int subscribe_by_hand(const std::string& endpoint, std::size_t topic_bytes) {
+  const int fd = test::raw_tcp_connect(endpoint.substr(endpoint.find("://") + 3));
+  if (fd < 0) return -1;
+  std::string greeting(64, '\0');
+  greeting[0] = '\xff';
+  greeting[9] = '\x7f';
+  greeting[10] = 3;  // version 3.0
+  greeting.replace(12, 4, "NULL");
+  const std::string ready =
+      std::string("\x05READY") + "\x0bSocket-Type" + std::string(3, '\0') + "\x03SUB";
+  unsigned char command[2];
+  const bool handshake =
+      send_all(fd, greeting) && read_exactly(fd, 64) &&
+      send_all(fd, std::string("\x04") + static_cast<char>(ready.size()) + ready) &&
+      ::recv(fd, command, 2, MSG_WAITALL) == 2 && command[0] == 0x04 &&
+      read_exactly(fd, command[1]);
+  if (!handshake) {
+    ::close(fd);
+    return -1;
+  }
+  const std::string message = "\x01" + std::string(topic_bytes, 'x');  // 1 = subscribe
+  (void)send_all(fd, '\x02' + be64(static_cast<std::int64_t>(message.size())) + message);
+  return fd;  // dropped while sending or not: what the caller checks
+}
+
+/// Whether the peer closed `fd` within `limit` (what it sent before is read and dropped).
+bool closed_by_peer(int fd, std::chrono::milliseconds limit) {
+  const timeval tv{static_cast<time_t>(limit.count() / 1000),
+                   static_cast<suseconds_t>(limit.count() % 1000 * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) return true;
+    if (n < 0) return errno == ECONNRESET;
+  }
+}
+
+// A peer that sends a frame past what a subscription or a replay request takes (4 KiB) is
+// dropped rather than buffered: the endpoints usually listen on every interface, and a
+// frame's size is the sender's to declare. Other clients are served as before.
+TEST(KvEventPublisher, AnOversizedFrameFromAPeerDropsThatPeer) {
+  auto p = start({});
+  ASSERT_TRUE(p);
+  p->publish("kv/x/", page_of(16, 1));
+  zmq::context_t ctx;
+  const std::string big(1 << 20, 'x');
+
+  zmq::socket_t asker(ctx, zmq::socket_type::dealer);
+  asker.set(zmq::sockopt::linger, 0);
+  asker.set(zmq::sockopt::reconnect_ivl, 60000);  // one connection: its drop is the event
+  zmq::socket_t asker_events = watch_disconnects(ctx, asker, "asker");
+  asker.connect(p->replay_endpoint());
+  asker.send(zmq::message_t(), zmq::send_flags::sndmore);
+  asker.send(zmq::message_t(big.data(), big.size()), zmq::send_flags::none);
+  EXPECT_TRUE(dropped(asker_events, 5000ms)) << "the replay socket took 1 MiB";
+
+  const int subscriber = subscribe_by_hand(p->endpoint(), 1 << 20);
+  ASSERT_GE(subscriber, 0);
+  EXPECT_TRUE(closed_by_peer(subscriber, 5000ms)) << "the PUB socket took a 1 MiB subscription";
+  ::close(subscriber);
+  const int small = subscribe_by_hand(p->endpoint(), 16);  // the hand-made peer is sound
+  ASSERT_GE(small, 0);
+  EXPECT_FALSE(closed_by_peer(small, 1000ms)) << "a 16-byte subscription was refused";
+  ::close(small);
+
+  const replayed other = replay(ctx, p->replay_endpoint(), 1);
+  EXPECT_EQ(other.sequences, from_to(1, 1));
+  EXPECT_TRUE(other.ended);
 }
 
 }  // namespace
