@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -79,42 +80,44 @@ struct rpc_server::impl {
       };
       rpc::login_rule tcp_login{true, cfg.login_timeout, cfg.max_waiting_logins};
       kj::Vector<kj::Promise<void>> serving;
+      // A listener on `address` (kj's form: "unix:PATH" or "host:port"), or why not.
+      auto listen_at = [&](const std::string& address,
+                           kj::Own<kj::ConnectionReceiver>& into) -> std::optional<std::string> {
+        KJ_IF_MAYBE (e, kj::runCatchingExceptions([&] {
+                       into = io.provider->getNetwork()
+                                  .parseAddress(address.c_str())
+                                  .wait(io.waitScope)
+                                  ->listen();
+                     })) {
+          return listen_failure(*e);
+        }
+        return std::nullopt;
+      };
       if (!cfg.unix_path.empty()) {
         if (status s = rpc::claim_unix_socket_path(cfg.unix_path); !s) {
           started.set_value(s);
           return;
         }
         const mode_t old = ::umask(0177);  // created 0600: only this user may connect
-        KJ_IF_MAYBE (e, kj::runCatchingExceptions([&] {
-                       unix_listener = io.provider->getNetwork()
-                                           .parseAddress(kj::str("unix:", cfg.unix_path.c_str()))
-                                           .wait(io.waitScope)
-                                           ->listen();
-                     })) {
-          ::umask(old);
-          const std::string why = listen_failure(*e);
+        const auto failed = listen_at("unix:" + cfg.unix_path, unix_listener);
+        ::umask(old);
+        if (failed) {
           started.set_value(error{
               errc::io_error,
-              "cannot listen on " + cfg.unix_path + ": " + why +
-                  (why == "No such file or directory" ? " (does its directory exist?)" : "")});
+              "cannot listen on " + cfg.unix_path + ": " + *failed +
+                  (*failed == "No such file or directory" ? " (does its directory exist?)" : "")});
           return;
         }
-        ::umask(old);
         ::chmod(cfg.unix_path.c_str(), 0600);
         own_socket = rpc::socket_file_at(cfg.unix_path);
         serving.add(connections->listen(*unix_listener, unix_boot));
       }
       if (!cfg.tcp_address.empty()) {
-        KJ_IF_MAYBE (e, kj::runCatchingExceptions([&] {
-                       tcp_listener = io.provider->getNetwork()
-                                          .parseAddress(cfg.tcp_address.c_str())
-                                          .wait(io.waitScope)
-                                          ->listen();
-                     })) {
-          unix_listener = nullptr;
+        if (const auto failed = listen_at(cfg.tcp_address, tcp_listener)) {
+          unix_listener = nullptr;  // no Unix socket left behind by a node that did not start
           if (!cfg.unix_path.empty()) rpc::release_unix_socket_path(cfg.unix_path, own_socket);
-          started.set_value(error{errc::io_error, "cannot listen on tcp " + cfg.tcp_address + ": " +
-                                                      listen_failure(*e)});
+          started.set_value(
+              error{errc::io_error, "cannot listen on tcp " + cfg.tcp_address + ": " + *failed});
           return;
         }
         const std::string host = cfg.tcp_address.substr(0, cfg.tcp_address.rfind(':'));
