@@ -781,15 +781,6 @@ TEST_F(TcpNode, AnAddressThatCannotBeListenedOnIsNamedWithTheReason) {
                                       ": No such file or directory (does its directory exist?)");
 }
 
-/// Whether the node closed `fd` (a read sees the end) within `guard_s` seconds; false when
-/// the read timed out instead.
-bool closed_by_node(int fd, int guard_s) {
-  const timeval guard{guard_s, 0};
-  if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof guard) != 0) return false;
-  char b;
-  return ::read(fd, &b, 1) == 0;
-}
-
 // TCP connections that do not log in cannot hold the node's file descriptors (which its
 // Unix-socket clients and L3 store need too): closed after the login timeout, and at once
 // while too many wait. Before, a connection without the token stayed open for ever.
@@ -805,7 +796,7 @@ TEST_F(TcpLogin, AConnectionThatDoesNotLogInIsClosedAndOneThatDoesStays) {
   ASSERT_GE(idle, 0);
   auto c = client::connect(server->tcp_address(), tcp_token);
   ASSERT_TRUE(c.ok()) << c.err().message;
-  EXPECT_TRUE(closed_by_node(idle, 10)) << "no login within 300 ms: closed";
+  EXPECT_TRUE(closed_by_peer(idle, std::chrono::seconds(10))) << "no login within 300 ms: closed";
   ::close(idle);
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // twice the login timeout
   EXPECT_TRUE((*c)->ping().ok()) << "a connection that logged in is served on";
@@ -824,7 +815,8 @@ TEST_F(TcpLoginQueue, ConnectionsPastTheWaitingLimitAreClosedAtOnce) {
   const int second = raw_tcp_connect(server->tcp_address());
   const int third = raw_tcp_connect(server->tcp_address());
   ASSERT_TRUE(first >= 0 && second >= 0 && third >= 0);
-  EXPECT_TRUE(closed_by_node(third, 10)) << "two wait to log in: the third is closed at once";
+  EXPECT_TRUE(closed_by_peer(third, std::chrono::seconds(10)))
+      << "two wait to log in: the third is closed at once";
   ::close(third);
   ::close(first);  // one fewer waiting: a client with the token gets in
   auto c = inspect_until_connected(server->tcp_address(), tcp_token);

@@ -282,19 +282,6 @@ int subscribe_by_hand(const std::string& endpoint, std::size_t topic_bytes) {
   return fd;  // dropped while sending or not: what the caller checks
 }
 
-/// Whether the peer closed `fd` within `limit` (what it sent before is read and dropped).
-bool closed_by_peer(int fd, std::chrono::milliseconds limit) {
-  const timeval tv{static_cast<time_t>(limit.count() / 1000),
-                   static_cast<suseconds_t>(limit.count() % 1000 * 1000)};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n == 0) return true;
-    if (n < 0) return errno == ECONNRESET;
-  }
-}
-
 // A peer that sends a frame past what a subscription or a replay request takes (4 KiB) is
 // dropped rather than buffered: the endpoints usually listen on every interface, and a
 // frame's size is the sender's to declare. Other clients are served as before.
@@ -316,11 +303,12 @@ TEST(KvEventPublisher, AnOversizedFrameFromAPeerDropsThatPeer) {
 
   const int subscriber = subscribe_by_hand(p->endpoint(), 1 << 20);
   ASSERT_GE(subscriber, 0);
-  EXPECT_TRUE(closed_by_peer(subscriber, 5000ms)) << "the PUB socket took a 1 MiB subscription";
+  EXPECT_TRUE(test::closed_by_peer(subscriber, 5000ms))
+      << "the PUB socket took a 1 MiB subscription";
   ::close(subscriber);
   const int small = subscribe_by_hand(p->endpoint(), 16);  // the hand-made peer is sound
   ASSERT_GE(small, 0);
-  EXPECT_FALSE(closed_by_peer(small, 1000ms)) << "a 16-byte subscription was refused";
+  EXPECT_FALSE(test::closed_by_peer(small, 1000ms)) << "a 16-byte subscription was refused";
   ::close(small);
 
   const replayed other = replay(ctx, p->replay_endpoint(), 1);
