@@ -52,7 +52,8 @@ option                    default                meaning
 ========================  =====================  ============================================
 ``socket``                /tmp/hybridcache.sock  the node's Unix socket
 ``tcp``                   (none)                 ``host:port`` of a node serving TCP instead
-``token_file``            (none)                 the TCP secret (required with ``tcp``)
+``token_file``            (none)                 the TCP secret (required with ``tcp``, only
+                                                 with it)
 ``timeout``               2.0                    seconds a call waits at most
 ``reconnect_interval``    1.0                    seconds between reconnect attempts
 ``namespace``             (none)                 added to the identity (keeps deployments apart)
@@ -61,6 +62,10 @@ option                    default                meaning
                                                  work on the one before (for hosts with cores
                                                  to spare; e.g. 4194304)
 ========================  =====================  ============================================
+
+A value of the wrong kind (a word for a number, a fraction of a byte, ``socket`` and ``tcp``
+both) is refused at construction with a ``ValueError`` naming the option, rather than
+answering misses later; a null value is the default.
 """
 
 from __future__ import annotations
@@ -116,6 +121,53 @@ _OPTIONS = {"socket", "tcp", "token_file", "timeout", "reconnect_interval", "nam
             "part_bytes"}
 # Keys SGLang leaves in extra_config for every dynamic backend (integration.md §1.1).
 _SGLANG_KEYS = {"backend_name", "module_path", "class_name", "interface_v1", "fault_tolerance"}
+
+
+def _text_option(extra: dict, key: str, empty_is_none: bool = False) -> Optional[str]:
+    """An extra-config option that is a string (None when absent or null)."""
+    value = extra.get(key)
+    if value is None or (empty_is_none and value == ""):
+        return None
+    if not isinstance(value, str) or not value:
+        what = "a string" if empty_is_none else "a non-empty string"
+        raise ValueError(f"hybridcache: extra-config option {key} must be {what}, not {value!r}")
+    return value
+
+
+def _seconds_option(extra: dict, key: str, default: float) -> float:
+    """An extra-config option that is seconds: a number (or a string of one) from 0 to a
+    year; null or absent: the default. NaN and infinities (Python's json reads both) are
+    refused."""
+    value = extra.get(key)
+    if value is None:
+        value = default
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    # (NaN fails every comparison: "not ... <=" refuses it, as it refuses infinities.)
+    if not 0 <= seconds <= 31_536_000:
+        raise ValueError(f"hybridcache: extra-config option {key} must be a number of seconds "
+                         f"from 0 to a year (31536000), not {value!r}")
+    return seconds
+
+
+def _bytes_option(extra: dict, key: str, default: int) -> int:
+    """An extra-config option that is a whole number of bytes >= 0 (or a string of digits);
+    null or absent: the default."""
+    value = extra.get(key)
+    if value is None:
+        value = default
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value)
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ValueError(f"hybridcache: extra-config option {key} must be a whole number of bytes "
+                     f">= 0, not {value!r}")
 
 
 def _name(x: Any) -> str:
@@ -196,21 +248,22 @@ class HybridCacheStorage(_Base):
         unknown = sorted(set(extra) - _OPTIONS - _SGLANG_KEYS)
         if unknown:
             logger.warning("hybridcache: ignoring unknown extra-config keys %s", unknown)
-        if extra.get("tcp") and not extra.get("token_file"):
+        self._socket = _text_option(extra, "socket")
+        self._tcp = _text_option(extra, "tcp")
+        self._token_file = _text_option(extra, "token_file")
+        if self._socket is not None and self._tcp is not None:
+            raise ValueError("hybridcache: give the socket option or tcp, not both")
+        if self._tcp is not None and self._token_file is None:
             raise ValueError("hybridcache: the tcp option needs token_file (the node's secret)")
-        self._socket: Optional[str] = extra.get("socket")
-        self._tcp: Optional[str] = extra.get("tcp")
-        self._token_file: Optional[str] = extra.get("token_file")
-        self._timeout = float(extra.get("timeout", 2.0))
-        self._retry = float(extra.get("reconnect_interval", 1.0))
-        # (NaN fails every comparison: "not ... <=" refuses it, as it refuses infinities.)
-        if not 0 < self._timeout <= 31_536_000 or not 0 <= self._retry <= 31_536_000:
-            raise ValueError("hybridcache: timeout must be > 0 and reconnect_interval >= 0, "
-                             "each at most a year (31536000 s)")
-        self._namespace: Optional[str] = extra.get("namespace")
-        self._part_bytes = int(extra.get("part_bytes", _hc.DEFAULT_PART_BYTES))
-        if self._part_bytes < 0:
-            raise ValueError("hybridcache: part_bytes must be >= 0")
+        if self._tcp is None and self._token_file is not None:
+            raise ValueError("hybridcache: token_file is the secret of a tcp node; give tcp too "
+                             "(a Unix socket needs none)")
+        self._timeout = _seconds_option(extra, "timeout", 2.0)
+        self._retry = _seconds_option(extra, "reconnect_interval", 1.0)
+        if self._timeout == 0:
+            raise ValueError("hybridcache: extra-config option timeout must be > 0")
+        self._namespace: Optional[str] = _text_option(extra, "namespace", empty_is_none=True)
+        self._part_bytes = _bytes_option(extra, "part_bytes", _hc.DEFAULT_PART_BYTES)
         if getattr(storage_config, "should_split_heads", False):
             logger.warning(
                 "hybridcache: tp_lcm_size (KV heads split for ranks of other TP sizes) is not "

@@ -838,6 +838,44 @@ class SGLangBackendTest(unittest.TestCase):
             with self.subTest(key=key, value=value), self.assertRaises(ValueError):
                 HybridCacheStorage(sg.HiCacheStorageConfig(extra_config={key: value}), {})
 
+    def test_options_of_the_wrong_kind_are_refused_naming_the_key(self):
+        # What a hand-written JSON extra-config gets wrong: each would otherwise surface as
+        # a TypeError without the key, or as misses logged as "node unavailable" on the
+        # first call.
+        from hybridcache.sglang import HybridCacheStorage
+        for extra, key in [({"timeout": "abc"}, "timeout"), ({"timeout": [1]}, "timeout"),
+                           ({"timeout": True}, "timeout"),
+                           ({"reconnect_interval": "x"}, "reconnect_interval"),
+                           ({"part_bytes": "4MB"}, "part_bytes"),
+                           ({"part_bytes": 1.5}, "part_bytes"),
+                           ({"part_bytes": True}, "part_bytes"),
+                           ({"part_bytes": "²"}, "part_bytes"),
+                           ({"socket": 5}, "socket"), ({"socket": ""}, "socket"),
+                           ({"namespace": 5}, "namespace"),
+                           ({"tcp": "h:1", "token_file": 3}, "token_file"),
+                           ({"tcp": "", "token_file": "t"}, "tcp"),
+                           ({"socket": "/s", "tcp": "h:1", "token_file": "t"}, "tcp"),
+                           ({"token_file": "t"}, "token_file")]:
+            with self.subTest(extra=extra), self.assertRaisesRegex(ValueError, key):
+                HybridCacheStorage(sg.HiCacheStorageConfig(extra_config=extra), {})
+
+    def test_option_values_that_mean_the_default_or_a_number_are_taken(self):
+        from hybridcache.sglang import HybridCacheStorage
+        for extra, attr, want in [({"timeout": None}, "_timeout", 2.0),
+                                  ({"timeout": "0.5"}, "_timeout", 0.5),
+                                  ({"reconnect_interval": 0}, "_retry", 0.0),
+                                  ({"part_bytes": None}, "_part_bytes", 0),
+                                  ({"part_bytes": "4194304"}, "_part_bytes", 4194304),
+                                  ({"part_bytes": 4194304.0}, "_part_bytes", 4194304),
+                                  ({"namespace": ""}, "_namespace", None),
+                                  ({"socket": None}, "_socket", None)]:
+            with self.subTest(extra=extra):
+                backend = HybridCacheStorage(sg.HiCacheStorageConfig(extra_config=extra), {})
+                try:
+                    self.assertEqual(getattr(backend, attr), want)
+                finally:
+                    backend.close()
+
 
 if __name__ == "__main__":
     unittest.main()
