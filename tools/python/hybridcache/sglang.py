@@ -18,7 +18,9 @@ hit query, ``batch_set_v2`` / ``batch_get_v2`` for the Mamba state of a node and
 Each thread that calls connects on its first call (its own connection, Store and arena;
 its calls run on it, ``io_thread=False``); the link is closed when the thread ends — on
 that thread, so a pool's ended threads leave nothing open on the node — and every live
-one at ``close()``.
+one at ``close()``. A forked child leaves its parent's connections alone and connects again
+on its first call (the forking thread's link on an I/O thread: its own event loop is the
+parent's).
 
 Data path: a page crosses the process boundary once each way. Setting, its bytes are
 copied from SGLang's host pool (the pointers of ``get_page_buffer_meta``, or the flat page
@@ -72,6 +74,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import threading
 import time
 import weakref
@@ -223,13 +226,32 @@ class _Link:
         self.store = store
         self.arena = store.arena
         self.arena_bytes = store.arena_bytes
+        # The process that made it: a forked child's copy is the parent's connection (its
+        # socket and arena), which the child must neither use nor close.
+        self.pid = os.getpid()
 
     def drop(self) -> None:
+        if self.pid != os.getpid():
+            return  # the parent's: left alone (the native objects abandon it in a child)
         try:
             self.store.close()
         except _hc.Error:
             pass
         self.node.close()
+
+
+# Every live backend, for the fork hook below.
+_BACKENDS: "weakref.WeakSet[HybridCacheStorage]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child gets fresh locks: a parent's thread may have held one at the fork,
+    and no thread of the child would ever release it."""
+    for backend in list(_BACKENDS):
+        backend._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class HybridCacheStorage(_Base):
@@ -286,6 +308,7 @@ class HybridCacheStorage(_Base):
         self._down_logged = False
         self._closed = False
         self.stats = StorageStats()
+        _BACKENDS.add(self)
 
     # ---- registration (SGLang: the group first, then each pool through v2) ---------------
 
@@ -336,7 +359,15 @@ class HybridCacheStorage(_Base):
     def _link(self):
         link = getattr(self._local, "link", None)
         if link is not None:
-            return link
+            if link.pid == os.getpid():
+                return link
+            # A forked child (a thread of SGLang's forks with its parent's links): the link
+            # is the parent's. This thread connects again on an I/O thread of its own, as its
+            # io_thread=False connections' event loop is the parent's (a new thread of the
+            # child could use its own; this one cannot).
+            self._local.link = None
+            self._local.retry_at = 0.0
+            self._local.io_thread = True
         if self._closed:
             return None
         if time.monotonic() < getattr(self._local, "retry_at", 0.0):
@@ -344,7 +375,8 @@ class HybridCacheStorage(_Base):
         try:
             # One connection per thread, so its calls run on this thread (no hand-over).
             node = _hc.connect(socket=self._socket, tcp=self._tcp, token_file=self._token_file,
-                               timeout=self._timeout, io_thread=False)
+                               timeout=self._timeout,
+                               io_thread=getattr(self._local, "io_thread", False))
             try:
                 link = _Link(node, node.store(self._identity_now()))
             except BaseException:

@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import os
 import random
+import signal
 import subprocess
 import sys
 import threading
@@ -579,6 +580,57 @@ class SGLangBackendTest(unittest.TestCase):
         self.assertEqual(self.prefetch(backend, kv, keys, list(range(20, 30)), 2), (10, 10, [True]))
         self.assertTrue(all(self.same_page(kv, a, a + 20) for a in range(10)))
         self.assertGreaterEqual(backend.get_stats().reconnects, 1)
+
+    def test_a_forked_child_connects_again_and_reads_what_the_parent_wrote(self):
+        # A child forked with the parent's links (this thread's) and with the backend's lock
+        # held by another thread at the fork, as SGLang's backup thread may hold it: the child must neither use
+        # the parent's connection (its calls all failed, and failed again after every
+        # reconnect, as this thread's io_thread=False event loop is the parent's) nor wait
+        # on the lock forever. It connects again, reads the parent's values byte for byte,
+        # and the parent goes on. An exit code per failure; alarm: a hang guard.
+        backend, _, kv, mamba = self.attach(reconnect_interval=0)
+        keys = chain_keys(6, seed=21)
+        self.fill(kv, mamba, range(6), 1, seed=21)
+        self.assertEqual(self.backup(backend, kv, keys, list(range(6)), 1), ([True], 6))
+        held, release = threading.Event(), threading.Event()
+
+        def hold_the_lock():
+            with backend._lock:
+                held.set()
+                release.wait()
+
+        holder = threading.Thread(target=hold_the_lock)
+        holder.start()
+        held.wait()
+        pid = os.fork()
+        if pid == 0:
+            code = 9
+            try:
+                signal.alarm(60)
+                if backend.batch_exists(keys) != 6:
+                    code = 1
+                elif self.prefetch(backend, kv, keys, list(range(30, 36)), 2) != (6, 6, [True]):
+                    code = 2
+                elif not all(self.same_page(kv, a, a + 30) for a in range(6)):
+                    code = 3
+                elif not self.same_slot(mamba, 1, 2):
+                    code = 4
+                elif backend.get_stats().failed_calls != 0:
+                    code = 5
+                else:
+                    backend.close()  # the child's own link; the parent's left alone
+                    code = 0
+            except BaseException:
+                code = 8
+            os._exit(code)
+        release.set()
+        holder.join()
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0,
+                         "1/2: the child missed what the parent wrote, 3/4: read other bytes, "
+                         "5: a call failed, 8: it raised, -14: it hung (the alarm)")
+        self.assertEqual(backend.batch_exists(keys), 6, "the parent's link still works")
+        self.assertEqual(backend.get_stats().failed_calls, 0)
 
     def test_a_node_without_l3_answers_misses_and_says_so_once(self):
         # hybridcached --l3 false refuses the Store when it is opened (a setting, not an
