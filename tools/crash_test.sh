@@ -20,16 +20,28 @@
 #   $HC_CRASH_DAEMON_ARGS: more hybridcached options, split on spaces — e.g.
 #   "--l3-background-load-above 0" reads the L3 index while the node serves, as a node with
 #   a large store does (its small store is read before serving otherwise)
-# Output: one line per run, then the report (runs, values recovered, L3 hits verified,
-# corrupt values served, failed restarts); exit status 1 unless corrupt values served and
-# failed restarts are both 0. Also written as JSON to $HC_CRASH_REPORT if set.
+#   $HC_CRASH_DAMAGE: damages per run (default 0) done to the data dir after the kill, while
+#   the node is down, by tools/damage_data_dir.py — bytes flipped or zeroed, files cut,
+#   deleted or grown, in the value segments or the RocksDB index: a failing disk or a
+#   cleanup script. The same rules hold: every restart serves, no damaged value is served
+#   (an index RocksDB finds corrupt is moved aside and the store starts empty)
+# Output: one line per run (and per damage), then the report (runs, values recovered, L3
+# hits verified, corrupt values served, corrupt values detected, stores moved aside, failed
+# restarts); exit status 1 unless corrupt values served and failed restarts are both 0.
+# Also written as JSON to $HC_CRASH_REPORT if set.
 set -uo pipefail
 runs=${1:-100}
 build=${2:-build/release}
 seed=${3:-$(date +%s)}
+damage=${HC_CRASH_DAMAGE:-0}
 daemon=$build/actors/daemon/hybridcached
 hcsim=$build/tools/hcsim/hcsim
 py=/usr/bin/python3
+damager="$(dirname "$0")/damage_data_dir.py"
+[[ $runs =~ ^[0-9]+$ && $seed =~ ^[0-9]+$ && $damage =~ ^[0-9]+$ ]] || {
+  echo "usage: crash_test.sh [RUNS] [BUILD_DIR] [SEED] (whole numbers; HC_CRASH_DAMAGE too)" >&2
+  exit 2
+}
 [ -x "$daemon" ] && [ -x "$hcsim" ] || { echo "build first: $daemon, $hcsim" >&2; exit 2; }
 RANDOM=$seed
 tmp=$(mktemp -d)
@@ -68,8 +80,10 @@ ready() {  # ready LOG: 0 once the node logged it is ready (10 s at most)
 }
 ms_sleep() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
 
-echo "crash test: $runs runs, seed $seed, data dir $tmp/data (binaries copied from $build)"
+echo "crash test: $runs runs, seed $seed, $damage damages a run, data dir $tmp/data" \
+  "(binaries copied from $build)"
 failed_restarts=0 corrupt_served=0 hits_verified=0 values_recovered=0 detected_corrupt=0
+damages=0 moved_aside=0
 kills_load=0 kills_start=0 kills_stop=0 verify_errors=0
 for run in $(seq "$runs"); do
   # 1. The crash.
@@ -104,6 +118,12 @@ for run in $(seq "$runs"); do
   pid=
   if [ -n "$load" ]; then kill -9 "$load" 2>/dev/null; wait "$load" 2>/dev/null; load=; fi
 
+  # 1b. Damage to the data dir while the node is down (HC_CRASH_DAMAGE).
+  for _ in $(seq "$damage"); do
+    echo "run $run: damage: $($py "$damager" "$tmp/data" "$RANDOM")"
+    damages=$((damages + 1))
+  done
+
   # 2. Restart on the same data dir and verify what comes back from L3.
   start_node "$tmp/verify.log"
   if ! ready "$tmp/verify.log"; then
@@ -129,6 +149,7 @@ except Exception:
   kill -TERM "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   pid=
+  grep -q "index was corrupt" "$tmp/verify.log" && moved_aside=$((moved_aside + 1))
   values_recovered=$((values_recovered + ${values:-0}))
   hits_verified=$((hits_verified + l3))
   corrupt_served=$((corrupt_served + mism))
@@ -149,6 +170,7 @@ report=$(
 {"runs":$runs,"seed":$seed,"killed_during":{"load":$kills_load,"startup":$kills_start,"shutdown":$kills_stop},
  "values_recovered":$values_recovered,"l3_hit_tokens_verified":$hits_verified,
  "corrupt_values_served":$corrupt_served,"corrupt_values_detected":$detected_corrupt,
+ "damages":$damages,"stores_moved_aside":$moved_aside,
  "failed_restarts":$failed_restarts,"verify_runs_with_errors":$verify_errors}
 EOF
 )
