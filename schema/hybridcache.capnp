@@ -45,7 +45,8 @@ enum Strategy {
 # request table.
 struct InstanceSpec {
   protocolVersion @0 :UInt32;     # must equal the node's protocolVersion
-  modelId @1 :Text;               # model identity (part of the instance fingerprint)
+  modelId @1 :Text;               # model identity (part of the instance fingerprint);
+                                  # printable text (no control characters), <= 256 bytes
   tpRank @2 :UInt32;
   tpSize @3 :UInt32 = 1;
   pageSize @4 :UInt32 = 1;        # tokens per KV page (P)
@@ -60,7 +61,8 @@ struct InstanceSpec {
   requestRows @13 :UInt32 = 64;   # request rows of this session
   maxContextLen @14 :UInt32;      # row width; 0 = unlimited
   slotsPerRequest @15 :UInt32;    # pre-eviction factor (<= ssmSlots); 0 = derived from strategy
-  namespace @16 :Text;            # LoRA id / cache salt (extra_key); "" = default
+  namespace @16 :Text;            # LoRA id / cache salt (extra_key); "" = default;
+                                  # printable text, <= 256 bytes
   # Host tier (HiCache, cache-semantics.md §5): on when hicacheRatio or hicacheBytes > 0.
   hicacheRatio @17 :Float64;      # host pools = ratio x device pools (must be > 1)
   hicacheBytes @18 :UInt64;       # host bytes for both pools (overrides the ratio)

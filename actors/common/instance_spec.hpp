@@ -14,8 +14,13 @@
 
 namespace hc {
 
+/// Most bytes of a spec's model id and of its namespace, as of a Store identity: each
+/// names the instance in its L3 keys, KV event topics and `hcctl inspect`.
+inline constexpr std::size_t max_spec_name_bytes = 256;
+
 struct instance_spec {
-  std::string model_id;                ///< model identity (fingerprint part)
+  /// Model identity (fingerprint part): printable text of at most max_spec_name_bytes.
+  std::string model_id;
   std::uint32_t tp_rank = 0;           ///< tensor-parallel rank. Default: 0
   std::uint32_t tp_size = 1;           ///< Default: 1
   std::size_t page_size = 1;           ///< P. Default: 1
@@ -40,8 +45,10 @@ struct instance_spec {
   /// range of it (cmd::token_range) instead of in the command. 0 = none. Per session, not
   /// part of the instance. Default: 0
   std::size_t shared_tokens = 0;
-  std::size_t slots_per_request = 0;      ///< pre-eviction factor (<= ssm_slots); 0: strategy
-  std::string ns;                         ///< namespace (LoRA / cache salt); "" = default
+  std::size_t slots_per_request = 0;  ///< pre-eviction factor (<= ssm_slots); 0: strategy
+  /// Namespace (LoRA / cache salt); "" = default. Printable text of at most
+  /// max_spec_name_bytes.
+  std::string ns;
   device_kind device = device_kind::cpu;  ///< where the L1 pools live. Default: cpu
   std::uint32_t device_ordinal = 0;       ///< CUDA device of the pools (device cuda)
 

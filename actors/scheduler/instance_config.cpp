@@ -1,5 +1,6 @@
 #include "actors/scheduler/instance_config.hpp"
 
+#include "actors/common/printable_text.hpp"
 #include "actors/scheduler/sizing.hpp"
 
 namespace hc {
@@ -9,9 +10,21 @@ error bad(std::string msg) {
   return {errc::invalid_config, std::move(msg)};
 }
 
+/// A model id or namespace: printed by hcctl, in L3 keys and event topics, so no control
+/// characters (a terminal escape, a newline) and no key-sized names.
+bool good_name(const std::string& name) {
+  return name.size() <= max_spec_name_bytes && is_printable_text(name);
+}
+
 }  // namespace
 
 status validate(const instance_spec& s, const spec_limits& lim) {
+  if (!good_name(s.model_id))
+    return bad("modelId must be printable text (no control characters) of at most " +
+               std::to_string(max_spec_name_bytes) + " bytes");
+  if (!good_name(s.ns))
+    return bad("namespace must be printable text (no control characters) of at most " +
+               std::to_string(max_spec_name_bytes) + " bytes");
   if (s.page_size == 0) return bad("pageSize must be > 0");
   if (s.kv_tokens == 0) return bad("kvTokens must be > 0");
   if (s.kv_tokens % s.page_size != 0)

@@ -343,16 +343,29 @@ TEST_F(NodeRpc, InvalidSpecIsRejectedNamingTheOption) {
 // Model ids and namespaces cross the wire whole (Cap'n Proto's conversion from std::string
 // stops at the first NUL): two models, or two tenants' namespaces, that differ only after
 // a NUL once shared one instance — one read the other's cache.
-TEST_F(NodeRpc, SpecsThatDifferAfterANulGetInstancesOfTheirOwn) {
+// Names with a NUL once reached the node cut at it (two models, one instance); they are now
+// refused whole, like every control character (instance_config.cpp), and names that
+// differ in a printable byte stay apart.
+TEST_F(NodeRpc, NamesWithANulAreRefusedAndNamespacesKeepTheirTreesApart) {
   auto c = connect();
-  auto a = c->open(small_spec(std::string("m\0a", 3)));
-  auto b = c->open(small_spec(std::string("m\0b", 3)));
+  for (const instance_spec& bad : {small_spec(std::string("m\0a", 3)), [] {
+                                     instance_spec s = small_spec("ns-test");
+                                     s.ns = std::string("tenant\0x", 8);
+                                     return s;
+                                   }()}) {
+    auto refused = c->open(bad);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.err().code, errc::invalid_config) << refused.err().message;
+    EXPECT_NE(refused.err().message.find("printable"), std::string::npos) << refused.err().message;
+  }
+  auto a = c->open(small_spec("m/a"));
+  auto b = c->open(small_spec("m/b"));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE((*a)->pools().kv_shm, (*b)->pools().kv_shm);
-  // A namespace partitions one instance's tree: what "tenant\0x" caches, "tenant" must
-  // not find.
+  // A namespace partitions one instance's tree: what "tenant/x" caches, "tenant" must not
+  // find.
   instance_spec x = small_spec("ns-test"), y = small_spec("ns-test");
-  x.ns = std::string("tenant\0x", 8);
+  x.ns = "tenant/x";
   y.ns = "tenant";
   auto sx = c->open(x);
   auto sy = c->open(y);

@@ -95,5 +95,28 @@ TEST(InstanceSpecLimits, SettingsSglangWouldRewriteAreRefused) {
   EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
 }
 
+// The model id and namespace name the instance where an operator reads them (hcctl inspect,
+// KV event topics, the L3 store's keys): a client's terminal escape or newline reached the
+// operator's terminal as it was, and a key-sized name went into every L3 key.
+TEST(InstanceSpecLimits, ModelIdAndNamespaceArePrintableAndShort) {
+  instance_spec s = small();
+  s.model_id = "";  // the default spec's: accepted
+  s.ns = "lora/adapter-7 ü";
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
+  s.model_id = std::string(max_spec_name_bytes, 'm');
+  s.ns = std::string(max_spec_name_bytes, 'n');
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
+  for (const std::string& bad :
+       {std::string("evil\x1b[31m"), std::string("two\nlines"), std::string("nul\0byte", 8),
+        std::string("del\x7f"), std::string(max_spec_name_bytes + 1, 'm')}) {
+    s = small();
+    s.model_id = bad;
+    expect_refused(s, "modelId must be printable text");
+    s = small();
+    s.ns = bad;
+    expect_refused(s, "namespace must be printable text");
+  }
+}
+
 }  // namespace
 }  // namespace hc::test
