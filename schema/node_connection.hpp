@@ -44,8 +44,9 @@ auto checked_send(Request& req) {
   return req.send();
 }
 
-/// Runs f(); a kj exception (disconnect, server-side failure) becomes io_error, a missed
-/// deadline timeout, a call too large to send invalid_argument.
+/// Runs f(); a kj exception (disconnect, server-side failure) becomes io_error (a disconnect
+/// saying that the node closed the connection), a missed deadline timeout, a call too large
+/// to send invalid_argument.
 template <class F>
 auto guarded(F&& f) -> decltype(f()) {
   try {
@@ -59,6 +60,11 @@ auto guarded(F&& f) -> decltype(f()) {
                      " bytes, more than one message may carry (64 MiB): split it (fewer "
                      "commands or tokens per step, prompts by reference, smaller store batches)"};
   } catch (const kj::Exception& e) {
+    if (e.getType() == kj::Exception::Type::DISCONNECTED)  // kj says "Peer disconnected."
+      return error{errc::io_error,
+                   std::string("the node closed the connection (it stopped or restarted, or "
+                               "dropped this client): ") +
+                       e.getDescription().cStr()};
     return error{errc::io_error, std::string("rpc: ") + e.getDescription().cStr()};
   }
 }

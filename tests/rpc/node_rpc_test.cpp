@@ -597,6 +597,24 @@ TEST_F(NodeRpc, ALaterBeginWhileThisClientsForwardIsInFlightIsRefusedAtOnce) {
 // Bytes that are not a Cap'n Proto message: the node drops that connection (the client
 // sees end-of-stream) and keeps serving everyone else. poll()'s 30 s bound is a deadlock
 // guard only.
+// A node that goes away under a connected client: the calls after it say so (kj's own
+// "rpc: Peer disconnected." was all hcctl top printed when the node stopped).
+TEST_F(NodeRpc, CallsAfterTheNodeStoppedSayItClosedTheConnection) {
+  rpc_server other(*n, metrics);
+  rpc_server_config rc;
+  rc.unix_path = unique_socket_path();
+  ASSERT_TRUE(other.start(rc).ok());
+  auto c = client::connect("unix:" + rc.unix_path);
+  ASSERT_TRUE(c.ok()) << c.err().message;
+  ASSERT_TRUE((*c)->ping().ok());
+  other.stop();
+  auto ping = (*c)->ping();
+  ASSERT_FALSE(ping.ok());
+  EXPECT_EQ(ping.err().code, errc::io_error);
+  EXPECT_NE(ping.err().message.find("the node closed the connection"), std::string::npos)
+      << ping.err().message;
+}
+
 /// A Unix socket bound at `path` and closed without listening: what a killed node leaves.
 void leave_stale_socket(const std::string& path) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
