@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "actors/common/status.hpp"
 #include "schema/convert.hpp"
@@ -44,6 +45,16 @@ auto checked_send(Request& req) {
   return req.send();
 }
 
+/// Whether kj's exception is the peer closing or resetting the connection. kj also gives
+/// framing errors (a peer that is not a node: "too many segments") the DISCONNECTED type.
+inline bool peer_went_away(const kj::Exception& e) {
+  if (e.getType() != kj::Exception::Type::DISCONNECTED) return false;
+  const kj::StringPtr what = e.getDescription();
+  for (const char* said : {"Peer disconnected", "reset by peer", "Broken pipe", "EOF"})
+    if (std::string_view(what.cStr()).find(said) != std::string_view::npos) return true;
+  return false;
+}
+
 /// Runs f(); a kj exception (disconnect, server-side failure) becomes io_error (a disconnect
 /// saying that the node closed the connection), a missed deadline timeout, a call too large
 /// to send invalid_argument.
@@ -60,7 +71,7 @@ auto guarded(F&& f) -> decltype(f()) {
                      " bytes, more than one message may carry (64 MiB): split it (fewer "
                      "commands or tokens per step, prompts by reference, smaller store batches)"};
   } catch (const kj::Exception& e) {
-    if (e.getType() == kj::Exception::Type::DISCONNECTED)  // kj says "Peer disconnected."
+    if (peer_went_away(e))
       return error{errc::io_error,
                    std::string("the node closed the connection (it stopped or restarted, or "
                                "dropped this client): ") +
