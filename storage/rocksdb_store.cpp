@@ -103,6 +103,14 @@ class node_log_forwarder final : public rocksdb::Logger {
   }
 };
 
+/// Whether RocksDB's failure says the index's files are damaged: a corruption, or a file
+/// its CURRENT or MANIFEST names that is not there (deleted by a cleanup script, lost with
+/// a disk: RocksDB says "IO error: No such file or directory", and the store would fail
+/// every start after it). The index directory itself exists by then (open_as_is made it).
+bool damaged(const rocksdb::Status& s) {
+  return s.IsCorruption() || s.IsPathNotFound();
+}
+
 }  // namespace
 
 result<std::unique_ptr<rocksdb_store>> rocksdb_store::open(const rocksdb_store_config& cfg,
@@ -163,7 +171,7 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::quarantine(const rocksdb_s
 result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_store_config& cfg,
                                                                  bool& corrupt) {
   const auto failed = [&corrupt](const rocksdb::Status& s, std::string_view what) {
-    corrupt = corrupt || s.IsCorruption();
+    corrupt = corrupt || damaged(s);
     return io(s, what);
   };
   std::error_code ec;
@@ -325,7 +333,7 @@ status rocksdb_store::load_index(bool& corrupt, const rocksdb_load_options& opti
   }
   index_.order_by_seq();
   if (!it->status().ok()) {
-    corrupt = corrupt || it->status().IsCorruption();
+    corrupt = corrupt || damaged(it->status());
     return io(it->status(), "L3 store: cannot read the index");
   }
   it.reset();

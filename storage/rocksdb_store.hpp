@@ -101,7 +101,8 @@ struct rocksdb_store_config {
   /// older. Default 16384 (128 KiB of pending pointers); at most 2^28.
   std::size_t recency_batch = 16384;
   /// What open() does with an index RocksDB reports corrupt (a damaged CURRENT, MANIFEST or
-  /// table file: bit rot, a disk that lied about a write): false, fail with io_error naming
+  /// table file: bit rot, a disk that lied about a write) or whose files are not all there
+  /// (a MANIFEST or table file deleted): false, fail with io_error naming
   /// the corruption; true, move the store directory aside to `path + ".corrupt"`
   /// (replacing an older one), keep its index there for inspection and delete its values,
   /// and open an empty store — cached values can be recomputed, a node that cannot start

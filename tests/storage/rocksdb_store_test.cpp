@@ -962,34 +962,52 @@ void garble(const std::string& dir, const std::string& prefix, std::uintmax_t by
 struct damage {
   const char* name;
   const char* prefix;    ///< of the index files damaged
-  std::uintmax_t bytes;  ///< from their start; 0 = whole files
+  std::uintmax_t bytes;  ///< from their start; 0 = whole files; -1 = the files deleted
+  const char* said;      ///< what the refusal names
 };
+
+/// Deletes every file of `dir` whose name starts with `prefix`: a cleanup script, a lost
+/// file.
+void remove_files(const std::string& dir, const std::string& prefix) {
+  std::vector<std::filesystem::path> gone;
+  for (const auto& f : std::filesystem::directory_iterator(dir))
+    if (f.path().filename().string().rfind(prefix, 0) == 0) gone.push_back(f.path());
+  ASSERT_FALSE(gone.empty()) << "no " << prefix << " file in " << dir;
+  for (const auto& f : gone)
+    std::filesystem::remove(f);
+}
 
 class CorruptIndex : public ::testing::TestWithParam<damage> {};
 
 // A store whose index RocksDB finds corrupt (CURRENT, MANIFEST, a table file, or only the
 // data block that holds the format marker and the records — found after RocksDB opened,
-// where the failed open's cleanup once crashed on segments it had not opened yet): by
-// default open fails naming the corruption; with quarantine_corrupt the directory is
-// moved aside (its index kept, its values deleted) and the store starts empty.
+// where the failed open's cleanup once crashed on segments it had not opened yet), or
+// whose MANIFEST or table files are gone (a deleted MANIFEST once failed every start after
+// it: tools/crash_test.sh with HC_CRASH_DAMAGE): by default open fails naming what it
+// found; with quarantine_corrupt the directory is moved aside (its index kept, its values
+// deleted) and the store starts empty.
 TEST_P(CorruptIndex, FailsTheOpenOrIsMovedAsideAndTheStoreStartsEmpty) {
   temp_dir dir;
   rocksdb_store_config cfg;
   cfg.path = dir.sub("l3");
   ASSERT_NO_FATAL_FAILURE(fill_numbered(cfg, 100, 512));  // closed: the records are in a table file
-  garble(cfg.path + "/index", GetParam().prefix, GetParam().bytes);
+  if (GetParam().bytes == static_cast<std::uintmax_t>(-1))
+    ASSERT_NO_FATAL_FAILURE(remove_files(cfg.path + "/index", GetParam().prefix));
+  else
+    garble(cfg.path + "/index", GetParam().prefix, GetParam().bytes);
+  const std::string said = GetParam().said;
 
   auto refused = rocksdb_store::open(cfg);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.err().code, errc::io_error);
-  EXPECT_NE(refused.err().message.find("Corruption"), std::string::npos) << refused.err().message;
+  EXPECT_NE(refused.err().message.find(said), std::string::npos) << refused.err().message;
   EXPECT_FALSE(std::filesystem::exists(cfg.path + ".corrupt")) << "nothing moved by default";
 
   cfg.quarantine_corrupt = true;
   auto st = rocksdb_store::open(cfg);
   ASSERT_TRUE(st.ok()) << st.err().message;
   rocksdb_store& s = **st;
-  EXPECT_NE(s.quarantined().find("Corruption"), std::string::npos) << s.quarantined();
+  EXPECT_NE(s.quarantined().find(said), std::string::npos) << s.quarantined();
   EXPECT_NE(s.quarantined().find(cfg.path + ".corrupt"), std::string::npos) << s.quarantined();
   EXPECT_TRUE(std::filesystem::exists(cfg.path + ".corrupt/index")) << "kept for inspection";
   EXPECT_FALSE(std::filesystem::exists(cfg.path + ".corrupt/values")) << "no disk held by it";
@@ -1007,10 +1025,14 @@ TEST_P(CorruptIndex, FailsTheOpenOrIsMovedAsideAndTheStoreStartsEmpty) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, CorruptIndex,
-                         ::testing::Values(damage{"Current", "CURRENT", 0},
-                                           damage{"Manifest", "MANIFEST", 0},
-                                           damage{"TableFiles", "0", 0},
-                                           damage{"TableDataBlocks", "0", 64}),
+                         ::testing::Values(damage{"Current", "CURRENT", 0, "Corruption"},
+                                           damage{"Manifest", "MANIFEST", 0, "Corruption"},
+                                           damage{"TableFiles", "0", 0, "Corruption"},
+                                           damage{"TableDataBlocks", "0", 64, "Corruption"},
+                                           damage{"ManifestDeleted", "MANIFEST",
+                                                  static_cast<std::uintmax_t>(-1), "No such file"},
+                                           damage{"TableFilesDeleted", "0",
+                                                  static_cast<std::uintmax_t>(-1), "No such file"}),
                          [](const auto& p) { return std::string(p.param.name); });
 
 // The daemon's start (actors/daemon/l3_start.cpp): open_unloaded, then load — possibly
