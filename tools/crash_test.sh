@@ -24,7 +24,8 @@
 #   the node is down, by tools/damage_data_dir.py — bytes flipped or zeroed, files cut,
 #   deleted or grown, in the value segments or the RocksDB index: a failing disk or a
 #   cleanup script. The same rules hold: every restart serves, no damaged value is served
-#   (an index RocksDB finds corrupt is moved aside and the store starts empty)
+#   (an index RocksDB finds corrupt, or with files missing, is moved aside and the store
+#   starts empty)
 # Output: one line per run (and per damage), then the report (runs, values recovered, L3
 # hits verified, corrupt values served, corrupt values detected, stores moved aside, failed
 # restarts); exit status 1 unless corrupt values served and failed restarts are both 0.

@@ -962,8 +962,9 @@ void garble(const std::string& dir, const std::string& prefix, std::uintmax_t by
 struct damage {
   const char* name;
   const char* prefix;    ///< of the index files damaged
-  std::uintmax_t bytes;  ///< from their start; 0 = whole files; -1 = the files deleted
+  std::uintmax_t bytes;  ///< garbled from their start; 0 = whole files
   const char* said;      ///< what the refusal names
+  bool removed = false;  ///< the files deleted instead of garbled
 };
 
 /// Deletes every file of `dir` whose name starts with `prefix`: a cleanup script, a lost
@@ -991,7 +992,7 @@ TEST_P(CorruptIndex, FailsTheOpenOrIsMovedAsideAndTheStoreStartsEmpty) {
   rocksdb_store_config cfg;
   cfg.path = dir.sub("l3");
   ASSERT_NO_FATAL_FAILURE(fill_numbered(cfg, 100, 512));  // closed: the records are in a table file
-  if (GetParam().bytes == static_cast<std::uintmax_t>(-1))
+  if (GetParam().removed)
     ASSERT_NO_FATAL_FAILURE(remove_files(cfg.path + "/index", GetParam().prefix));
   else
     garble(cfg.path + "/index", GetParam().prefix, GetParam().bytes);
@@ -1024,16 +1025,15 @@ TEST_P(CorruptIndex, FailsTheOpenOrIsMovedAsideAndTheStoreStartsEmpty) {
   EXPECT_EQ((*again)->usage().values, 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, CorruptIndex,
-                         ::testing::Values(damage{"Current", "CURRENT", 0, "Corruption"},
-                                           damage{"Manifest", "MANIFEST", 0, "Corruption"},
-                                           damage{"TableFiles", "0", 0, "Corruption"},
-                                           damage{"TableDataBlocks", "0", 64, "Corruption"},
-                                           damage{"ManifestDeleted", "MANIFEST",
-                                                  static_cast<std::uintmax_t>(-1), "No such file"},
-                                           damage{"TableFilesDeleted", "0",
-                                                  static_cast<std::uintmax_t>(-1), "No such file"}),
-                         [](const auto& p) { return std::string(p.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Files, CorruptIndex,
+    ::testing::Values(damage{"Current", "CURRENT", 0, "Corruption"},
+                      damage{"Manifest", "MANIFEST", 0, "Corruption"},
+                      damage{"TableFiles", "0", 0, "Corruption"},
+                      damage{"TableDataBlocks", "0", 64, "Corruption"},
+                      damage{"ManifestDeleted", "MANIFEST", 0, "No such file", true},
+                      damage{"TableFilesDeleted", "0", 0, "No such file", true}),
+    [](const auto& p) { return std::string(p.param.name); });
 
 // The daemon's start (actors/daemon/l3_start.cpp): open_unloaded, then load — possibly
 // stopped because the node stops first. A stopped load returns having deleted nothing: the

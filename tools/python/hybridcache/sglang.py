@@ -144,12 +144,12 @@ def _seconds_option(extra: dict, key: str, default: float) -> float:
     value = extra.get(key)
     if value is None:
         value = default
-    try:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ValueError
-        seconds = float(value)
-    except ValueError:
-        seconds = float("nan")
+    seconds = float("nan")  # refused below unless value reads as a number
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            seconds = float(value)
+        except ValueError:
+            pass
     # (NaN fails every comparison: "not ... <=" refuses it, as it refuses infinities.)
     if not 0 <= seconds <= 31_536_000:
         raise ValueError(f"hybridcache: extra-config option {key} must be a number of seconds "
