@@ -118,6 +118,8 @@ for args in "--socket $sock --metrics off" \
   [ ! -e "$tmp/second.sock" ] || fail "a node refused with '$args' left its socket"
   "$hcctl" --socket "$sock" ping >/dev/null || fail "the first node stopped serving"
 done
+# Without an L3 store a node has nothing to keep in its data dir and does not create it.
+[ ! -e "$tmp/second" ] || fail "a node started with --l3 false created its --data-dir"
 
 kill -TERM "$pid"
 rc=0
@@ -227,7 +229,7 @@ threads = 2'; do
   timeout 10 "$daemon" --socket "$tmp/n2.sock" --metrics off --data-dir "$tmp/d2" --config "$tmp/typo.conf" \
     >"$tmp/log2" 2>&1 || rc=$?
   [ "$rc" = 2 ] || fail "config key '$text': exit status $rc, want 2"
-  grep -q "not able to parse \(l3-capcity\|node\)" "$tmp/log2" ||  # a section: its name
+  grep -q "config line 1: '\(l3-capcity\|\[node\]\)'" "$tmp/log2" ||  # a section: its line
     fail "no error naming the config key: $(cat "$tmp/log2")"
   grep -q "each key a long option's name" "$tmp/log2" || fail "no hint of the config's form"
   [ ! -e "$tmp/n2.sock" ] || fail "a node refused for its config left its socket"

@@ -6,21 +6,28 @@
 
 #include "actors/common/host_port.hpp"
 #include "actors/common/log.hpp"
+#include "actors/daemon/config_file.hpp"
 #include "cli/number_checks.hpp"
 #include "monitoring/metrics_address.hpp"
 
 namespace hc {
 
 void add_daemon_flags(CLI::App& app, daemon_options& o) {
-  app.set_config("--config", "", "TOML-style config file (key = value, keys = long flag names)");
-  // A key that names no option (a typo, a section) is refused, not ignored: CLI11's default
-  // would start the node without the setting its operator wrote.
+  app.set_config("--config", "",
+                 "Config file: key = value lines, each key a long option's name without its "
+                 "dashes (a value as written to the end of the line or a ' #' comment; "
+                 "quotes optional)");
+  // Our grammar (config_file.hpp): a key that names no option (a typo, a section) is
+  // refused, not ignored, so the node never starts without a setting its operator wrote.
+  use_config_file_format(app);
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.add_option("--socket", o.socket, "Unix socket path (created mode 0600)")
       ->capture_default_str();
   app.add_option("--metrics", o.metrics, "Prometheus /metrics address host:port, or 'off'")
       ->capture_default_str();
-  app.add_option("--data-dir", o.data_dir, "Directory for node data (the L3 store)")
+  app.add_option("--data-dir", o.data_dir,
+                 "Directory for node data: the L3 store, in <data-dir>/l3 (created with it; not "
+                 "used with --l3 false)")
       ->capture_default_str();
   app.add_option("--tcp", o.tcp,
                  "Also listen on TCP host:port (needs --token-file; an IPv6 host in brackets, "

@@ -34,11 +34,15 @@ constexpr int kActorFailedStatus = 70;  // EX_SOFTWARE
 
 int run(const hc::daemon_options& o, sigset_t& signals) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(o.data_dir, ec);
-  if (ec) {
-    hc::log::error("cannot create --data-dir " + o.data_dir + ": " + ec.message());
-    return 2;
+  // Only the L3 store lives in the data dir: a node without one creates nothing (it may
+  // run where it cannot write, e.g. a read-only root).
+  if (o.l3) {
+    std::error_code ec;
+    fs::create_directories(o.data_dir, ec);
+    if (ec) {
+      hc::log::error("cannot create --data-dir " + o.data_dir + ": " + ec.message());
+      return 2;
+    }
   }
   std::string token;
   if (!o.tcp.empty()) {
@@ -173,7 +177,8 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   }
   if (!o.socket.empty()) hc::log::info("serving on unix:" + o.socket);
   if (!o.tcp.empty()) hc::log::info("serving on tcp " + server.tcp_address() + " (token required)");
-  hc::log::info("hybridcached ready (data dir " + o.data_dir + ")");
+  hc::log::info(o.l3 ? "hybridcached ready (data dir " + o.data_dir + ")"
+                     : std::string("hybridcached ready (no L3 store: --l3 false)"));
 
   int sig = 0;
   sigwait(&signals, &sig);

@@ -1,0 +1,143 @@
+// hybridcached's --config grammar (actors/daemon/config_file.hpp), parsed as main() parses
+// it (add_daemon_flags): what a line sets, and what is refused naming its line — in
+// particular what CLI11's own reader got wrong silently (a value cut at '#') or with a
+// message that did not say why (a value with spaces or commas, a byte-order mark).
+#include <gtest/gtest.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/daemon/daemon_options.hpp"
+
+namespace hc::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DaemonConfigFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = fs::temp_directory_path() /
+            ("hc_config_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".conf");
+  }
+  void TearDown() override { fs::remove(path_); }
+
+  // Writes `text` as the config file and parses `--config FILE extra...`; returns the
+  // ConfigError / ParseError message, or "" when the parse went through.
+  std::string parse(const std::string& text, std::vector<std::string> extra = {}) {
+    {
+      std::ofstream f(path_, std::ios::binary);
+      f << text;
+    }
+    options = daemon_options{};
+    CLI::App app{"hybridcached"};
+    add_daemon_flags(app, options);
+    std::vector<std::string> args{"hybridcached", "--config", path_.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (std::string& a : args)
+      argv.push_back(a.data());
+    try {
+      app.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::ParseError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  daemon_options options;
+
+ private:
+  fs::path path_;
+};
+
+TEST_F(DaemonConfigFile, ValuesAreTakenToTheEndOfTheLineOrAComment) {
+  ASSERT_EQ(parse("# a comment\n"
+                  "; another\n"
+                  "\n"
+                  "   threads = 3   # scheduler threads\n"
+                  "socket = /run/hc/a#b\n"
+                  "data-dir = /srv/my cache,2\n"
+                  "l3-capacity = 64 GB\n"
+                  "metrics=off\n"
+                  "log-level = debug#no comment without a space before it\n"),
+            "--log-level: debug#no comment without a space before it not in "
+            "{error,warn,warning,info,debug}")
+      << "a '#' inside a value is part of it";
+  ASSERT_EQ(parse("   threads = 3   # scheduler threads\n"
+                  "socket = /run/hc/a#b\n"
+                  "data-dir = /srv/my cache,2\n"
+                  "l3-capacity = 64 GB\n"
+                  "metrics=off\n"),
+            "");
+  EXPECT_EQ(options.threads, 3u);
+  EXPECT_EQ(options.socket, "/run/hc/a#b");  // CLI11's reader served on /run/hc/a
+  EXPECT_EQ(options.data_dir, "/srv/my cache,2");
+  EXPECT_EQ(options.l3_capacity, std::uint64_t{64} << 30);
+  EXPECT_EQ(options.metrics, "off");
+}
+
+TEST_F(DaemonConfigFile, QuotedValuesAreTakenAsWritten) {
+  ASSERT_EQ(parse("socket = \"/run/hc/a # b\"  # the socket\n"
+                  "data-dir = '  /srv/x  '\n"
+                  "tcp = \"\"\n"),
+            "");
+  EXPECT_EQ(options.socket, "/run/hc/a # b");
+  EXPECT_EQ(options.data_dir, "  /srv/x  ");
+  EXPECT_EQ(options.tcp, "");
+}
+
+TEST_F(DaemonConfigFile, AByteOrderMarkAndCrLfLineEndsAreText) {
+  ASSERT_EQ(parse("\xEF\xBB\xBFthreads = 4\r\nsocket = /run/hc.sock\r\nl3 = false\r\n"), "");
+  EXPECT_EQ(options.threads, 4u);
+  EXPECT_EQ(options.socket, "/run/hc.sock");
+  EXPECT_FALSE(options.l3);
+}
+
+TEST_F(DaemonConfigFile, CommandLineFlagsOverrideTheFile) {
+  ASSERT_EQ(parse("threads = 4\nsocket = /run/a.sock\n", {"--threads", "5"}), "");
+  EXPECT_EQ(options.threads, 5u);
+  EXPECT_EQ(options.socket, "/run/a.sock");
+}
+
+TEST_F(DaemonConfigFile, WhatIsNotKeyEqualsValueIsRefusedNamingItsLine) {
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"threads = 2\nl3\n", "--config line 2: 'l3' is not key = value"},
+           {"[node]\nthreads = 2\n",
+            "--config line 1: '[node]': a config file has no sections, only key = value lines"},
+           {"threads = 2\n= 4\n", "--config line 2: no key before '='"},
+           {"threadz = 2\n",
+            "--config line 1: 'threadz' is not an option (keys are the long options without "
+            "their dashes, as --help lists them)"},
+           {"--threads = 2\n", "--config line 1: '--threads': write the key without its dashes"},
+           {"config = other.conf\n", "--config line 1: 'config' cannot be set in a config file"},
+           {"help = true\n", "--config line 1: 'help' cannot be set in a config file"},
+           {"threads = 2\n\nthreads = 3\n",
+            "--config line 3: 'threads' is set again (first on line 1)"},
+           {"socket = \"/run/a\n",
+            "--config line 1: the value's opening \" is not closed on its line"},
+           {"socket = \"/run/a\" /run/b\n",
+            "--config line 1: '/run/b' follows the quoted value (only a # comment may)"},
+           {std::string("socket = /run/a\0b\n", 18),
+            "--config line 1: control character 0x00 (a config file is text)"},
+           {"threads = 2\x1b[0m\n",
+            "--config line 1: control character 0x1b (a config file is text)"},
+       }) {
+    EXPECT_EQ(parse(text), message) << text;
+  }
+}
+
+TEST_F(DaemonConfigFile, ValuesGoThroughTheOptionsOwnChecks) {
+  EXPECT_EQ(parse("threads = 0\n"), "--threads: Value 0 not in range 1 to 64");
+  EXPECT_EQ(parse("l3-flush-seconds = nan\n"),
+            "--l3-flush-seconds: Value nan is not a finite number");
+  EXPECT_NE(parse("l3 = maybe\n"), "");
+}
+
+}  // namespace
+}  // namespace hc::test
