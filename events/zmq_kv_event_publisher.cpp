@@ -58,6 +58,9 @@ zmq::message_t payload_message(const kept& k) {
 
 }  // namespace
 
+/// How long the PUB socket may take at stop to send what it still has queued.
+constexpr std::chrono::milliseconds kStopLinger{500};
+
 struct zmq_kv_event_publisher::impl {
   zmq::context_t ctx{1};
   zmq::socket_t pub{ctx, zmq::socket_type::pub};
@@ -77,7 +80,10 @@ result<std::unique_ptr<zmq_kv_event_publisher>> zmq_kv_event_publisher::start(
   i->cfg.buffer = std::max<std::size_t>(cfg.buffer, 1);
   std::unique_ptr<zmq_kv_event_publisher> p;
   try {
-    i->pub.set(zmq::sockopt::linger, 0);
+    // At stop, what is queued (the instances' AllBlocksCleared among it) gets this long to
+    // reach the subscribers before the socket closes; a subscriber that is not reading
+    // holds the stop no longer than that.
+    i->pub.set(zmq::sockopt::linger, static_cast<int>(kStopLinger.count()));
     // An [IPv6] host needs the socket's IPv6 option (ZeroMQ says "No such device" without
     // it); other endpoints keep ZeroMQ's default, IPv4 only.
     i->pub.set(zmq::sockopt::ipv6, bracketed_host(cfg.endpoint));

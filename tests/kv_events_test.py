@@ -75,12 +75,18 @@ class KvEventsTest(unittest.TestCase):
         self.tmp = tempfile.mkdtemp(prefix="hc-events-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.sock = os.path.join(self.tmp, "s")
+        self.ctx = zmq.Context()
+        self.addCleanup(self.ctx.term)
+        self.start_node([])
+
+    def start_node(self, extra):
+        """A node with its event endpoints (self.pub, self.replay) and `extra` options."""
         self.log = open(os.path.join(self.tmp, "log"), "w+b")
         self.addCleanup(self.log.close)
         self.node = subprocess.Popen(
             [DAEMON, "--socket", self.sock, "--data-dir", os.path.join(self.tmp, "data"),
              "--metrics", "off", "--kv-events", "tcp://127.0.0.1:*",
-             "--kv-events-replay", "tcp://127.0.0.1:*"], stdout=self.log, stderr=self.log)
+             "--kv-events-replay", "tcp://127.0.0.1:*"] + extra, stdout=self.log, stderr=self.log)
         self.addCleanup(self.stop)
         m = None
         for _ in range(200):  # a hang guard
@@ -91,8 +97,6 @@ class KvEventsTest(unittest.TestCase):
             time.sleep(0.05)
         self.assertIsNotNone(m, "the node did not announce its event endpoints")
         self.pub, self.replay = m.group(1).decode(), m.group(2).decode()
-        self.ctx = zmq.Context()
-        self.addCleanup(self.ctx.term)
 
     def stop(self):
         self.node.terminate()
@@ -130,23 +134,23 @@ class KvEventsTest(unittest.TestCase):
         s.close()
         return out
 
-    def test_events_alone_rebuild_the_device_pages_and_checkpoints(self):
+    def subscribe(self):
         sub = self.ctx.socket(zmq.SUB)
         self.addCleanup(sub.close)
         sub.setsockopt(zmq.LINGER, 0)
         sub.connect(self.pub)
         sub.setsockopt(zmq.SUBSCRIBE, b"kv/")
+        return sub
+
+    def hcsim(self, model, args, ops=4000):
         small = ["--kv-tokens", "4096", "--slots", "32", "--max-context", "1200", "--batch", "4"]
-        for model, args in (("events-a", ["--strategy", "extra_buffer", "--host-ratio", "3"]),
-                            ("events-b", ["--strategy", "no_buffer"])):
-            r = subprocess.run([HCSIM, "--socket", self.sock, "--ops", "4000", "--workers", "2",
-                                "--seed", "11", "--json", "--progress", "false", "--model", model]
-                               + small + args, capture_output=True, text=True, timeout=300)
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        doc = self.settled()
-        last = doc["kv_events"]["last_sequence"]
-        self.assertGreater(last, 0)
-        # Live batches, then whatever the subscriber missed (it joined while the node ran).
+        r = subprocess.run([HCSIM, "--socket", self.sock, "--ops", str(ops), "--workers", "2",
+                            "--seed", "11", "--json", "--progress", "false", "--model", model]
+                           + small + args, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def batches_up_to(self, sub, last):
+        """Batches 1..last: live ones, then whatever the subscriber missed from the replay."""
         batches = {}
         while sub.poll(200):
             topic, seq, payload = sub.recv_multipart()
@@ -155,6 +159,17 @@ class KvEventsTest(unittest.TestCase):
         if missing:
             batches.update(self.replay_from(missing[0]))
         self.assertEqual(sorted(batches), list(range(1, last + 1)), "every sequence number once")
+        return batches
+
+    def test_events_alone_rebuild_the_device_pages_and_checkpoints(self):
+        sub = self.subscribe()
+        self.hcsim("events-a", ["--strategy", "extra_buffer", "--host-ratio", "3"])
+        self.hcsim("events-b", ["--strategy", "no_buffer"])
+        doc = self.settled()
+        last = doc["kv_events"]["last_sequence"]
+        self.assertGreater(last, 0)
+        # Live batches, then whatever the subscriber missed (it joined while the node ran).
+        batches = self.batches_up_to(sub, last)
         replica = defaultdict(dict)
         for n in sorted(batches):
             apply(replica, *batches[n])
@@ -186,6 +201,48 @@ class KvEventsTest(unittest.TestCase):
             depths_node = {h: resumable_depth(want, h) for h in want}
             self.assertEqual(depths_events, depths_node)
             self.assertGreater(max(depths_node.values()), 0, "some prefix is resumable")
+
+    def test_an_instance_that_ends_clears_its_topic(self):
+        """An instance dropped when idle, and every instance when the node stops, takes its
+        pages off the device: its topics get AllBlocksCleared, so a router that follows them
+        does not keep routing to pages that are gone (before, their last state stayed)."""
+        self.stop()
+        self.start_node(["--max-idle-instances", "0"])  # dropped as its last session closes
+        sub = self.subscribe()
+        self.hcsim("ends-a", ["--strategy", "extra_buffer"], ops=1500)
+        doc = self.settled()
+        self.assertEqual(doc["instances"], [], "the idle instance should have been dropped")
+        batches = self.batches_up_to(sub, doc["kv_events"]["last_sequence"])
+        replica = defaultdict(dict)
+        for n in sorted(batches):
+            apply(replica, *batches[n])
+        self.assertEqual(len(replica), 1, list(replica))
+        for topic, blocks in replica.items():
+            self.assertEqual(blocks, {}, f"{topic}: pages of a dropped instance")
+        last_kind = batches[max(batches)][1]["events"][-1]["type"]
+        self.assertEqual(last_kind, "AllBlocksCleared")
+
+        # The node's stop: each instance it kept clears its topic before the node exits.
+        self.stop()
+        self.start_node([])
+        sub = self.subscribe()
+        self.hcsim("ends-b", ["--strategy", "no_buffer"], ops=1500)
+        doc = self.settled()
+        (inst,) = doc["instances"]
+        self.assertGreater(len(inst["tree"]["blocks"]), 0)
+        batches = self.batches_up_to(sub, doc["kv_events"]["last_sequence"])
+        self.node.terminate()
+        self.assertEqual(self.node.wait(timeout=30), 0)
+        while sub.poll(2000):  # what the stop published
+            topic, seq, payload = sub.recv_multipart()
+            batches[int.from_bytes(seq, "big")] = (topic.decode(), msgpack.unpackb(payload))
+        self.assertEqual(sorted(batches), list(range(1, max(batches) + 1)))
+        replica = defaultdict(dict)
+        for n in sorted(batches):
+            apply(replica, *batches[n])
+        (topic,) = replica
+        self.assertEqual(topic, inst["tree"]["event_topic"])
+        self.assertEqual(replica[topic], {}, "pages of a stopped node")
 
     def test_a_bad_endpoint_is_refused_at_start(self):
         r = subprocess.run([DAEMON, "--socket", os.path.join(self.tmp, "x"), "--metrics", "off",

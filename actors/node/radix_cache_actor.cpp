@@ -69,6 +69,18 @@ void publish_events(state& st) {
   }
 }
 
+/// The instance ends (dropped when idle or retired, or the node stops): its pages leave
+/// the device with it, so each of its namespaces' topics gets AllBlocksCleared — a router
+/// that follows them does not keep sending prompts here for pages that are gone.
+void publish_cleared(state& st) {
+  if (st.events == nullptr) return;
+  publish_events(st);  // what the tree has not said yet goes first
+  kv_event cleared;
+  cleared.type = kv_event::kind::all_blocks_cleared;
+  for (const auto& [name, id] : st.namespaces)
+    st.events->publish(st.event_topic + name, std::span<const kv_event>(&cleared, 1));
+}
+
 /// Reports a step. `before`: the tree's counters when the step began; evictions beyond
 /// those the step's evict commands made happened inside allocations ("pressure").
 void report(state& st, const tree_counters& before, std::span<const command> cmds,
@@ -229,6 +241,13 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
   st->metrics = metrics;
   // Tier answers change the tree too (load-backs, demotions): their events go out at once.
   st->tiers->after_answer([raw = st.get()] { publish_events(*raw); });
+  // As CAF's default (an exit of reason normal is ignored, any other ends the actor with
+  // it), and the instance's end is published first.
+  self->set_exit_handler([self, st](caf::exit_msg& m) {
+    if (!m.reason) return;
+    publish_cleared(*st);
+    self->quit(m.reason);
+  });
   return {
       [st, self](msg::attach_atom, session_id s, const request_config& rc, const std::string& ns,
                  msg::session_shm shm) -> msg::stream_actor {
