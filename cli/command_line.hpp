@@ -7,6 +7,8 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <string>
+#include <string_view>
 
 namespace hc::cli {
 
@@ -22,6 +24,15 @@ inline int parse_command_line(CLI::App& app, int argc, char** argv) {
     (void)app.exit(e);
     std::cerr << "(a --config file holds `key = value` lines, each key a long option's name "
                  "without its dashes, e.g. l3-capacity = 64GB; no sections)\n";
+    return usage_error;
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11 says "--x: At Most 1 required but received 2" for a flag given twice.
+    const std::string what = e.what();
+    const std::string::size_type at = what.find(": At Most 1 required but received ");
+    if (at == std::string::npos) return app.exit(e) == 0 ? 0 : usage_error;
+    std::cerr << what.substr(0, at) << " is given "
+              << what.substr(at + std::string_view(": At Most 1 required but received ").size())
+              << " times: give it once\nRun with --help for more information.\n";
     return usage_error;
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : usage_error;

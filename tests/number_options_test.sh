@@ -99,6 +99,20 @@ for tool in "$hybridcached" "$hcsim" "$hcctl"; do
   [ "$rc" = 0 ] || { echo "FAIL: $tool --help: exit status $rc"; fail=1; }
 done
 
+# A flag given twice is a usage error that says so (CLI11 said "At Most 1 required but
+# received 2").
+for cmdline in "$hybridcached --threads 2 --threads 3" "$hcsim --ops 1 --ops 2" \
+  "$hcctl --timeout 1 --timeout 2 ping"; do
+  rc=0
+  # shellcheck disable=SC2086  # $cmdline is several words
+  $cmdline > "$tmp/out" 2>&1 || rc=$?
+  opt=$(grep -oE -- '--[a-z]+ [0-9]' <<< "$cmdline" | head -1 | cut -d' ' -f1)
+  if [ "$rc" != 2 ] || ! grep -qx -- "$opt is given 2 times: give it once" "$tmp/out"; then
+    echo "FAIL: $cmdline: exit status $rc, $(head -c 300 "$tmp/out")"
+    fail=1
+  fi
+done
+
 # Values in range still pass (here: hcctl gets as far as the node), with units too.
 rc=0
 "$hcctl" --socket "$tmp/none.sock" --timeout 0.5 ping > "$tmp/out" 2>&1 || rc=$?
