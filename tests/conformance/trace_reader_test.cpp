@@ -73,6 +73,30 @@ TEST_F(TraceReader, ReadsALastLineWithoutItsNewline) {
   ASSERT_EQ(t->ops.size(), 1u);
 }
 
+// Errors and ops name the file's line, blank lines counted (an editor's line number):
+// the reader once counted only the lines that are not blank. A last line cut short (a copy
+// that did not finish) says so.
+TEST_F(TraceReader, LineNumbersAreTheFilesAndACutLastLineIsNamedAsSuch) {
+  const std::string op = R"({"op":"match","req":0,"conv":0,"input_len":3})";
+  const std::string blank_first = "\n";
+  auto t = read(blank_first + header("1") + "\n\n\n" + op + "\n  \n" + op + "\n");
+  ASSERT_TRUE(t.ok()) << t.err().message;
+  ASSERT_EQ(t->ops.size(), 2u);
+  EXPECT_EQ(t->ops[0].line, 5u);
+  EXPECT_EQ(t->ops[1].line, 7u);
+  auto bad = read(header("1") + "\n\n" + op + "\n\nnot json\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.err().message.find(":5: not a JSON object"), std::string::npos)
+      << bad.err().message;
+  EXPECT_EQ(bad.err().message.find("cut short"), std::string::npos) << bad.err().message;
+  auto cut = read(header("1") + "\n" + op + "\n" + op.substr(0, 20));
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.err().message.find(":3: not a JSON object (the file ends inside this line: cut "
+                                   "short?)"),
+            std::string::npos)
+      << cut.err().message;
+}
+
 TEST_F(TraceReader, RefusesAFloatWhereAnIntegerIsExpected) {
   for (const char* bad : {"1e300", "1.5", "-1", "18446744073709551616"}) {
     auto t = read(header(bad) + "\n");

@@ -173,19 +173,24 @@ result<trace> read_trace(const std::string& path) {
   if (!f) return error{errc::io_error, "cannot open trace '" + path + "'"};
   gzbuffer(f.get(), 1 << 20);
   trace t;
-  std::size_t lineno = 0;  // of the lines that are not blank
+  std::size_t lineno = 0;     // the file's line number (what an error names)
+  std::size_t taken = 0;      // lines that are not blank: the first is the header
+  bool unterminated = false;  // the line being taken is the last, without its newline
   // One line (its newline excluded): blank ones are skipped.
   auto take_line = [&](std::string_view line) -> status {
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {};
     ++lineno;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {};
+    ++taken;
     auto at = [&] { return path + ":" + std::to_string(lineno) + ": "; };
     if (line.find('\0') != std::string_view::npos)
       return error{errc::parse_error, at() + "a NUL byte: not a text trace"};
     json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object())
-      return error{errc::parse_error, at() + "not a JSON object"};
+      return error{errc::parse_error,
+                   at() + "not a JSON object" +
+                       (unterminated ? " (the file ends inside this line: cut short?)" : "")};
     try {
-      if (lineno == 1) {
+      if (taken == 1) {
         if (status s = parse_header(j, t.config); !s)
           return error{s.err().code, at() + s.err().message};
         return {};
@@ -230,9 +235,12 @@ result<trace> read_trace(const std::string& path) {
         return s.err();
     pending.erase(0, from);
   }
-  if (read_failed()) return read_error();                 // a gzip stream cut short
-  if (status s = take_line(pending); !s) return s.err();  // a last line without its newline
-  if (lineno == 0) return error{errc::parse_error, path + ": empty trace"};
+  if (read_failed()) return read_error();  // a gzip stream cut short
+  // A last line without its newline (none: an empty line, skipped as blank).
+  unterminated = true;
+  if (!pending.empty())
+    if (status s = take_line(pending); !s) return s.err();
+  if (taken == 0) return error{errc::parse_error, path + ": empty trace"};
   return t;
 }
 
