@@ -218,7 +218,9 @@ class worker {
     if (cfg_.prefetch) {
       auto p = step({create, cmd::prefetch{r.h, false}});
       if (!p) return false;
-      if (!(*p)[1].ok()) {
+      if (!(*p)[0].ok()) {  // the cause, not the prefetch it skipped
+        error("create: " + (*p)[0].error);
+      } else if (!(*p)[1].ok()) {
         error("prefetch: " + (*p)[1].error);
       } else {
         command_result last = (*p)[1];
