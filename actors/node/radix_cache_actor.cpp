@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -33,9 +34,10 @@ struct served_counters {
 
 struct state {
   served_counters served;
-  kv_event_sink* events = nullptr;     ///< the node's KV events (nullptr: off)
-  std::string event_topic;             ///< + the namespace's name
-  std::shared_ptr<radix_cache> cache;  ///< this actor is its only user
+  std::shared_ptr<kv_event_sink> events;  ///< the instance's KV events (null: off)
+  std::set<namespace_id> announced;       ///< namespaces whose topic got its opening clear
+  std::string event_topic;                ///< + the namespace's name
+  std::shared_ptr<radix_cache> cache;     ///< this actor is its only user
   std::unique_ptr<tier_pipeline> tiers;
   std::unordered_map<session_id, session_state> sessions;
   /// Namespace names (InstanceSpec.namespace: LoRA adapter / cache salt) -> tree ids;
@@ -69,16 +71,21 @@ void publish_events(state& st) {
   }
 }
 
+/// AllBlocksCleared on the topic of namespace `name`.
+void publish_clear(state& st, const std::string& name) {
+  kv_event cleared;
+  cleared.type = kv_event::kind::all_blocks_cleared;
+  st.events->publish(st.event_topic + name, std::span<const kv_event>(&cleared, 1));
+}
+
 /// The instance ends (dropped when idle or retired, or the node stops): its pages leave
 /// the device with it, so each of its namespaces' topics gets AllBlocksCleared — a router
 /// that follows them does not keep sending prompts here for pages that are gone.
 void publish_cleared(state& st) {
   if (st.events == nullptr) return;
   publish_events(st);  // what the tree has not said yet goes first
-  kv_event cleared;
-  cleared.type = kv_event::kind::all_blocks_cleared;
   for (const auto& [name, id] : st.namespaces)
-    st.events->publish(st.event_topic + name, std::span<const kv_event>(&cleared, 1));
+    publish_clear(st, name);
 }
 
 /// Reports a step. `before`: the tree's counters when the step began; evictions beyond
@@ -254,6 +261,9 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
         auto [it, fresh] =
             st->namespaces.try_emplace(ns, static_cast<namespace_id>(st->namespaces.size()));
         if (fresh) st->tiers->name_namespace(it->second, ns);
+        // A topic's first event from this instance: what a predecessor of the same spec
+        // (retired, or a node that was killed) left in a subscriber's view is gone.
+        if (st->events && st->announced.insert(it->second).second) publish_clear(*st, ns);
         request_config session_cfg = rc;
         session_cfg.snapshots_in_forward_ops = false;  // donation copies go out after each step
         session_cfg.session = s;  // marks what it caches while its forwards run

@@ -23,6 +23,7 @@
 #include "actors/node/actor_watch.hpp"
 #include "actors/node/forward_stream_actor.hpp"
 #include "actors/node/host_memory.hpp"
+#include "actors/node/instance_events.hpp"
 #include "actors/node/messages.hpp"
 #include "actors/node/radix_cache_actor.hpp"
 #include "gpu/anonymous_memory.hpp"
@@ -42,6 +43,7 @@ struct instance {
   std::size_t sessions = 0;      ///< open sessions
   std::uint64_t idle_since = 0;  ///< node tick when the last session closed
   bool retired = false;          ///< its shm names were removed: no new session; dropped when idle
+  std::shared_ptr<instance_events> events;  ///< its KV events (null: none); muted when retired
 };
 
 struct node_state {
@@ -147,9 +149,11 @@ result<instance> build_instance(msg::scheduler_actor_type::pointer self, node_st
                      "the machine): smaller pools, or fewer instances open"};
   auto tiers = make_tiers(st, spec, cc, memory == 0 ? 0 : std::max<std::uint64_t>(memory - l1, 1));
   if (!tiers) return tiers.err();
+  std::shared_ptr<instance_events> events;
   if (st.cfg.kv_events) {  // events with state checkpoints: a router's view of the tree
     cc.enable_events = cc.state_events = true;
-    tiers->events = st.cfg.kv_events;
+    events = std::make_shared<instance_events>(*st.cfg.kv_events);
+    tiers->events = events;
     tiers->event_topic = "kv/" + instance_fingerprint(spec) + "/";
   }
   const std::uint64_t id = ++st.next_instance;
@@ -159,6 +163,7 @@ result<instance> build_instance(msg::scheduler_actor_type::pointer self, node_st
   auto cache = std::make_shared<radix_cache>(cc, &page_hashes);
   instance in;
   in.id = id;
+  in.events = std::move(events);
   in.pool_names = (*pools)->names();
   stream_setup ss{std::move(*pools), spec.page_size,     tiers->host,
                   st.cfg.metrics,    st.cfg.time_source, st.cfg.demo};
@@ -224,6 +229,9 @@ void retire(msg::scheduler_actor_type::pointer self, node_state& st,
   log::warn("the shared memory of instance " + std::to_string(it->second.id) + " (" +
             it->second.pool_names.kv + ") was removed from under the node; its " +
             std::to_string(it->second.sessions) + " sessions go on, new ones get a fresh instance");
+  // A fresh instance of the same spec takes its topics: from here on its own events go
+  // nowhere, before the successor publishes anything.
+  if (it->second.events) it->second.events->mute();
   if (it->second.sessions == 0) return drop_instance(self, st, it);
   instance in = std::move(it->second);
   st.instances.erase(it);

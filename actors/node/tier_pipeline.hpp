@@ -42,9 +42,9 @@ struct tier_wiring {
   msg::storage_actor storage;        ///< host_storage; invalid: no L3 for this instance
   std::string fingerprint;           ///< L3 key prefix (l3::fingerprint of the instance)
   prefetch_config prefetch;
-  const clock* time = &steady();    ///< prefetch timeouts and deadlines; outlives the pipeline
-  kv_event_sink* events = nullptr;  ///< the node's KV events; nullptr: none
-  std::string event_topic;          ///< "kv/<instance fingerprint>/" (+ the namespace)
+  const clock* time = &steady();  ///< prefetch timeouts and deadlines; outlives the pipeline
+  std::shared_ptr<kv_event_sink> events;  ///< the instance's KV events; null: none
+  std::string event_topic;                ///< "kv/<instance fingerprint>/" (+ the namespace)
 };
 
 class tier_pipeline {

@@ -757,5 +757,79 @@ class FullDiskTest(OwnNodeTest):
         self.assertIn("the disk is full", log)
 
 
+class RetiredInstanceEventsTest(OwnNodeTest):
+    """An instance whose shared memory was removed from under the node is retired: a fresh
+    instance of the same spec takes new sessions while the old one's run on. Both publish
+    KV events on the same topics, so a router following them must end with the fresh one's
+    pages alone. Before, it kept the retired instance's pages as well; then, once a retired
+    instance's end cleared its topics, it lost the fresh one's."""
+
+    NODE_ARGS = ("--kv-events", "tcp://127.0.0.1:*", "--l3", "false")
+
+    def test_a_subscriber_sees_the_fresh_instances_pages_only(self):
+        import msgpack
+        import zmq
+        m = None
+        for _ in range(200):  # the log line comes just before the socket
+            m = re.search(r"kv events at (\S+) ", self.node_process.log_text())
+            if m:
+                break
+            time.sleep(0.05)
+        self.assertIsNotNone(m, self.node_process.log_text()[-2000:])
+        ctx = zmq.Context()
+        self.addCleanup(ctx.term)
+        sub = ctx.socket(zmq.SUB)
+        self.addCleanup(sub.close)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.connect(m.group(1))
+        sub.setsockopt(zmq.SUBSCRIBE, b"kv/")
+        with hybridcache.connect(socket=self.node_process.socket, timeout=30) as node:
+            # ZeroMQ's subscription reaches the node asynchronously: the first batch waits
+            # until the subscriber receives something (a ping batch of its own instance).
+            for _ in range(200):
+                with node.open(small_spec("py-events-probe")) as probe:
+                    probe.step([cmd.Create(req=1, tokens=[1, 2, 3]), cmd.Match(req=1),
+                                cmd.AllocReq(req=1), cmd.AllocKv(req=1, to_end=True),
+                                cmd.Finish(req=1)])
+                if sub.poll(50):
+                    break
+            while sub.poll(200):
+                sub.recv_multipart()
+
+            def fill(session, req, first):
+                r = session.step([cmd.Create(req=req, tokens=list(range(first, first + 40))),
+                                  cmd.Match(req=req), cmd.AllocReq(req=req),
+                                  cmd.AllocKv(req=req, to_end=True), cmd.Finish(req=req)])
+                self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+
+            old = node.open(small_spec("py-events-retired"))
+            fill(old, 1, 1000)
+            for name in (old.pools.kv_shm, old.pools.ssm_shm):
+                os.unlink("/dev/shm/" + name.lstrip("/"))
+            fresh = node.open(small_spec("py-events-retired"))  # a fresh instance
+            self.assertNotEqual(fresh.pools.kv_shm, old.pools.kv_shm)
+            fill(fresh, 2, 5000)
+            fill(old, 3, 9000)  # the retired one's sessions go on
+            old.close()         # and it ends
+            doc = node.inspect(blocks=True)
+            fresh.close()
+        (inst,) = [i for i in doc["instances"] if "py-events-retired" in i["fingerprint"]]
+        topic = inst["tree"]["event_topic"]
+        want = {b["hash"] for b in inst["tree"]["blocks"]}
+        self.assertEqual(len(want), 40)
+        seen = set()
+        while sub.poll(1000):
+            t, _, payload = sub.recv_multipart()
+            if t.decode() != topic:
+                continue
+            for e in msgpack.unpackb(payload)["events"]:
+                if e["type"] == "AllBlocksCleared":
+                    seen.clear()
+                elif e["cache_group"] == "full":
+                    hashes = set(e["block_hashes"])
+                    seen = seen | hashes if e["type"] == "BlockStored" else seen - hashes
+        self.assertEqual(seen, want, "the router's view of the topic vs the fresh instance")
+
+
 if __name__ == "__main__":
     unittest.main()
