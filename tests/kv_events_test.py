@@ -89,10 +89,12 @@ class KvEventsTest(unittest.TestCase):
              "--kv-events-replay", "tcp://127.0.0.1:*"] + extra, stdout=self.log, stderr=self.log)
         self.addCleanup(self.stop)
         m = None
-        for _ in range(200):  # a hang guard
+        for _ in range(600):  # a hang guard
             self.log.seek(0)
-            m = re.search(rb"kv events at (\S+) \(replay at (\S+)\)", self.log.read())
-            if m or self.node.poll() is not None:
+            text = self.log.read()
+            # The endpoints are logged before the socket serves: wait for both.
+            m = re.search(rb"kv events at (\S+) \(replay at (\S+)\)", text)
+            if (m and b"hybridcached ready" in text) or self.node.poll() is not None:
                 break
             time.sleep(0.05)
         self.assertIsNotNone(m, "the node did not announce its event endpoints")

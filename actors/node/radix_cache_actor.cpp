@@ -85,7 +85,7 @@ void publish_cleared(state& st) {
   if (st.events == nullptr) return;
   publish_events(st);  // what the tree has not said yet goes first
   for (const auto& [name, id] : st.namespaces)
-    publish_clear(st, name);
+    if (st.announced.contains(id)) publish_clear(st, name);  // the topics it published on
 }
 
 /// Reports a step. `before`: the tree's counters when the step began; evictions beyond
