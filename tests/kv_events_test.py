@@ -54,6 +54,14 @@ def apply(replica, topic, batch):
                 assert 0 <= blocks[h][1] <= blocks[h][0]
 
 
+def rebuilt(batches):
+    """Every topic's pages from `batches` ({sequence: (topic, batch)}), applied in order."""
+    replica = defaultdict(dict)
+    for n in sorted(batches):
+        apply(replica, *batches[n])
+    return replica
+
+
 def resumable_depth(blocks, tip):
     """How many pages back from `tip` a request can resume: the depth of the deepest
     checkpointed page on the chain root..tip."""
@@ -172,9 +180,7 @@ class KvEventsTest(unittest.TestCase):
         self.assertGreater(last, 0)
         # Live batches, then whatever the subscriber missed (it joined while the node ran).
         batches = self.batches_up_to(sub, last)
-        replica = defaultdict(dict)
-        for n in sorted(batches):
-            apply(replica, *batches[n])
+        replica = rebuilt(batches)
 
         kinds = defaultdict(int)
         for topic, b in batches.values():
@@ -215,9 +221,7 @@ class KvEventsTest(unittest.TestCase):
         doc = self.settled()
         self.assertEqual(doc["instances"], [], "the idle instance should have been dropped")
         batches = self.batches_up_to(sub, doc["kv_events"]["last_sequence"])
-        replica = defaultdict(dict)
-        for n in sorted(batches):
-            apply(replica, *batches[n])
+        replica = rebuilt(batches)
         self.assertEqual(len(replica), 1, list(replica))
         for topic, blocks in replica.items():
             self.assertEqual(blocks, {}, f"{topic}: pages of a dropped instance")
@@ -239,9 +243,7 @@ class KvEventsTest(unittest.TestCase):
             topic, seq, payload = sub.recv_multipart()
             batches[int.from_bytes(seq, "big")] = (topic.decode(), msgpack.unpackb(payload))
         self.assertEqual(sorted(batches), list(range(1, max(batches) + 1)))
-        replica = defaultdict(dict)
-        for n in sorted(batches):
-            apply(replica, *batches[n])
+        replica = rebuilt(batches)
         (topic,) = replica
         self.assertEqual(topic, inst["tree"]["event_topic"])
         self.assertEqual(replica[topic], {}, "pages of a stopped node")
