@@ -45,9 +45,17 @@ pid=$!
 wait_for_node "$pid" "$tmp/log"
 "$tmp/consumer/consumer" "unix:$sock" || fail "the consumer failed against the node"
 # The Python package, when built (not under sanitizers): importable from the install
-# and talking to the installed node.
-pydir=$tmp/prefix/lib/python3/dist-packages
-if [ -d "$pydir/hybridcache" ]; then
+# and talking to the installed node; and where it lies under the prefix is on Debian's
+# python3 path for the prefixes an operator installs to (/usr/local, /usr), so an install
+# there needs no PYTHONPATH.
+native=$(find "$tmp/prefix" -name '_native*.so' -print -quit)
+if [ -n "$native" ]; then
+  pydir=$(dirname "$(dirname "$native")")
+  rel=${pydir#"$tmp/prefix"/}
+  for prefix in /usr/local /usr; do
+    /usr/bin/python3 -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' "$prefix/$rel" ||
+      fail "the Python package installs to <prefix>/$rel, which /usr/bin/python3 does not read under $prefix"
+  done
   PYTHONPATH=$pydir /usr/bin/python3 -c "
 import hybridcache, hybridcache.sglang, os, sys
 node = hybridcache.connect(socket=sys.argv[1])
