@@ -4,6 +4,9 @@
 // - an unsigned option reads "-5" through strtoull, which wraps it to 2^64 - 5 (a capacity
 //   of 16 EiB), and "18446744073709551616" as 2^64 - 1 (--l3-min-free's and
 //   --max-request-tokens' "decide for me" value);
+// - it reads whole numbers in C's bases: "010" is 8 and "0x10" 16, and "08" is refused as
+//   "not in range 1 to 64"; text that is no number at all ("abc", "1.5") is refused by the
+//   option's range check as out of range, and an empty value passes;
 // - CLI::Range lets "nan" through (every comparison with NaN is false), and a NaN of
 //   seconds then became an undefined integer conversion (a flush interval, a timeout) or a
 //   refresh that never waited.
@@ -20,26 +23,53 @@
 
 namespace hc::cli {
 
-/// Refuses an option's text that reads as a number but not a finite one ("nan", "inf",
-/// "1e999"); leaves other text to the option's own conversion, which names it.
-inline std::string finite_number(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || std::isfinite(v)) return {};
-  return "Value " + text + " is not a finite number";
+/// Trims the spaces around an option's text (a config file's value may keep them).
+inline std::string trimmed(const std::string& text) {
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  std::size_t from = 0, to = text.size();
+  while (from < to && space(text[from])) ++from;
+  while (to > from && space(text[to - 1])) --to;
+  return text.substr(from, to - from);
 }
 
-/// Refuses, for an unsigned option, a minus sign and a number beyond 2^64 - 1 (units after
-/// the digits, as in "64GB", are the option's to read).
-inline std::string whole_number(const std::string& text) {
-  std::size_t at = 0;
-  while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at])) != 0)
-    ++at;
-  if (at < text.size() && text[at] == '-')
+/// For a floating-point option: refuses text that is not a number ("abc", "", "2s") and a
+/// number that is not finite ("nan", "inf", "1e999"). Leaves the text trimmed.
+inline std::string finite_number(std::string& text) {
+  text = trimmed(text);
+  if (text.empty()) return "Value is empty: a number is expected";
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0') return "Value " + text + " is not a number";
+  if (!std::isfinite(v)) return "Value " + text + " is not a finite number";
+  return {};
+}
+
+/// For an unsigned option: decimal digits — after them, when `units` (a size such as
+/// "64GB"), letters the option's own conversion reads as a unit. Refuses a minus sign, a
+/// number beyond 2^64 - 1 and anything else that is not a whole number ("abc", "1.5", "",
+/// "0x10"); leaves the text trimmed and its digits without leading zeros, so that "010" is
+/// ten, not C's octal eight.
+inline std::string whole_number(std::string& text, bool units) {
+  text = trimmed(text);
+  if (text.empty()) return "Value is empty: a whole number is expected";
+  if (text[0] == '-')
     return "Value " + text + " is negative: a whole number of at least 0 is expected";
-  if (at == text.size() || std::isdigit(static_cast<unsigned char>(text[at])) == 0) return {};
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::size_t digits = 0;
+  while (digits < text.size() && digit(text[digits])) ++digits;
+  std::size_t rest = digits;
+  while (rest < text.size() && text[rest] == ' ') ++rest;
+  bool letters = rest < text.size();
+  for (std::size_t i = rest; i < text.size(); ++i)
+    letters = letters && std::isalpha(static_cast<unsigned char>(text[i])) != 0;
+  if (digits == 0 || (digits < text.size() && !(units && letters)))
+    return "Value " + text + " is not a whole number" +
+           (units ? " (with a unit or none: 4096, 512MB, 64GB)" : "");
+  std::size_t zeros = 0;
+  while (zeros + 1 < digits && text[zeros] == '0') ++zeros;
+  text.erase(0, zeros);
   errno = 0;
-  (void)std::strtoull(text.c_str() + at, nullptr, 0);
+  (void)std::strtoull(text.c_str(), nullptr, 10);
   if (errno == ERANGE) return "Value " + text + " is too large (at most 18446744073709551615)";
   return {};
 }
@@ -57,18 +87,21 @@ inline CLI::Validator positive() {
       "POSITIVE");
 }
 
-/// Puts whole_number() in front of every unsigned option of `app` and its subcommands, and
-/// finite_number() in front of every floating-point one (by the type CLI11 names in the
-/// help: UINT, FLOAT), before any conversion or unit of theirs. Call once every option is
+/// Puts whole_number() in front of every unsigned option of `app` and its subcommands (with
+/// units where the help names a SIZE), and finite_number() in front of every floating-point
+/// one (by the type CLI11 names in the help: UINT, FLOAT), before any conversion or unit of
+/// theirs. Call once every option is
 /// added.
 inline void guard_numbers(CLI::App& app) {
   for (CLI::Option* opt : app.get_options()) {
     const std::string type = opt->get_type_name();
     // transform(): in front of the option's own validators and conversions; it changes
     // nothing, and its empty description leaves the help as it was.
-    if (type.rfind("UINT", 0) == 0)
-      opt->transform(CLI::Validator([](std::string& text) { return whole_number(text); }, ""));
-    else if (type.rfind("FLOAT", 0) == 0)
+    if (type.rfind("UINT", 0) == 0) {
+      const bool units = type.find("SIZE") != std::string::npos;
+      opt->transform(CLI::Validator(
+          [units](std::string& text) { return whole_number(text, units); }, ""));
+    } else if (type.rfind("FLOAT", 0) == 0)
       opt->transform(CLI::Validator([](std::string& text) { return finite_number(text); }, ""));
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))

@@ -5,8 +5,12 @@
 # (cli/number_checks.hpp):
 # - a floating-point option (FLOAT): nan, -nan, inf, 1e999 — CLI::Range lets NaN through,
 #   which became an undefined conversion of a NaN of seconds or a refresh that never waited;
-# - a whole-number option (UINT): -1 (strtoull wrapped it to 2^64 - 1) and a number past
-#   2^64 - 1 (read as 2^64 - 1: the "decide for me" value of --l3-min-free).
+#   and text that is no number ("abc", an empty value: the range check called them out of
+#   range, or the empty one passed);
+# - a whole-number option (UINT): -1 (strtoull wrapped it to 2^64 - 1), a number past
+#   2^64 - 1 (read as 2^64 - 1: the "decide for me" value of --l3-min-free), and text that
+#   is not a whole number: "abc", "1.5", "0x10" (C's hex, as "010" was C's octal: digits
+#   are read in decimal now, tests/unit/number_checks_test.cpp) and an empty value.
 # The daemon's config file goes through the same checks. Each refusal exits with status 2,
 # a usage error (cli/command_line.hpp), as does an unknown option.
 #   tests/number_options_test.sh HYBRIDCACHED HCCTL HCSIM
@@ -32,7 +36,9 @@ refused() {  # refused WHAT VALUE OPTION WHY -- COMMAND...: must exit 2 (usage) 
   local rc=0
   timeout 10 "$@" > "$tmp/out" 2>&1 || rc=$?
   checked=$((checked + 1))
-  if [ "$rc" != 2 ] || ! grep -qF -- "$opt: Value $value $why" "$tmp/out"; then
+  local said="$opt: Value $value $why"
+  [ -z "$value" ] && said="$opt: Value $why"
+  if [ "$rc" != 2 ] || ! grep -qF -- "$said" "$tmp/out"; then
     echo "FAIL: $what $opt $value: exit status $rc, $(head -c 300 "$tmp/out")"
     fail=1
   fi
@@ -49,11 +55,17 @@ check_tool() {  # check_tool NAME HELP COMMAND...: each numeric option of HELP o
     for value in nan -nan inf 1e999; do
       refused "$name" "$value" "$opt" "is not a finite number" -- "$@" "$opt" "$value" "${after[@]}"
     done
+    refused "$name" abc "$opt" "is not a number" -- "$@" "$opt" abc "${after[@]}"
+    refused "$name" "" "$opt" "is empty" -- "$@" "$opt" "" "${after[@]}"
   done
   for opt in $wholes; do
     refused "$name" -1 "$opt" "is negative" -- "$@" "$opt" -1 "${after[@]}"
     refused "$name" 18446744073709551616 "$opt" "is too large" -- \
       "$@" "$opt" 18446744073709551616 "${after[@]}"
+    for value in abc 1.5 0x10; do
+      refused "$name" "$value" "$opt" "is not a whole number" -- "$@" "$opt" "$value" "${after[@]}"
+    done
+    refused "$name" "" "$opt" "is empty" -- "$@" "$opt" "" "${after[@]}"
   done
   echo "$name: $(wc -w <<< "$floats") floating-point and $(wc -w <<< "$wholes") whole-number option(s)"
 }
