@@ -1,6 +1,7 @@
 #pragma once
-// CLI11 checks for the numeric options of hybridcached, hcctl and hcsim. CLI11 2.1 converts
-// what it is given as best it can, and some of that is not what anyone meant:
+// CLI11 checks for the numeric (and true / false) options of hybridcached, hcctl and hcsim.
+// CLI11 2.1 converts what it is given as best it can, and some of that is not what anyone
+// meant:
 // - an unsigned option reads "-5" through strtoull, which wraps it to 2^64 - 5 (a capacity
 //   of 16 EiB), and "18446744073709551616" as 2^64 - 1 (--l3-min-free's and
 //   --max-request-tokens' "decide for me" value);
@@ -9,7 +10,8 @@
 //   option's range check as out of range, and an empty value passes;
 // - CLI::Range lets "nan" through (every comparison with NaN is false), and a NaN of
 //   seconds then became an undefined integer conversion (a flush interval, a timeout) or a
-//   refresh that never waited.
+//   refresh that never waited;
+// - a true / false option read an empty value and "-1" as false, "2" as true.
 // guard_numbers() puts a check in front of every such option of an App, so none is left
 // out (tests/number_options_test.sh runs every numeric option of every --help with them).
 
@@ -18,6 +20,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -74,6 +77,43 @@ inline std::string whole_number(std::string& text, bool units) {
   return {};
 }
 
+/// For a signed whole-number option: whole_number()'s rules, after an optional minus sign,
+/// within the range of a 64-bit signed integer.
+inline std::string integer(std::string& text) {
+  text = trimmed(text);
+  if (text.empty() || text[0] != '-') {
+    std::string why = whole_number(text, false);
+    if (why.empty() && std::strtoull(text.c_str(), nullptr, 10) > INT64_MAX)
+      why = "Value " + text + " is too large (at most 9223372036854775807)";
+    return why;
+  }
+  std::string magnitude = text.substr(1);
+  std::string why = whole_number(magnitude, false);
+  if (!why.empty() || magnitude.empty()) return "Value " + text + " is not a whole number";
+  if (std::strtoull(magnitude.c_str(), nullptr, 10) > std::uint64_t{INT64_MAX} + 1)
+    return "Value " + text + " is too small (at least -9223372036854775808)";
+  text = "-" + magnitude;
+  return {};
+}
+
+/// For a true / false option (BOOLEAN, e.g. --l3): true, yes, on, 1 or false, no, off, 0 in
+/// any case, left as "true" or "false". CLI11 alone read an empty value and "-1" as false
+/// (--l3 "" turned the L3 store off) and "2" as true, and said "Could not convert" for text.
+inline std::string boolean(std::string& text) {
+  text = trimmed(text);
+  std::string lower;
+  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "true" || lower == "yes" || lower == "on" || lower == "1") {
+    text = "true";
+  } else if (lower == "false" || lower == "no" || lower == "off" || lower == "0") {
+    text = "false";
+  } else {
+    return (text.empty() ? std::string("Value is empty") : "Value " + text + " is not") +
+           ": true or false is expected (or yes / no, on / off, 1 / 0)";
+  }
+  return {};
+}
+
 /// For a whole-number option whose 0 means nothing: at least 1. (CLI::PositiveNumber says
 /// "not in range 2.22507e-308 to 1.79769e+308" and more digits.)
 inline CLI::Validator positive() {
@@ -88,9 +128,10 @@ inline CLI::Validator positive() {
 }
 
 /// Puts whole_number() in front of every unsigned option of `app` and its subcommands (with
-/// units where the help names a SIZE), and finite_number() in front of every floating-point
-/// one (by the type CLI11 names in the help: UINT, FLOAT), before any conversion or unit of
-/// theirs. Call once every option is
+/// units where the help names a SIZE), integer() in front of every signed one,
+/// finite_number() in front of every floating-point one and boolean() in front of every
+/// true / false one (by the type CLI11 names in the help: UINT, INT, FLOAT, BOOLEAN), before
+/// any conversion or unit of theirs. Call once every option is
 /// added.
 inline void guard_numbers(CLI::App& app) {
   for (CLI::Option* opt : app.get_options()) {
@@ -101,6 +142,10 @@ inline void guard_numbers(CLI::App& app) {
       const bool units = type.find("SIZE") != std::string::npos;
       opt->transform(CLI::Validator(
           [units](std::string& text) { return whole_number(text, units); }, ""));
+    } else if (type.rfind("BOOLEAN", 0) == 0) {
+      opt->transform(CLI::Validator([](std::string& text) { return boolean(text); }, ""));
+    } else if (type.rfind("INT", 0) == 0) {
+      opt->transform(CLI::Validator([](std::string& text) { return integer(text); }, ""));
     } else if (type.rfind("FLOAT", 0) == 0)
       opt->transform(CLI::Validator([](std::string& text) { return finite_number(text); }, ""));
   }

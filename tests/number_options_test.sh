@@ -10,7 +10,9 @@
 # - a whole-number option (UINT): -1 (strtoull wrapped it to 2^64 - 1), a number past
 #   2^64 - 1 (read as 2^64 - 1: the "decide for me" value of --l3-min-free), and text that
 #   is not a whole number: "abc", "1.5", "0x10" (C's hex, as "010" was C's octal: digits
-#   are read in decimal now, tests/unit/number_checks_test.cpp) and an empty value.
+#   are read in decimal now, tests/unit/number_checks_test.cpp) and an empty value;
+# - a true / false option (BOOLEAN): "abc", "2", "-1" and an empty value (CLI11 read "" and
+#   "-1" as false: --l3 "" turned the L3 store off).
 # The daemon's config file goes through the same checks. Each refusal exits with status 2,
 # a usage error (cli/command_line.hpp), as does an unknown option.
 #   tests/number_options_test.sh HYBRIDCACHED HCCTL HCSIM
@@ -48,9 +50,11 @@ after=()  # what follows the option on the command line (hcctl: its subcommand)
 check_tool() {  # check_tool NAME HELP COMMAND...: each numeric option of HELP on COMMAND
   local name=$1 help=$2
   shift 2
-  local floats wholes opt value
+  local floats wholes integers booleans opt value
   floats=$(options_of_type FLOAT "$help")
   wholes=$(options_of_type UINT "$help")
+  integers=$(options_of_type INT "$help")
+  booleans=$(options_of_type BOOLEAN "$help")
   for opt in $floats; do
     for value in nan -nan inf 1e999; do
       refused "$name" "$value" "$opt" "is not a finite number" -- "$@" "$opt" "$value" "${after[@]}"
@@ -67,7 +71,20 @@ check_tool() {  # check_tool NAME HELP COMMAND...: each numeric option of HELP o
     done
     refused "$name" "" "$opt" "is empty" -- "$@" "$opt" "" "${after[@]}"
   done
-  echo "$name: $(wc -w <<< "$floats") floating-point and $(wc -w <<< "$wholes") whole-number option(s)"
+  for opt in $integers; do
+    for value in abc 1.5 0x10; do
+      refused "$name" "$value" "$opt" "is not a whole number" -- "$@" "$opt" "$value" "${after[@]}"
+    done
+    refused "$name" "" "$opt" "is empty" -- "$@" "$opt" "" "${after[@]}"
+  done
+  for opt in $booleans; do
+    for value in abc 2 -1; do
+      refused "$name" "$value" "$opt" "is not: true or false" -- "$@" "$opt" "$value" "${after[@]}"
+    done
+    refused "$name" "" "$opt" "is empty: true or false" -- "$@" "$opt" "" "${after[@]}"
+  done
+  echo "$name: $(wc -w <<< "$floats") floating-point, $(wc -w <<< "$wholes") unsigned," \
+    "$(wc -w <<< "$integers") signed whole-number and $(wc -w <<< "$booleans") true / false option(s)"
 }
 
 h=$("$hybridcached" --help 2>&1) || { echo "FAIL: hybridcached --help"; exit 1; }

@@ -1,5 +1,5 @@
-// The checks every numeric option of hybridcached, hcctl and hcsim goes through
-// (cli/number_checks.hpp): what a whole-number or floating-point option takes, what it
+// The checks every numeric and true / false option of hybridcached, hcctl and hcsim goes
+// through (cli/number_checks.hpp): what a whole-number or floating-point option takes, what it
 // refuses with which message, and that a parse through CLI11 reads the digits in decimal
 // ("010" is ten, where CLI11 alone reads C's octal eight and refuses "08").
 #include <gtest/gtest.h>
@@ -53,6 +53,48 @@ TEST(NumberChecks, SizesTakeAUnitAfterTheirDigits) {
   EXPECT_EQ(whole("", true).first, "Value is empty: a whole number is expected");
 }
 
+TEST(NumberChecks, SignedWholeNumbersTakeAMinusSign) {
+  const auto integer = [](std::string text) {
+    std::string why = cli::integer(text);
+    return std::make_pair(why, text);
+  };
+  EXPECT_EQ(integer("010"), std::make_pair(std::string{}, std::string{"10"}));
+  EXPECT_EQ(integer("-010"), std::make_pair(std::string{}, std::string{"-10"}));
+  EXPECT_EQ(integer("-0"), std::make_pair(std::string{}, std::string{"-0"}));
+  EXPECT_EQ(integer("-9223372036854775808").first, "");
+  EXPECT_EQ(integer("9223372036854775807").first, "");
+  EXPECT_EQ(integer("9223372036854775808").first,
+            "Value 9223372036854775808 is too large (at most 9223372036854775807)");
+  EXPECT_EQ(integer("-9223372036854775809").first,
+            "Value -9223372036854775809 is too small (at least -9223372036854775808)");
+  for (const char* text : {"abc", "-", "--1", "-abc", "1.5", "-0x10"})
+    EXPECT_EQ(integer(text).first, std::string("Value ") + text + " is not a whole number")
+        << text;
+  EXPECT_EQ(integer("").first, "Value is empty: a whole number is expected");
+}
+
+TEST(NumberChecks, TrueOrFalseIsOneOfItsWords) {
+  for (const char* yes : {"true", "TRUE", "Yes", "on", "1", " true "}) {
+    std::string t = yes;
+    EXPECT_EQ(cli::boolean(t), "") << yes;
+    EXPECT_EQ(t, "true") << yes;
+  }
+  for (const char* no : {"false", "No", "OFF", "0"}) {
+    std::string t = no;
+    EXPECT_EQ(cli::boolean(t), "") << no;
+    EXPECT_EQ(t, "false") << no;
+  }
+  for (const char* text : {"abc", "2", "-1", "tru", "10"}) {
+    std::string t = text;
+    EXPECT_EQ(cli::boolean(t), std::string("Value ") + text +
+                                   " is not: true or false is expected (or yes / no, on / off, "
+                                   "1 / 0)");
+  }
+  std::string empty;
+  EXPECT_EQ(cli::boolean(empty),
+            "Value is empty: true or false is expected (or yes / no, on / off, 1 / 0)");
+}
+
 TEST(NumberChecks, FloatsAreFiniteNumbers) {
   for (std::string text : {"1.5", "0", " 2 ", "1e3"}) {
     EXPECT_EQ(cli::finite_number(text), "") << text;
@@ -74,6 +116,8 @@ TEST(NumberChecks, FloatsAreFiniteNumbers) {
 struct parsed {
   std::string error;
   std::uint64_t n = 0, size = 0;
+  int repeat = 0;
+  bool on = true;
   double seconds = 0;
 };
 parsed parse(const std::vector<std::string>& args) {
@@ -82,6 +126,8 @@ parsed parse(const std::vector<std::string>& args) {
   app.add_option("--n", p.n)->check(CLI::Range(1, 64));
   app.add_option("--size", p.size)->transform(CLI::AsSizeValue(false));
   app.add_option("--seconds", p.seconds)->check(CLI::Range(0.0, 60.0));
+  app.add_option("--repeat", p.repeat)->check(CLI::Range(1, 1000));
+  app.add_option("--on", p.on);
   cli::guard_numbers(app);
   std::vector<std::string> argv{"t"};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -101,6 +147,12 @@ TEST(NumberChecks, AParseReadsDecimalAndNamesTheOptionItRefuses) {
   EXPECT_EQ(parse({"--size", "010GB"}).size, 10ull << 30);
   EXPECT_EQ(parse({"--size", "0100"}).size, 100u);
   EXPECT_EQ(parse({"--seconds", "1.5"}).seconds, 1.5);
+  EXPECT_EQ(parse({"--repeat", "010"}).repeat, 10);
+  EXPECT_EQ(parse({"--repeat", "abc"}).error, "--repeat: Value abc is not a whole number");
+  EXPECT_FALSE(parse({"--on", "off"}).on);
+  EXPECT_TRUE(parse({"--on", "Yes"}).on);
+  EXPECT_EQ(parse({"--on", ""}).error,
+            "--on: Value is empty: true or false is expected (or yes / no, on / off, 1 / 0)");
   EXPECT_EQ(parse({"--n", "abc"}).error, "--n: Value abc is not a whole number");
   EXPECT_EQ(parse({"--n", ""}).error, "--n: Value is empty: a whole number is expected");
   EXPECT_EQ(parse({"--n", "65"}).error, "--n: Value 65 not in range 1 to 64");
