@@ -3,6 +3,8 @@
 #include "actors/daemon/daemon_options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
+#include <string>
 
 #include "actors/common/host_port.hpp"
 #include "actors/common/log.hpp"
@@ -16,7 +18,19 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
   app.set_config("--config", "",
                  "Config file: key = value lines, each key a long option's name without its "
                  "dashes (a value as written to the end of the line or a ' #' comment; "
-                 "quotes optional)");
+                 "quotes optional)")
+      // CLI11 alone took an empty path as no file (a `--config "$UNSET"` ran on the
+      // defaults) and said only "was not readable (missing?)" of a directory.
+      ->check(CLI::Validator(
+          [](std::string& path) -> std::string {
+            if (path.empty()) return "Value is empty: the path of a config file is expected";
+            std::error_code ec;
+            if (std::filesystem::is_directory(path, ec))
+              return path + " is a directory, not a config file";
+            if (!std::filesystem::exists(path, ec)) return "no file " + path;
+            return {};
+          },
+          "FILE"));
   // Our grammar (config_file.hpp): a key that names no option (a typo, a section) is
   // refused, not ignored, so the node never starts without a setting its operator wrote.
   use_config_file_format(app);
@@ -202,6 +216,9 @@ status check_zmq_endpoint(const std::string& option, const std::string& endpoint
 status check_daemon_options(const daemon_options& o) {
   if (o.socket.empty() && o.tcp.empty())
     return {errc::invalid_config, "nothing to listen on: give --socket or --tcp"};
+  if (o.l3 && o.data_dir.empty())  // else "cannot create --data-dir : Invalid argument"
+    return {errc::invalid_config,
+            "--data-dir is empty: give the directory of the node's L3 store, or --l3 false"};
   if (o.metrics != "off")
     if (status s = check_metrics_address(o.metrics); !s) return s;
   if (!o.tcp.empty())  // before kj reads it: a bare "localhost" listened on a random port

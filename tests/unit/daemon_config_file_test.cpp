@@ -136,7 +136,43 @@ TEST_F(DaemonConfigFile, ValuesGoThroughTheOptionsOwnChecks) {
   EXPECT_EQ(parse("threads = 0\n"), "--threads: Value 0 not in range 1 to 64");
   EXPECT_EQ(parse("l3-flush-seconds = nan\n"),
             "--l3-flush-seconds: Value nan is not a finite number");
-  EXPECT_NE(parse("l3 = maybe\n"), "");
+  EXPECT_EQ(parse("l3 = maybe\n"),
+            "--l3: Value maybe is not: true or false is expected (or yes / no, on / off, 1 / 0)");
+  ASSERT_EQ(parse("threads = 010\nl3 = off\n"), "");
+  EXPECT_EQ(options.threads, 10u);  // decimal, not C's octal eight
+  EXPECT_FALSE(options.l3);
+}
+
+// The --config path itself: CLI11 alone read an empty one as no file (the node ran on its
+// defaults) and said only "was not readable (missing?)" of a directory.
+TEST(DaemonConfigPath, AnEmptyPathAMissingFileAndADirectoryAreRefusedSayingWhich) {
+  const auto parse = [](std::string path) -> std::string {
+    daemon_options options;
+    CLI::App app{"hybridcached"};
+    add_daemon_flags(app, options);
+    std::string name = "hybridcached", flag = "--config";
+    std::vector<char*> argv{name.data(), flag.data(), path.data()};
+    try {
+      app.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::ParseError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string dir = fs::temp_directory_path().string();
+  EXPECT_EQ(parse(""), "--config: Value is empty: the path of a config file is expected");
+  EXPECT_EQ(parse(dir), "--config: " + dir + " is a directory, not a config file");
+  EXPECT_EQ(parse(dir + "/hc-no-such.conf"), "--config: no file " + dir + "/hc-no-such.conf");
+}
+
+TEST(DaemonOptions, AnEmptyDataDirIsRefusedUnlessThereIsNoL3) {
+  daemon_options o;
+  o.data_dir.clear();
+  const status s = check_daemon_options(o);
+  EXPECT_EQ(s.err().message,
+            "--data-dir is empty: give the directory of the node's L3 store, or --l3 false");
+  o.l3 = false;
+  EXPECT_TRUE(check_daemon_options(o).ok());
 }
 
 }  // namespace
