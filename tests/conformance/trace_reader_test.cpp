@@ -44,6 +44,29 @@ TEST_F(TraceReader, AcceptsAWellFormedTrace) {
   EXPECT_EQ(t->ops[0].input_len, 3u);
 }
 
+// "-" reads standard input (`zcat trace.jsonl.gz | hcctl replay -`), whose errors name it
+// <stdin>; a file that cannot be opened is refused saying why.
+TEST_F(TraceReader, ADashReadsStandardInputAndAnOpenFailureSaysWhy) {
+  std::ofstream(path_) << header("1") << "\n" << R"({"op":"match","req":0,"conv":0,"input_len":3})"
+                       << "\n{\"op\":\n";
+  const int saved = ::dup(STDIN_FILENO);
+  ASSERT_GE(saved, 0);
+  FILE* in = std::fopen(path_.c_str(), "rb");
+  ASSERT_NE(in, nullptr);
+  ASSERT_EQ(::dup2(::fileno(in), STDIN_FILENO), STDIN_FILENO);
+  auto t = replay::read_trace("-");
+  ::dup2(saved, STDIN_FILENO);
+  ::close(saved);
+  std::fclose(in);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.err().message, "<stdin>:3: not a JSON object");
+
+  auto missing = replay::read_trace(path_ + "-no-such-file");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.err().message,
+            "cannot open trace '" + path_ + "-no-such-file': No such file or directory");
+}
+
 // A NUL byte is not text: the line that holds one is refused, naming the line (the
 // reader once read lines as C strings, so everything after a NUL up to the line's end was
 // dropped silently and the rest of the line joined the next).

@@ -51,7 +51,7 @@ int run_memory(const replay_options& opts, const replay::trace& tr) {
     std::fprintf(stderr, "hcctl replay: %s\n", m.err().message.c_str());
     return 1;
   }
-  json j = {{"trace", opts.trace_path},
+  json j = {{"trace", replay::trace_name(opts.trace_path)},
             {"ops", m->ops},
             {"page_size", tr.config.page_size},
             {"pool_tokens", m->pool_tokens},
@@ -71,7 +71,7 @@ int run_memory(const replay_options& opts, const replay::trace& tr) {
                         "cached tokens {} in {} nodes, {} holding a slot (pool {} tokens)\n"
                         "index heap: {} bytes at start, {} at the end\n"
                         "per cached token: {:.1f} bytes of growth, {:.1f} in all\n",
-                        opts.trace_path, m->ops, tr.config.page_size, m->cached_tokens,
+                        replay::trace_name(opts.trace_path), m->ops, tr.config.page_size, m->cached_tokens,
                         m->tree_nodes, m->slot_nodes, m->pool_tokens, m->bytes_at_start,
                         m->bytes_at_end, m->growth_per_cached_token(), m->total_per_cached_token())
                 .c_str());
@@ -154,7 +154,7 @@ int run_replay(const replay_options& opts) {
   }
   if (opts.check)
     std::fprintf(stderr, "hcctl replay: %zu of %zu ops agree with %s\n", agreed, tr->ops.size(),
-                 opts.trace_path.c_str());
+                 replay::trace_name(opts.trace_path).c_str());
   if (!opts.bench) return 0;
 
   // Best run = the one with the smallest total time (the machine is shared and noisy).
@@ -162,7 +162,7 @@ int run_replay(const replay_options& opts) {
       results.begin(), results.end(),
       [](const bench_run& a, const bench_run& b) { return a.total_ns < b.total_ns; });
   json summary;
-  summary["trace"] = opts.trace_path;
+  summary["trace"] = replay::trace_name(opts.trace_path);
   summary["runs"] = runs;
   summary["phase"] = opts.phase.empty() ? "all" : opts.phase;
   summary["ops"] = best->ops;
@@ -192,7 +192,7 @@ int run_replay(const replay_options& opts) {
   }
   std::printf(
       "%s", fmt::format("trace {}  ({} cache ops, best of {} runs; per-op table: {} phase)\n",
-                        opts.trace_path, best->ops, runs, opts.phase.empty() ? "every" : opts.phase)
+                        replay::trace_name(opts.trace_path), best->ops, runs, opts.phase.empty() ? "every" : opts.phase)
                 .c_str());
   std::printf("%-18s %8s %12s %12s %10s %8s %10s %8s\n", "op", "count", "median_us", "p99_us",
               "floor_us", "x_floor", "warm_us", "x_warm");

@@ -67,8 +67,14 @@ struct trace {
   std::vector<trace_op> ops;
 };
 
-/// Reads and validates a whole trace; errors name the line and the problem.
+/// Reads and validates a whole trace; errors name the line and the problem. A path of "-"
+/// reads standard input (plain or gzip, as a file).
 result<trace> read_trace(const std::string& path);
+
+/// How messages name the trace at `path`: the path, or <stdin> for "-".
+inline std::string trace_name(const std::string& path) {
+  return path == "-" ? std::string("<stdin>") : path;
+}
 
 /// splitmix64-v1 token generator of the trace (trace-format.md §1).
 class token_generator {

@@ -1,5 +1,8 @@
+#include <unistd.h>
 #include <zlib.h>
 
+#include <cerrno>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -169,8 +172,15 @@ status parse_op(const json& j, trace_op& op) {
 }  // namespace
 
 result<trace> read_trace(const std::string& path) {
-  std::unique_ptr<gzFile_s, gz_closer> f(gzopen(path.c_str(), "rb"));  // also reads plain files
-  if (!f) return error{errc::io_error, "cannot open trace '" + path + "'"};
+  const bool from_stdin = path == "-";  // `zcat trace.gz | hcctl replay -`
+  const std::string name = trace_name(path);  // what errors name
+  errno = 0;
+  // gzopen / gzdopen also read plain text; the dup'd descriptor is gzclose's to close.
+  std::unique_ptr<gzFile_s, gz_closer> f(from_stdin ? gzdopen(::dup(STDIN_FILENO), "rb")
+                                                    : gzopen(path.c_str(), "rb"));
+  if (!f)
+    return error{errc::io_error, "cannot open trace '" + name + "': " +
+                                     (errno != 0 ? std::strerror(errno) : "out of memory")};
   gzbuffer(f.get(), 1 << 20);
   trace t;
   std::size_t lineno = 0;     // the file's line number (what an error names)
@@ -181,7 +191,7 @@ result<trace> read_trace(const std::string& path) {
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) return {};
     ++taken;
-    auto at = [&] { return path + ":" + std::to_string(lineno) + ": "; };
+    auto at = [&] { return name + ":" + std::to_string(lineno) + ": "; };
     if (line.find('\0') != std::string_view::npos)
       return error{errc::parse_error, at() + "a NUL byte: not a text trace"};
     json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
@@ -220,7 +230,7 @@ result<trace> read_trace(const std::string& path) {
   };
   auto read_error = [&] {
     int err = 0;
-    return error{errc::io_error, path + ": read error: " + gzerror(f.get(), &err)};
+    return error{errc::io_error, name + ": read error: " + gzerror(f.get(), &err)};
   };
   std::string pending;  // read past the last newline
   std::vector<char> buf(1 << 16);
@@ -240,7 +250,7 @@ result<trace> read_trace(const std::string& path) {
   unterminated = true;
   if (!pending.empty())
     if (status s = take_line(pending); !s) return s.err();
-  if (taken == 0) return error{errc::parse_error, path + ": empty trace"};
+  if (taken == 0) return error{errc::parse_error, name + ": empty trace"};
   return t;
 }
 
