@@ -30,8 +30,10 @@ namespace hc::cli {
 inline std::string trimmed(const std::string& text) {
   const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
   std::size_t from = 0, to = text.size();
-  while (from < to && space(text[from])) ++from;
-  while (to > from && space(text[to - 1])) --to;
+  while (from < to && space(text[from]))
+    ++from;
+  while (to > from && space(text[to - 1]))
+    --to;
   return text.substr(from, to - from);
 }
 
@@ -59,9 +61,11 @@ inline std::string whole_number(std::string& text, bool units) {
     return "Value " + text + " is negative: a whole number of at least 0 is expected";
   const auto digit = [](char c) { return c >= '0' && c <= '9'; };
   std::size_t digits = 0;
-  while (digits < text.size() && digit(text[digits])) ++digits;
+  while (digits < text.size() && digit(text[digits]))
+    ++digits;
   std::size_t rest = digits;
-  while (rest < text.size() && text[rest] == ' ') ++rest;
+  while (rest < text.size() && text[rest] == ' ')
+    ++rest;
   bool letters = rest < text.size();
   for (std::size_t i = rest; i < text.size(); ++i)
     letters = letters && std::isalpha(static_cast<unsigned char>(text[i])) != 0;
@@ -69,7 +73,8 @@ inline std::string whole_number(std::string& text, bool units) {
     return "Value " + text + " is not a whole number" +
            (units ? " (with a unit or none: 4096, 512MB, 64GB)" : "");
   std::size_t zeros = 0;
-  while (zeros + 1 < digits && text[zeros] == '0') ++zeros;
+  while (zeros + 1 < digits && text[zeros] == '0')
+    ++zeros;
   text.erase(0, zeros);
   errno = 0;
   (void)std::strtoull(text.c_str(), nullptr, 10);
@@ -102,7 +107,8 @@ inline std::string integer(std::string& text) {
 inline std::string boolean(std::string& text) {
   text = trimmed(text);
   std::string lower;
-  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : text)
+    lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower == "true" || lower == "yes" || lower == "on" || lower == "1") {
     text = "true";
   } else if (lower == "false" || lower == "no" || lower == "off" || lower == "0") {
@@ -140,8 +146,8 @@ inline void guard_numbers(CLI::App& app) {
     // nothing, and its empty description leaves the help as it was.
     if (type.rfind("UINT", 0) == 0) {
       const bool units = type.find("SIZE") != std::string::npos;
-      opt->transform(CLI::Validator(
-          [units](std::string& text) { return whole_number(text, units); }, ""));
+      opt->transform(
+          CLI::Validator([units](std::string& text) { return whole_number(text, units); }, ""));
     } else if (type.rfind("BOOLEAN", 0) == 0) {
       opt->transform(CLI::Validator([](std::string& text) { return boolean(text); }, ""));
     } else if (type.rfind("INT", 0) == 0) {

@@ -47,7 +47,8 @@ TEST_F(TraceReader, AcceptsAWellFormedTrace) {
 // "-" reads standard input (`zcat trace.jsonl.gz | hcctl replay -`), whose errors name it
 // <stdin>; a file that cannot be opened is refused saying why.
 TEST_F(TraceReader, ADashReadsStandardInputAndAnOpenFailureSaysWhy) {
-  std::ofstream(path_) << header("1") << "\n" << R"({"op":"match","req":0,"conv":0,"input_len":3})"
+  std::ofstream(path_) << header("1") << "\n"
+                       << R"({"op":"match","req":0,"conv":0,"input_len":3})"
                        << "\n{\"op\":\n";
   const int saved = ::dup(STDIN_FILENO);
   ASSERT_GE(saved, 0);

@@ -34,8 +34,7 @@ TEST(NumberChecks, WholeNumbersAreDecimalDigitsWithoutLeadingZeros) {
 
 TEST(NumberChecks, WholeNumbersRefuseWhatIsNotOne) {
   for (const char* text : {"abc", "1.5", "0x10", "+5", "5 6", "2s", "64GB", "1e3", "٣"})
-    EXPECT_EQ(whole(text).first, std::string("Value ") + text + " is not a whole number")
-        << text;
+    EXPECT_EQ(whole(text).first, std::string("Value ") + text + " is not a whole number") << text;
   EXPECT_EQ(whole("").first, "Value is empty: a whole number is expected");
   EXPECT_EQ(whole("  ").first, "Value is empty: a whole number is expected");
   EXPECT_EQ(whole("-1").first, "Value -1 is negative: a whole number of at least 0 is expected");
@@ -68,8 +67,7 @@ TEST(NumberChecks, SignedWholeNumbersTakeAMinusSign) {
   EXPECT_EQ(integer("-9223372036854775809").first,
             "Value -9223372036854775809 is too small (at least -9223372036854775808)");
   for (const char* text : {"abc", "-", "--1", "-abc", "1.5", "-0x10"})
-    EXPECT_EQ(integer(text).first, std::string("Value ") + text + " is not a whole number")
-        << text;
+    EXPECT_EQ(integer(text).first, std::string("Value ") + text + " is not a whole number") << text;
   EXPECT_EQ(integer("").first, "Value is empty: a whole number is expected");
 }
 
@@ -132,7 +130,8 @@ parsed parse(const std::vector<std::string>& args) {
   std::vector<std::string> argv{"t"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> raw;
-  for (std::string& a : argv) raw.push_back(a.data());
+  for (std::string& a : argv)
+    raw.push_back(a.data());
   try {
     app.parse(static_cast<int>(raw.size()), raw.data());
   } catch (const CLI::ParseError& e) {

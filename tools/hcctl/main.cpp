@@ -40,7 +40,10 @@ int main(int argc, char** argv) {
       "replay",
       "Replay a sglang-mamba-trace (JSONL, plain or gzip): in process, or through the node "
       "when --socket or --tcp is given explicitly");
-  replay->add_option("trace", ro.trace_path, "Trace file (.jsonl or .jsonl.gz); - reads standard input (plain or gzip)")->required();
+  replay
+      ->add_option("trace", ro.trace_path,
+                   "Trace file (.jsonl or .jsonl.gz); - reads standard input (plain or gzip)")
+      ->required();
   CLI::Option* check =
       replay->add_flag("--check", ro.check,
                        "Compare every op with its expected fields; exit 1 at the first divergence");

@@ -66,15 +66,15 @@ int run_memory(const replay_options& opts, const replay::trace& tr) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf(
-      "%s", fmt::format("trace {}  ({} ops, page {})\n"
-                        "cached tokens {} in {} nodes, {} holding a slot (pool {} tokens)\n"
-                        "index heap: {} bytes at start, {} at the end\n"
-                        "per cached token: {:.1f} bytes of growth, {:.1f} in all\n",
-                        replay::trace_name(opts.trace_path), m->ops, tr.config.page_size, m->cached_tokens,
-                        m->tree_nodes, m->slot_nodes, m->pool_tokens, m->bytes_at_start,
-                        m->bytes_at_end, m->growth_per_cached_token(), m->total_per_cached_token())
-                .c_str());
+  std::printf("%s", fmt::format("trace {}  ({} ops, page {})\n"
+                                "cached tokens {} in {} nodes, {} holding a slot (pool {} tokens)\n"
+                                "index heap: {} bytes at start, {} at the end\n"
+                                "per cached token: {:.1f} bytes of growth, {:.1f} in all\n",
+                                replay::trace_name(opts.trace_path), m->ops, tr.config.page_size,
+                                m->cached_tokens, m->tree_nodes, m->slot_nodes, m->pool_tokens,
+                                m->bytes_at_start, m->bytes_at_end, m->growth_per_cached_token(),
+                                m->total_per_cached_token())
+                        .c_str());
   return 0;
 }
 
@@ -190,10 +190,11 @@ int run_replay(const replay_options& opts) {
     std::printf("%s\n", summary.dump().c_str());
     return 0;
   }
-  std::printf(
-      "%s", fmt::format("trace {}  ({} cache ops, best of {} runs; per-op table: {} phase)\n",
-                        replay::trace_name(opts.trace_path), best->ops, runs, opts.phase.empty() ? "every" : opts.phase)
-                .c_str());
+  std::printf("%s",
+              fmt::format("trace {}  ({} cache ops, best of {} runs; per-op table: {} phase)\n",
+                          replay::trace_name(opts.trace_path), best->ops, runs,
+                          opts.phase.empty() ? "every" : opts.phase)
+                  .c_str());
   std::printf("%-18s %8s %12s %12s %10s %8s %10s %8s\n", "op", "count", "median_us", "p99_us",
               "floor_us", "x_floor", "warm_us", "x_warm");
   for (auto& [name, v] : summary["per_op"].items()) {

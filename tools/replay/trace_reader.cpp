@@ -172,15 +172,15 @@ status parse_op(const json& j, trace_op& op) {
 }  // namespace
 
 result<trace> read_trace(const std::string& path) {
-  const bool from_stdin = path == "-";  // `zcat trace.gz | hcctl replay -`
+  const bool from_stdin = path == "-";        // `zcat trace.gz | hcctl replay -`
   const std::string name = trace_name(path);  // what errors name
   errno = 0;
   // gzopen / gzdopen also read plain text; the dup'd descriptor is gzclose's to close.
   std::unique_ptr<gzFile_s, gz_closer> f(from_stdin ? gzdopen(::dup(STDIN_FILENO), "rb")
                                                     : gzopen(path.c_str(), "rb"));
   if (!f)
-    return error{errc::io_error, "cannot open trace '" + name + "': " +
-                                     (errno != 0 ? std::strerror(errno) : "out of memory")};
+    return error{errc::io_error, "cannot open trace '" + name +
+                                     "': " + (errno != 0 ? std::strerror(errno) : "out of memory")};
   gzbuffer(f.get(), 1 << 20);
   trace t;
   std::size_t lineno = 0;     // the file's line number (what an error names)
