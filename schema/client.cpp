@@ -17,9 +17,10 @@ namespace wc = wire_convert;
 struct rpc_link {
   std::shared_ptr<wc::rpc_channel> channel;
   std::chrono::milliseconds deadline{0};
+  interrupt_check interrupted;
   template <class T>
   T wait(kj::Promise<T>&& p) {
-    return wc::wait_call(*channel, deadline, kj::mv(p));
+    return wc::wait_call(*channel, deadline, kj::mv(p), interrupted);
   }
 };
 
@@ -39,11 +40,13 @@ struct client_session::impl {
 
 result<std::unique_ptr<client>> client::connect(const std::string& address,
                                                 const std::string& token,
-                                                std::chrono::milliseconds call_timeout) {
-  auto c = wc::connect_node(address, token, call_timeout);
+                                                std::chrono::milliseconds call_timeout,
+                                                interrupt_check interrupted) {
+  auto c = wc::connect_node(address, token, call_timeout, interrupted);
   if (!c) return c.err();
   auto p = std::make_unique<impl>();
-  p->link = std::make_shared<rpc_link>(rpc_link{std::move(c->channel), call_timeout});
+  p->link = std::make_shared<rpc_link>(
+      rpc_link{std::move(c->channel), call_timeout, std::move(interrupted)});
   p->node = std::move(c->node);
   return std::unique_ptr<client>(new client(std::move(p)));
 }
@@ -57,6 +60,10 @@ void client::sever() noexcept {
 
 void client::set_call_timeout(std::chrono::milliseconds t) noexcept {
   impl_->link->deadline = t;
+}
+
+void client::set_interrupt_check(interrupt_check check) {
+  impl_->link->interrupted = std::move(check);
 }
 
 result<ping_reply> client::ping() {
@@ -140,6 +147,16 @@ result<std::vector<command_result>> client_session::step(std::span<const command
   });
 }
 
+namespace {
+
+/// A call that failed this way may or may not have run on the node: its answer was lost
+/// (the connection), not waited for (the deadline) or given up on (an interrupt).
+bool answer_unknown(errc code) {
+  return code == errc::timeout || code == errc::io_error || code == errc::interrupted;
+}
+
+}  // namespace
+
 result<std::uint64_t> client_session::begin_forward(std::uint64_t batch) {
   // The node makes a later batch's begin wait for the end of the one in flight (an
   // asynchronous client may send that end meanwhile). This client waits for each answer,
@@ -164,7 +181,7 @@ result<std::uint64_t> client_session::begin_forward(std::uint64_t batch) {
   });
   if (begun.ok())
     impl_->in_flight = batch;
-  else if (begun.err().code == errc::timeout || begun.err().code == errc::io_error)
+  else if (answer_unknown(begun.err().code))
     impl_->in_flight.reset();  // whether the node began it is unknown
   return begun;
 }
@@ -178,8 +195,7 @@ status client_session::end_forward(std::uint64_t batch) {
     if (e.code != errc::ok) return e;
     return {};
   });
-  if (ended.ok() || ended.err().code == errc::timeout || ended.err().code == errc::io_error)
-    impl_->in_flight.reset();
+  if (ended.ok() || answer_unknown(ended.err().code)) impl_->in_flight.reset();
   return ended;
 }
 

@@ -8,10 +8,12 @@
 // capnp::EzRpcClient (kj allows one loop per thread); a program of its own Cap'n Proto
 // calls makes them on another thread. Transport failures come back as errc::io_error; a call
 // that missed the client's deadline (set_call_timeout) is cancelled and comes back as
-// errc::timeout, and the client stays usable.
+// errc::timeout, one whose interrupt check said stop (set_interrupt_check) as
+// errc::interrupted, and the client stays usable.
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -25,6 +27,11 @@
 #include "actors/common/store_types.hpp"
 
 namespace hc {
+
+/// Asked while a call waits for its answer (every 50 ms, on the client's thread): true
+/// stops the wait, cancels the call and returns errc::interrupted — how a binding lets its
+/// language's signal handling (Python's Ctrl-C) through a call to a node that hangs.
+using interrupt_check = std::function<bool()>;
 
 struct ping_reply {
   std::uint32_t protocol_version = 0;
@@ -144,16 +151,24 @@ class client_store {
 class client {
  public:
   /// address: "unix:/path/to.sock" or "host:port" (TCP; then `token` is required).
-  /// call_timeout > 0 bounds the connect and every later call (see set_call_timeout).
+  /// call_timeout > 0 bounds the connect and every later call (see set_call_timeout);
+  /// `interrupted` is the connect's interrupt check and every later call's (see
+  /// set_interrupt_check).
   static result<std::unique_ptr<client>> connect(const std::string& address,
                                                  const std::string& token = "",
-                                                 std::chrono::milliseconds call_timeout = {});
+                                                 std::chrono::milliseconds call_timeout = {},
+                                                 interrupt_check interrupted = {});
   ~client();
   client(const client&) = delete;
   /// Every later call of this client and its sessions and stores waits at most `t` (0: no
   /// deadline, the default); a late call is cancelled and returns errc::timeout. A step
   /// that timed out may still have run on the node.
   void set_call_timeout(std::chrono::milliseconds t) noexcept;
+  /// Every later call of this client and its sessions and stores asks `check` while it
+  /// waits (empty: never); when it says stop, the call is cancelled and returns
+  /// errc::interrupted (a step may still have run on the node). Called on this client's
+  /// thread only.
+  void set_interrupt_check(interrupt_check check);
   client& operator=(const client&) = delete;
   /// Shuts the connection's socket down, from any thread (not concurrently with the
   /// client's destruction): the node sees the connection end and releases its sessions

@@ -79,6 +79,8 @@ wire::ErrorCode code_to_wire(errc c) noexcept {
       return wire::ErrorCode::IO_ERROR;
     case errc::timeout:
       return wire::ErrorCode::TIMEOUT;
+    case errc::interrupted:
+      return wire::ErrorCode::INTERRUPTED;
   }
   return wire::ErrorCode::INVARIANT_VIOLATED;
 }
@@ -105,6 +107,8 @@ errc code_from_wire(wire::ErrorCode c) noexcept {
       return errc::io_error;
     case wire::ErrorCode::TIMEOUT:
       return errc::timeout;
+    case wire::ErrorCode::INTERRUPTED:
+      return errc::interrupted;
     case wire::ErrorCode::UNAUTHENTICATED:
     case wire::ErrorCode::VERSION_MISMATCH:
     case wire::ErrorCode::CLOSED:

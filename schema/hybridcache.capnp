@@ -27,6 +27,7 @@ enum ErrorCode {
   versionMismatch @10;  # client and node protocol versions differ
   closed @11;           # the session was closed
   timeout @12;          # no answer within the caller's deadline (set by clients, not the node)
+  interrupted @13;      # the caller stopped waiting: a signal (set by clients, not the node)
 }
 
 struct Error {

@@ -1,7 +1,8 @@
 #pragma once
 // Internal to schema/: opening a Cap'n Proto connection to a node (login for TCP, then a
-// ping so a dead address fails at once), waiting for a call with an optional deadline, and
-// turning kj exceptions into io_error (timeout for a missed deadline). Shared by the
+// ping so a dead address fails at once), waiting for a call with an optional deadline and
+// interrupt check, and turning kj exceptions into io_error (timeout for a missed deadline,
+// interrupted for a stopped wait). Shared by the
 // client library and the hcbench probe.
 
 #include <kj/async-io.h>
@@ -16,6 +17,7 @@
 #include <string_view>
 
 #include "actors/common/status.hpp"
+#include "schema/client.hpp"  // interrupt_check
 #include "schema/convert.hpp"
 #include "schema/rpc_channel.hpp"
 #include "schema/socket_connect.hpp"
@@ -26,6 +28,12 @@ namespace hc::wire_convert {
 struct call_timed_out {
   std::chrono::milliseconds after;
 };
+
+/// What wait_call throws when its interrupt check said stop (the call is then cancelled).
+struct call_interrupted {};
+
+/// How often wait_call asks an interrupt check while a call waits.
+inline constexpr std::chrono::milliseconds interrupt_poll{50};
 
 /// What checked_send throws for a call too large for one Cap'n Proto message.
 struct message_too_large {
@@ -65,6 +73,10 @@ auto guarded(F&& f) -> decltype(f()) {
   } catch (const call_timed_out& t) {
     return error{errc::timeout,
                  "no answer within " + std::to_string(t.after.count()) + " ms (call cancelled)"};
+  } catch (const call_interrupted&) {
+    return error{errc::interrupted,
+                 "the caller was interrupted while it waited (call cancelled; a step may "
+                 "still have run on the node)"};
   } catch (const message_too_large& m) {
     return error{errc::invalid_argument,
                  "the call is " + std::to_string(m.words * 8) +
@@ -80,24 +92,44 @@ auto guarded(F&& f) -> decltype(f()) {
   }
 }
 
-/// Waits for a call's answer on the connection's loop; with a deadline (> 0) the call is
-/// cancelled when it passes and call_timed_out thrown. The loop stays usable either way.
+/// Asks `check` every interrupt_poll until it says stop: then sets `stopped` and fails.
 template <class T>
-T wait_call(rpc_channel& channel, std::chrono::milliseconds deadline, kj::Promise<T>&& p) {
-  if (deadline.count() <= 0) return p.wait(channel.wait_scope());
-  bool late = false;
-  // From the clock, not the timer's now(): that is the time of the loop's last wait, and a
-  // client's loop waits only inside its calls — after an idle spell longer than the
-  // deadline, afterDelay() would have fired at once and failed a call that was never late.
-  const kj::TimePoint due =
-      kj::systemPreciseMonotonicClock().now() + deadline.count() * kj::MILLISECONDS;
-  auto guard = channel.timer().atTime(due).then([&late]() -> kj::Promise<T> {
-    late = true;
-    return KJ_EXCEPTION(OVERLOADED, "call deadline passed");
-  });
+kj::Promise<T> poll_interrupt(kj::Timer& timer, const interrupt_check& check, bool& stopped) {
+  return timer.afterDelay(interrupt_poll.count() * kj::MILLISECONDS)
+      .then([&timer, &check, &stopped]() -> kj::Promise<T> {
+        if (check()) {
+          stopped = true;
+          return KJ_EXCEPTION(FAILED, "call interrupted");
+        }
+        return poll_interrupt<T>(timer, check, stopped);
+      });
+}
+
+/// Waits for a call's answer on the connection's loop; with a deadline (> 0) the call is
+/// cancelled when it passes and call_timed_out thrown; with an interrupt check, asked
+/// every interrupt_poll on this thread, the call is cancelled when it returns true and
+/// call_interrupted thrown. The loop stays usable either way.
+template <class T>
+T wait_call(rpc_channel& channel, std::chrono::milliseconds deadline, kj::Promise<T>&& p,
+            const interrupt_check& interrupted = {}) {
+  if (deadline.count() <= 0 && !interrupted) return p.wait(channel.wait_scope());
+  bool late = false, stopped = false;
+  if (deadline.count() > 0) {
+    // From the clock, not the timer's now(): that is the time of the loop's last wait, and
+    // a client's loop waits only inside its calls — after an idle spell longer than the
+    // deadline, afterDelay() would have fired at once and failed a call that was never late.
+    const kj::TimePoint due =
+        kj::systemPreciseMonotonicClock().now() + deadline.count() * kj::MILLISECONDS;
+    p = p.exclusiveJoin(channel.timer().atTime(due).then([&late]() -> kj::Promise<T> {
+      late = true;
+      return KJ_EXCEPTION(OVERLOADED, "call deadline passed");
+    }));
+  }
+  if (interrupted) p = p.exclusiveJoin(poll_interrupt<T>(channel.timer(), interrupted, stopped));
   try {
-    return p.exclusiveJoin(kj::mv(guard)).wait(channel.wait_scope());
+    return p.wait(channel.wait_scope());
   } catch (const kj::Exception&) {
+    if (stopped) throw call_interrupted{};
     if (late) throw call_timed_out{deadline};
     throw;
   }
@@ -121,9 +153,11 @@ inline result<std::shared_ptr<rpc_channel>> open_channel(const std::string& addr
 }
 
 /// address: "unix:/path" or "host:port"; a non-empty `token` logs in (TCP). `deadline`
-/// (> 0) bounds the connect, the login and the ping, each.
+/// (> 0) bounds the connect, the login and the ping, each; `interrupted` may stop the
+/// login's and the ping's waits (wait_call).
 inline result<node_connection> connect_node(const std::string& address, const std::string& token,
-                                            std::chrono::milliseconds deadline = {}) {
+                                            std::chrono::milliseconds deadline = {},
+                                            const interrupt_check& interrupted = {}) {
   auto channel = open_channel(address, deadline);
   if (!channel) return channel.err();
   auto connected = guarded([&]() -> result<node_connection> {
@@ -133,7 +167,7 @@ inline result<node_connection> connect_node(const std::string& address, const st
     if (!token.empty()) {
       auto req = c.node.loginRequest();
       req.setToken(text(token));
-      auto resp = wait_call(*c.channel, deadline, req.send());
+      auto resp = wait_call(*c.channel, deadline, req.send(), interrupted);
       if (resp.getError().getCode() != wire::ErrorCode::OK)
         return error{errc::invalid_argument,
                      "login refused: " + std::string(resp.getError().getMessage().cStr())};
@@ -141,7 +175,7 @@ inline result<node_connection> connect_node(const std::string& address, const st
     }
     // Fail fast when the node needs a login this connection did not make, or when what
     // answers is not a node.
-    auto ping = wait_call(*c.channel, deadline, c.node.pingRequest().send());
+    auto ping = wait_call(*c.channel, deadline, c.node.pingRequest().send(), interrupted);
     if (ping.getError().getCode() != wire::ErrorCode::OK) return get_error(ping.getError());
     return c;
   });

@@ -24,6 +24,8 @@ std::string_view to_string(errc code) noexcept {
       return "io_error";
     case errc::timeout:
       return "timeout";
+    case errc::interrupted:
+      return "interrupted";
   }
   return "unknown";
 }

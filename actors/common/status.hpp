@@ -24,6 +24,7 @@ enum class errc : std::uint8_t {
   parse_error,         ///< malformed input file or message
   io_error,            ///< file or socket failure
   timeout,             ///< no answer within the caller's deadline (client side)
+  interrupted,         ///< the caller stopped waiting: a signal (client side)
 };
 
 /// Stable lowercase name of an error code ("out_of_memory").

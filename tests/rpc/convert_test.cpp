@@ -312,7 +312,7 @@ TEST(WireConvert, ErrorsKeepTheirCodeAndMessage) {
   auto b = msg.initRoot<wire::Error>();
   for (errc c : {errc::ok, errc::invalid_argument, errc::invalid_config, errc::out_of_memory,
                  errc::not_found, errc::double_free, errc::invariant_violated, errc::parse_error,
-                 errc::io_error}) {
+                 errc::io_error, errc::timeout, errc::interrupted}) {
     const error e{c, c == errc::ok ? "" : "what went wrong"};
     wc::put_error(b, e);
     const error back = wc::get_error(b.asReader());

@@ -120,6 +120,27 @@ void connection::check_caller() {
       "io_thread=True to share a connection between threads)");
 }
 
+bool connection::interrupted_now() {
+  if (home_) {
+    if (!armed_) return false;
+    py::gil_scoped_acquire gil;
+    return PyErr_CheckSignals() != 0;
+  }
+  const std::uint64_t n = running_.load();
+  return n != 0 && cancelled_.load() >= n;
+}
+
+bool connection::signal_raised(std::uint64_t n) {
+  {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() == 0) return false;
+  }
+  std::uint64_t c = cancelled_.load();
+  while (c < n && !cancelled_.compare_exchange_weak(c, n)) {
+  }
+  return true;
+}
+
 void connection::post(std::function<void()> fn) {
   if (!home_) {
     io_->post(std::move(fn));

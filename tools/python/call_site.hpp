@@ -18,6 +18,13 @@
 //   it ends; a connection dropped elsewhere is severed as well (its socket shut down at
 //   once, so the node releases its sessions and stores without waiting for that).
 //
+// Ctrl-C: a call waiting for a node that does not answer lets Python's signal handlers run
+// (every 50 ms, on the thread that waits; Python runs them on its main thread only), as
+// time.sleep does. When one raises (KeyboardInterrupt), the call is cancelled — by the
+// client's interrupt check on the thread where it runs — and the caller raises what the
+// handler raised at once; the connection stays usable (a step may still have run on the
+// node, as after a timeout).
+//
 // Fork: a child process has a copy of the connection's memory but not its I/O thread, and
 // shares its socket with the parent. A connection used in a child refuses the call
 // (hybridcache.Unavailable: connect again there) instead of waiting for a thread that is
@@ -66,9 +73,12 @@ class io_thread {
   /// it is in a forked child).
   void post(std::function<void()> fn);
 
-  /// Runs fn on the I/O thread; waits (GIL released by the caller) at most `timeout`.
+  /// Runs fn on the I/O thread; waits (GIL released by the caller) at most `timeout`,
+  /// asking `stop_waiting` (if any) every interrupt slice: true stops the wait
+  /// (interrupted_error; fn goes on there).
   template <class R>
-  R run(std::function<R()> fn, std::chrono::milliseconds timeout) {
+  R run(std::function<R()> fn, std::chrono::milliseconds timeout,
+        const std::function<bool()>& stop_waiting = {}) {
     if (forked()) {
       abandon(std::move(fn));
       throw unavailable_error(
@@ -83,12 +93,23 @@ class io_thread {
       queue_.emplace_back([task] { (*task)(); });
     }
     cv_.notify_one();
-    if (done.wait_for(timeout) != std::future_status::ready)
-      throw timeout_error("timeout: no answer within " + std::to_string(timeout.count()) +
-                          " ms (calls queued before it on this connection were slow; it "
-                          "still runs when its turn comes)");
+    const auto due = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      auto wait = due - std::chrono::steady_clock::now();
+      if (stop_waiting && wait > interrupt_slice) wait = interrupt_slice;
+      if (done.wait_for(wait) == std::future_status::ready) break;
+      if (std::chrono::steady_clock::now() >= due)
+        throw timeout_error("timeout: no answer within " + std::to_string(timeout.count()) +
+                            " ms (calls queued before it on this connection were slow; it "
+                            "still runs when its turn comes)");
+      if (stop_waiting && stop_waiting())
+        throw interrupted_error("interrupted: a signal handler raised while the call waited");
+    }
     return done.get();
   }
+
+  /// How often a waiting caller lets Python's signal handlers run.
+  static constexpr std::chrono::milliseconds interrupt_slice{50};
 
  private:
   void loop();
@@ -120,18 +141,44 @@ class connection {
   /// Created, used and destroyed where calls run.
   std::unique_ptr<client> c;
 
-  /// Runs fn where calls run, the GIL released; its exceptions reach the caller.
+  /// Runs fn where calls run, the GIL released; its exceptions reach the caller, and so
+  /// does a Python signal handler's exception raised while it waited (the call cancelled).
   template <class R>
   R call(std::function<R()> fn) {
-    if (home_) {
-      check_caller();
+    try {
+      if (home_) {
+        check_caller();
+        pybind11::gil_scoped_release unlocked;
+        home_->run_deferred();
+        armed_ = true;  // the client's waits in fn may now stop for a signal
+        struct disarm {
+          bool& armed;
+          ~disarm() { armed = false; }
+        } disarm_at_end{armed_};
+        return fn();
+      }
+      const std::uint64_t n = ++made_;
       pybind11::gil_scoped_release unlocked;
-      home_->run_deferred();
-      return fn();
+      return io_->run<R>(
+          [this, n, fn = std::move(fn)] {
+            running_ = n;  // what interrupted_now() may cancel
+            struct done {
+              std::atomic<std::uint64_t>& running;
+              ~done() { running = 0; }
+            } done_at_end{running_};
+            return fn();
+          },
+          2 * timeout + std::chrono::milliseconds(1000), [this, n] { return signal_raised(n); });
+    } catch (const interrupted_error&) {
+      // The GIL is back; the handler's exception is this thread's Python error.
+      if (PyErr_Occurred() != nullptr) throw pybind11::error_already_set();
+      throw;
     }
-    pybind11::gil_scoped_release unlocked;
-    return io_->run<R>(std::move(fn), 2 * timeout + std::chrono::milliseconds(1000));
   }
+  /// The client's interrupt check (client::connect), asked where calls run while one waits:
+  /// on the calling thread, whether a Python signal handler raised during a call; on the
+  /// I/O thread, whether the caller of the call running there stopped for one.
+  bool interrupted_now();
   /// Runs fn where calls run without waiting for it: a release (closing a session or a
   /// store) that any thread's drop may start.
   void post(std::function<void()> fn);
@@ -147,7 +194,20 @@ class connection {
  private:
   bool forked() const noexcept { return generation_ != fork_generation(); }
 
+  /// I/O-thread mode, asked by the caller's wait with the GIL released: runs Python's
+  /// signal handlers; when one raised, marks call n cancelled (for interrupted_now()).
+  bool signal_raised(std::uint64_t n);
+
   std::shared_ptr<home_thread> home_;  ///< calling-thread mode
+  /// Calling-thread mode: true while call() runs its fn (a release or the destruction
+  /// waits unstopped).
+  bool armed_ = false;
+  /// I/O-thread mode: calls are numbered as they are made (GIL held); the I/O thread runs
+  /// call running_ (0 between calls and for posted releases); calls up to cancelled_ were
+  /// given up by their callers for a signal.
+  std::uint64_t made_ = 0;
+  std::atomic<std::uint64_t> running_{0};
+  std::atomic<std::uint64_t> cancelled_{0};
   const std::uint64_t generation_ = fork_generation();
   std::unique_ptr<io_thread> io_;  ///< I/O-thread mode; last: joined first
 };

@@ -32,6 +32,11 @@ struct unavailable_error : node_error {
 struct timeout_error : node_error {
   using node_error::node_error;
 };
+/// A wait a Python signal handler stopped: the handler's exception (KeyboardInterrupt) is
+/// what the caller raises (connection::call), with the GIL back.
+struct interrupted_error : node_error {
+  using node_error::node_error;
+};
 
 [[noreturn]] inline void raise(const error& e) {
   const std::string msg = std::string(to_string(e.code)) + ": " + e.message;
@@ -49,6 +54,8 @@ struct timeout_error : node_error {
       throw unavailable_error(msg);
     case errc::timeout:
       throw timeout_error(msg);
+    case errc::interrupted:
+      throw interrupted_error(msg);
     default:
       throw node_error(msg);
   }

@@ -228,7 +228,8 @@ class py_node {
       : conn_(make_connection(timeout_s, io_thread)) {
     connection* c = conn_.get();
     c->call<int>([c, address = std::move(address), token = std::move(token)] {
-      c->c = value_or_raise(client::connect(address, token, c->timeout));
+      c->c = value_or_raise(
+          client::connect(address, token, c->timeout, [c] { return c->interrupted_now(); }));
       return 0;
     });
   }

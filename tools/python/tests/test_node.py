@@ -5,6 +5,7 @@ several Python threads sharing one connection."""
 import os
 import re
 import shutil
+import signal
 import socket
 import tempfile
 import threading
@@ -829,6 +830,94 @@ class RetiredInstanceEventsTest(OwnNodeTest):
                     hashes = set(e["block_hashes"])
                     seen = seen | hashes if e["type"] == "BlockStored" else seen - hashes
         self.assertEqual(seen, want, "the router's view of the topic vs the fresh instance")
+
+
+class InterruptTest(OwnNodeTest):
+    """Ctrl-C while a call waits for a node that does not answer (stopped with SIGSTOP: a
+    hung node). Before, the call ignored it until the connection's timeout, as a C
+    extension does that waits with the GIL released and never lets the signal handlers
+    run; now the wait runs them every 50 ms, as time.sleep does. A call that is not
+    interrupted would end in hybridcache.Timeout after 120 s instead of KeyboardInterrupt."""
+
+    TIMEOUT = 120
+
+    def stopped_node(self):
+        """The node stopped until the test ends (or resume() is called)."""
+        pid = self.node_process.proc.pid
+        os.kill(pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, pid, signal.SIGCONT)
+        return lambda: os.kill(pid, signal.SIGCONT)
+
+    def signal_soon(self, handler, seconds=0.3):
+        """SIGALRM after `seconds`, handled by `handler` (restored at the test's end)."""
+        old = signal.signal(signal.SIGALRM, handler)
+        self.addCleanup(signal.signal, signal.SIGALRM, old)
+        self.addCleanup(signal.setitimer, signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def ctrl_c_soon(self):
+        def interrupt(*_):
+            raise KeyboardInterrupt
+        self.signal_soon(interrupt)
+
+    def test_ctrl_c_stops_a_call_and_the_connection_goes_on(self):
+        for io_thread in (True, False):
+            with self.subTest(io_thread=io_thread), hybridcache.connect(
+                    socket=self.node_process.socket, timeout=self.TIMEOUT,
+                    io_thread=io_thread) as node:
+                session = node.open(small_spec("py-interrupt"))
+                resume = self.stopped_node()
+                self.ctrl_c_soon()
+                with self.assertRaises(KeyboardInterrupt):
+                    node.ping()
+                self.ctrl_c_soon()
+                with self.assertRaises(KeyboardInterrupt):
+                    session.step([cmd.Create(req=1, tokens=[1, 2, 3]), cmd.Match(req=1)])
+                resume()
+                # The cancelled calls do not hold the connection or the session up.
+                self.assertEqual(node.ping().protocol_version, 2)
+                r = session.step([cmd.Create(req=2, tokens=[4, 5, 6]), cmd.Match(req=2)])
+                self.assertTrue(r[1].ok, r[1])
+                session.close()
+
+    def test_ctrl_c_stops_a_connect_that_gets_no_answer(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "mute.sock")
+            listener = socket.socket(socket.AF_UNIX)
+            self.addCleanup(listener.close)
+            listener.bind(path)
+            listener.listen(8)  # accepts (in the kernel's backlog) and never answers
+            for io_thread in (True, False):
+                with self.subTest(io_thread=io_thread):
+                    self.ctrl_c_soon()
+                    with self.assertRaises(KeyboardInterrupt):
+                        hybridcache.connect(socket=path, timeout=self.TIMEOUT,
+                                            io_thread=io_thread)
+
+    def test_a_handler_that_does_not_raise_lets_the_call_go_on(self):
+        for io_thread in (True, False):
+            with self.subTest(io_thread=io_thread), hybridcache.connect(
+                    socket=self.node_process.socket, timeout=self.TIMEOUT,
+                    io_thread=io_thread) as node:
+                resume = self.stopped_node()
+                resumed = threading.Event()
+                handled = threading.Event()
+                ran_while_stopped = []
+
+                def handler(*_):
+                    ran_while_stopped.append(not resumed.is_set())
+                    handled.set()
+
+                def resume_after_the_handler():
+                    # Before, the handler ran only once the call had returned: this thread
+                    # then resumed the node after its 60 s and the handler ran after that.
+                    handled.wait(60)
+                    resumed.set()
+                    resume()
+                self.signal_soon(handler)
+                threading.Thread(target=resume_after_the_handler, daemon=True).start()
+                self.assertEqual(node.ping().protocol_version, 2)
+                self.assertEqual(ran_while_stopped, [True])
 
 
 if __name__ == "__main__":
