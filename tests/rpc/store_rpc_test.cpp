@@ -523,6 +523,43 @@ TEST_F(StoreRpc, ALateCallIsCancelledAsATimeoutAndTheClientStaysUsable) {
   EXPECT_TRUE(c->ping().ok());
 }
 
+// A call's interrupt check is asked while it waits: false lets it go on (here the check
+// itself lets the node's read go after three asks), true cancels it as errc::interrupted
+// and the client stays usable — how the Python binding lets Ctrl-C through.
+TEST_F(StoreRpc, AnInterruptCheckIsAskedWhileACallWaitsAndMayCancelIt) {
+  auto s = open("m");
+  ASSERT_TRUE(s);
+  fill(s->arena().subspan(0, page), 3);
+  const store_entry e{"k", {{0, page}}};
+  ASSERT_TRUE(s->set(store_pool::kv_page, std::span(&e, 1)).ok());
+  const store_entry into{"k", {{page, page}}};
+
+  int asked = 0;
+  faults->hold_reads();
+  c->set_interrupt_check([&] {
+    if (++asked == 3) faults->release_reads();
+    return false;
+  });
+  auto waited = s->get(store_pool::kv_page, std::span(&into, 1));
+  ASSERT_TRUE(waited.ok()) << waited.err().message;
+  EXPECT_EQ(*waited, std::vector<bool>{true});
+  EXPECT_GE(asked, 3);
+
+  faults->hold_reads();
+  asked = 0;
+  c->set_interrupt_check([&] { return ++asked == 2; });
+  auto stopped = s->get(store_pool::kv_page, std::span(&into, 1));
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.err().code, errc::interrupted) << stopped.err().message;
+  EXPECT_EQ(asked, 2);
+  faults->release_reads();
+  c->set_interrupt_check({});
+  auto again = s->get(store_pool::kv_page, std::span(&into, 1));
+  ASSERT_TRUE(again.ok()) << again.err().message;
+  EXPECT_EQ(*again, std::vector<bool>{true});
+  EXPECT_TRUE(c->ping().ok());
+}
+
 // The node's RPC thread polls a while for an exists to finish (--step-spin-us) and then
 // sleeps until the host_storage actor wakes it: an exists that outlasts the poll is
 // answered when it ends, and meanwhile the node serves other connections.
