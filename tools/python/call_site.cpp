@@ -120,21 +120,33 @@ void connection::check_caller() {
       "io_thread=True to share a connection between threads)");
 }
 
+namespace {
+
+std::atomic<unsigned long> python_main_thread{0};
+
+/// Runs Python's signal handlers if this is its main thread (GIL released by the caller);
+/// true when one raised (the exception is then this thread's Python error).
+bool handler_raised() {
+  if (PyThread_get_thread_ident() != python_main_thread.load()) return false;
+  py::gil_scoped_acquire gil;
+  return PyErr_CheckSignals() != 0;
+}
+
+}  // namespace
+
+void note_python_main_thread() {
+  python_main_thread =
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+}
+
 bool connection::interrupted_now() {
-  if (home_) {
-    if (!armed_) return false;
-    py::gil_scoped_acquire gil;
-    return PyErr_CheckSignals() != 0;
-  }
+  if (home_) return armed_ && handler_raised();
   const std::uint64_t n = running_.load();
   return n != 0 && cancelled_.load() >= n;
 }
 
 bool connection::signal_raised(std::uint64_t n) {
-  {
-    py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() == 0) return false;
-  }
+  if (!handler_raised()) return false;
   std::uint64_t c = cancelled_.load();
   while (c < n && !cancelled_.compare_exchange_weak(c, n)) {
   }

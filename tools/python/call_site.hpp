@@ -122,6 +122,11 @@ class io_thread {
   std::thread thread_;  // last: starts after the members it uses
 };
 
+/// Notes Python's main thread, the one thread its signal handlers run on (GIL held; at
+/// import). A waiting call on any other thread never takes the GIL to look for them — nor
+/// during the interpreter's finalization, which only the main thread runs.
+void note_python_main_thread();
+
 /// Where a connection's calls run.
 enum class call_site { io_thread, calling_thread };
 

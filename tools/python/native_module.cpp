@@ -632,6 +632,7 @@ PYBIND11_MODULE(_native, m) {
   using namespace hc;
   using namespace hc::python;
   m.doc() = "hybridcache's C++ client; use the `hybridcache` package, not this module.";
+  note_python_main_thread();
   auto error = py::register_exception<node_error>(m, "Error");
   error.attr("__doc__") = "A node call failed; the message starts with the node's error code.";
   py::register_exception<invalid_argument_error>(m, "InvalidArgument", error.ptr())

@@ -919,6 +919,33 @@ class InterruptTest(OwnNodeTest):
                 self.assertEqual(node.ping().protocol_version, 2)
                 self.assertEqual(ran_while_stopped, [True])
 
+    def test_ctrl_c_is_the_main_threads_and_leaves_other_threads_calls_alone(self):
+        # Python runs signal handlers on its main thread only: Ctrl-C stops what that thread
+        # does (here a sleep); a call another thread waits on goes on.
+        outcome = []
+
+        def worker():
+            with hybridcache.connect(socket=self.node_process.socket, timeout=self.TIMEOUT,
+                                     io_thread=False) as node:
+                connected.set()
+                called.wait(60)
+                try:
+                    outcome.append(node.ping().protocol_version)
+                except BaseException as e:  # whatever it is, the assertion below shows it
+                    outcome.append(e)
+        connected, called = threading.Event(), threading.Event()
+        t = threading.Thread(target=worker, daemon=True)
+        t.start()
+        self.assertTrue(connected.wait(60))
+        resume = self.stopped_node()
+        called.set()
+        self.ctrl_c_soon()
+        with self.assertRaises(KeyboardInterrupt):
+            time.sleep(60)
+        resume()
+        t.join(60)
+        self.assertEqual(outcome, [2])
+
 
 if __name__ == "__main__":
     unittest.main()
