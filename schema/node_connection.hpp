@@ -143,8 +143,9 @@ struct node_connection {
 /// A channel to `address` ("unix:/path" or "host:port"), nothing sent yet: the node's
 /// bootstrap is `channel->node()`. `deadline` (> 0) bounds the connect.
 inline result<std::shared_ptr<rpc_channel>> open_channel(const std::string& address,
-                                                         std::chrono::milliseconds deadline = {}) {
-  auto socket = connect_stream_socket(address, deadline);
+                                                         std::chrono::milliseconds deadline = {},
+                                                         const interrupt_check& interrupted = {}) {
+  auto socket = connect_stream_socket(address, deadline, interrupted);
   if (!socket) return socket.err();
   kj::AutoCloseFd fd(*socket);
   return guarded([&]() -> result<std::shared_ptr<rpc_channel>> {
@@ -153,12 +154,12 @@ inline result<std::shared_ptr<rpc_channel>> open_channel(const std::string& addr
 }
 
 /// address: "unix:/path" or "host:port"; a non-empty `token` logs in (TCP). `deadline`
-/// (> 0) bounds the connect, the login and the ping, each; `interrupted` may stop the
-/// login's and the ping's waits (wait_call).
+/// (> 0) bounds the connect, the login and the ping, each; `interrupted` may stop each
+/// of their waits (wait_call, connect_stream_socket).
 inline result<node_connection> connect_node(const std::string& address, const std::string& token,
                                             std::chrono::milliseconds deadline = {},
                                             const interrupt_check& interrupted = {}) {
-  auto channel = open_channel(address, deadline);
+  auto channel = open_channel(address, deadline, interrupted);
   if (!channel) return channel.err();
   auto connected = guarded([&]() -> result<node_connection> {
     node_connection c;

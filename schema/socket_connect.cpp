@@ -43,27 +43,53 @@ struct fd_guard {
   int release() { return std::exchange(fd, -1); }
 };
 
+/// How often a connect asks its interrupt check.
+constexpr std::chrono::milliseconds interrupt_slice{50};
+
+/// What a connect waits for and may be stopped by.
+struct connect_limits {
+  std::optional<steady::time_point> due;
+  std::chrono::milliseconds deadline;
+  const std::function<bool()>& interrupted;
+};
+
 /// Connects the non-blocking socket `fd` to `sa`, waiting for the connect to finish.
-status connect_until(int fd, const sockaddr* sa, socklen_t len,
-                     std::optional<steady::time_point> due, const std::string& what,
-                     std::chrono::milliseconds deadline) {
+status connect_until(int fd, const sockaddr* sa, socklen_t len, const connect_limits& limits,
+                     const std::string& what) {
   const auto late = [&] {
     return status{errc::timeout, "could not connect to " + what + " within " +
-                                     std::to_string(deadline.count()) + " ms"};
+                                     std::to_string(limits.deadline.count()) + " ms"};
+  };
+  const auto stopped = [&] {
+    return status{errc::interrupted, "the caller was interrupted while it connected to " + what};
+  };
+  auto next_ask = steady::now() + interrupt_slice;
+  const auto ask = [&] {  // the interrupt check, once a slice
+    if (!limits.interrupted || steady::now() < next_ask) return false;
+    next_ask = steady::now() + interrupt_slice;
+    return limits.interrupted();
   };
   for (;;) {
     if (::connect(fd, sa, len) == 0) return {};
     if (errno == EINPROGRESS || errno == EINTR) break;  // finishing in the background
     // A Unix socket whose listener's backlog is full: the kernel says try again.
     if (errno != EAGAIN) return system_error("connect to " + what, errno);
-    if (due && steady::now() >= *due) return late();
+    if (limits.due && steady::now() >= *limits.due) return late();
+    if (ask()) return stopped();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   pollfd p{fd, POLLOUT, 0};
   for (;;) {
-    const int n = ::poll(&p, 1, poll_ms(due));
+    int wait = poll_ms(limits.due);
+    if (limits.interrupted && (wait < 0 || wait > interrupt_slice.count()))
+      wait = static_cast<int>(interrupt_slice.count());
+    const int n = ::poll(&p, 1, wait);
     if (n > 0) break;
-    if (n == 0) return late();
+    if (n == 0) {
+      if (limits.due && steady::now() >= *limits.due) return late();
+      if (limits.interrupted && limits.interrupted()) return stopped();
+      continue;
+    }
     if (errno != EINTR) return system_error("connect to " + what, errno);
   }
   int err = 0;
@@ -73,8 +99,7 @@ status connect_until(int fd, const sockaddr* sa, socklen_t len,
   return {};
 }
 
-result<int> connect_unix(const std::string& path, std::optional<steady::time_point> due,
-                         std::chrono::milliseconds deadline) {
+result<int> connect_unix(const std::string& path, const connect_limits& limits) {
   const std::string what = "unix:" + path;
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
@@ -85,15 +110,14 @@ result<int> connect_unix(const std::string& path, std::optional<steady::time_poi
   std::memcpy(sa.sun_path, path.data(), path.size());
   fd_guard fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
   if (fd.fd < 0) return system_error("socket for " + what, errno);
-  if (status s = connect_until(fd.fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa, due, what,
-                               deadline);
+  if (status s =
+          connect_until(fd.fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa, limits, what);
       !s)
     return s.err();
   return fd.release();
 }
 
-result<int> connect_tcp(const std::string& address, std::optional<steady::time_point> due,
-                        std::chrono::milliseconds deadline) {
+result<int> connect_tcp(const std::string& address, const connect_limits& limits) {
   auto parts = parse_host_port(address);
   if (!parts)
     return error{errc::invalid_argument,
@@ -117,9 +141,9 @@ result<int> connect_tcp(const std::string& address, std::optional<steady::time_p
       last = system_error("socket for " + address, errno);
       continue;
     }
-    if (status s = connect_until(fd.fd, a->ai_addr, a->ai_addrlen, due, address, deadline); !s) {
+    if (status s = connect_until(fd.fd, a->ai_addr, a->ai_addrlen, limits, address); !s) {
       last = s.err();
-      if (last.code == errc::timeout) break;
+      if (last.code == errc::timeout || last.code == errc::interrupted) break;
       continue;
     }
     const int one = 1;
@@ -133,11 +157,12 @@ result<int> connect_tcp(const std::string& address, std::optional<steady::time_p
 
 }  // namespace
 
-result<int> connect_stream_socket(const std::string& address, std::chrono::milliseconds deadline) {
-  std::optional<steady::time_point> due;
-  if (deadline.count() > 0) due = steady::now() + deadline;
-  if (address.rfind("unix:", 0) == 0) return connect_unix(address.substr(5), due, deadline);
-  return connect_tcp(address, due, deadline);
+result<int> connect_stream_socket(const std::string& address, std::chrono::milliseconds deadline,
+                                  const std::function<bool()>& interrupted) {
+  connect_limits limits{std::nullopt, deadline, interrupted};
+  if (deadline.count() > 0) limits.due = steady::now() + deadline;
+  if (address.rfind("unix:", 0) == 0) return connect_unix(address.substr(5), limits);
+  return connect_tcp(address, limits);
 }
 
 }  // namespace hc::wire_convert

@@ -128,7 +128,8 @@ TEST(SocketConnect, NobodyListeningIsAnIoErrorNamingTheAddressAndWhy) {
 }
 
 // A listener that never accepts, its backlog full: the connect waits for its deadline
-// and says so (without one it would wait as long as the listener does not accept).
+// and says so (without one it would wait as long as the listener does not accept), or
+// until its interrupt check says stop.
 TEST(SocketConnect, AConnectThatCannotFinishEndsAtItsDeadline) {
   const std::string path = unique_socket_path();
   listener l;
@@ -150,6 +151,13 @@ TEST(SocketConnect, AConnectThatCannotFinishEndsAtItsDeadline) {
   ASSERT_FALSE(late.ok());
   EXPECT_EQ(late.err().code, errc::timeout) << late.err().message;
   EXPECT_NE(late.err().message.find("200 ms"), std::string::npos) << late.err().message;
+  // The same connect with an interrupt check (a binding's Ctrl-C) ends when it says stop,
+  // long before its deadline.
+  int asked = 0;
+  auto stopped = connect_stream_socket("unix:" + path, 600000ms, [&] { return ++asked == 2; });
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_EQ(stopped.err().code, errc::interrupted) << stopped.err().message;
+  EXPECT_EQ(asked, 2);
   for (int fd : queued)
     ::close(fd);
   ::unlink(path.c_str());

@@ -882,17 +882,31 @@ class InterruptTest(OwnNodeTest):
 
     def test_ctrl_c_stops_a_connect_that_gets_no_answer(self):
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "mute.sock")
+            mute = os.path.join(d, "mute.sock")
             listener = socket.socket(socket.AF_UNIX)
             self.addCleanup(listener.close)
-            listener.bind(path)
+            listener.bind(mute)
             listener.listen(8)  # accepts (in the kernel's backlog) and never answers
-            for io_thread in (True, False):
-                with self.subTest(io_thread=io_thread):
-                    self.ctrl_c_soon()
-                    with self.assertRaises(KeyboardInterrupt):
-                        hybridcache.connect(socket=path, timeout=self.TIMEOUT,
-                                            io_thread=io_thread)
+            full = os.path.join(d, "full.sock")  # a backlog that is full: no connect ends
+            busy = socket.socket(socket.AF_UNIX)
+            self.addCleanup(busy.close)
+            busy.bind(full)
+            busy.listen(0)
+            for _ in range(8):
+                waiting = socket.socket(socket.AF_UNIX)
+                self.addCleanup(waiting.close)
+                waiting.setblocking(False)
+                try:
+                    waiting.connect(full)
+                except BlockingIOError:
+                    break
+            for path in (mute, full):
+                for io_thread in (True, False):
+                    with self.subTest(path=os.path.basename(path), io_thread=io_thread):
+                        self.ctrl_c_soon()
+                        with self.assertRaises(KeyboardInterrupt):
+                            hybridcache.connect(socket=path, timeout=self.TIMEOUT,
+                                                io_thread=io_thread)
 
     def test_a_handler_that_does_not_raise_lets_the_call_go_on(self):
         for io_thread in (True, False):
