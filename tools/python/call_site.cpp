@@ -142,14 +142,12 @@ void note_python_main_thread() {
 bool connection::interrupted_now() {
   if (home_) return armed_ && handler_raised();
   const std::uint64_t n = running_.load();
-  return n != 0 && cancelled_.load() >= n;
+  return n != 0 && cancelled_.load() == n;
 }
 
 bool connection::signal_raised(std::uint64_t n) {
   if (!handler_raised()) return false;
-  std::uint64_t c = cancelled_.load();
-  while (c < n && !cancelled_.compare_exchange_weak(c, n)) {
-  }
+  cancelled_ = n;
   return true;
 }
 

@@ -166,6 +166,8 @@ class connection {
       pybind11::gil_scoped_release unlocked;
       return io_->run<R>(
           [this, n, fn = std::move(fn)] {
+            // Given up before its turn: not run at all (its caller has gone on).
+            if (cancelled_.load() == n) throw interrupted_error("interrupted before it ran");
             running_ = n;  // what interrupted_now() may cancel
             struct done {
               std::atomic<std::uint64_t>& running;
@@ -208,8 +210,9 @@ class connection {
   /// waits unstopped).
   bool armed_ = false;
   /// I/O-thread mode: calls are numbered as they are made (GIL held); the I/O thread runs
-  /// call running_ (0 between calls and for posted releases); calls up to cancelled_ were
-  /// given up by their callers for a signal.
+  /// call running_ (0 between calls and for posted releases); call cancelled_ is the last
+  /// one its caller gave up for a signal — one at a time: only Python's main thread runs
+  /// signal handlers, and its calls follow one another.
   std::uint64_t made_ = 0;
   std::atomic<std::uint64_t> running_{0};
   std::atomic<std::uint64_t> cancelled_{0};

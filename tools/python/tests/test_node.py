@@ -7,6 +7,7 @@ import re
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -959,6 +960,45 @@ class InterruptTest(OwnNodeTest):
         resume()
         t.join(60)
         self.assertEqual(outcome, [2])
+
+    def test_ctrl_c_on_a_shared_connection_cancels_the_main_threads_call_only(self):
+        # One connection (io_thread=True) for two threads: another thread's call runs on
+        # the I/O thread while the main thread's waits behind it. Ctrl-C gives up the main
+        # thread's call — which then never runs — and not the other one.
+        with hybridcache.connect(socket=self.node_process.socket, timeout=self.TIMEOUT,
+                                 io_thread=True) as node:
+            with node.open(small_spec("py-interrupt-shared")) as session:
+                resume = self.stopped_node()
+                outcome = []
+
+                def other():
+                    try:
+                        outcome.append(session.step([cmd.Create(req=1, tokens=[1, 2, 3])])[0].ok)
+                    except BaseException as e:  # whatever it is, the assertion below shows it
+                        outcome.append(e)
+                t = threading.Thread(target=other, daemon=True)
+                t.start()
+                # Its call first: once its thread is inside Session.step (in the native call,
+                # the GIL released), and a little more for the hand-over to the I/O thread.
+                for _ in range(1200):
+                    frame = sys._current_frames().get(t.ident)
+                    if frame is not None and frame.f_code.co_name == "step":
+                        break
+                    time.sleep(0.05)
+                time.sleep(0.2)
+                self.ctrl_c_soon()
+                with self.assertRaises(KeyboardInterrupt):
+                    session.step([cmd.Create(req=2, tokens=[4, 5, 6])])
+                # Ten interrupt checks' time for a wrong cancellation of the other call to
+                # happen before the node answers it.
+                time.sleep(0.5)
+                resume()
+                t.join(60)
+                self.assertEqual(outcome, [True])
+                # The main thread's create never ran: request 2 is unknown, request 1 is not.
+                r = session.step([cmd.Match(req=1), cmd.Match(req=2)])
+                self.assertTrue(r[0].ok, r[0])
+                self.assertFalse(r[1].ok, r[1])
 
 
 if __name__ == "__main__":
