@@ -50,38 +50,35 @@ after=()  # what follows the option on the command line (hcctl: its subcommand)
 check_tool() {  # check_tool NAME HELP COMMAND...: each numeric option of HELP on COMMAND
   local name=$1 help=$2
   shift 2
-  local floats wholes integers booleans opt value
+  local floats wholes integers booleans opt
   floats=$(options_of_type FLOAT "$help")
   wholes=$(options_of_type UINT "$help")
   integers=$(options_of_type INT "$help")
   booleans=$(options_of_type BOOLEAN "$help")
-  for opt in $floats; do
-    for value in nan -nan inf 1e999; do
-      refused "$name" "$value" "$opt" "is not a finite number" -- "$@" "$opt" "$value" "${after[@]}"
+  local cmd=("$@")
+  refuse_all() {  # refuse_all OPT WHY VALUE...: each VALUE refused for OPT, saying WHY
+    local opt=$1 why=$2 value
+    shift 2
+    for value in "$@"; do
+      refused "$name" "$value" "$opt" "$why" -- "${cmd[@]}" "$opt" "$value" "${after[@]}"
     done
-    refused "$name" abc "$opt" "is not a number" -- "$@" "$opt" abc "${after[@]}"
-    refused "$name" "" "$opt" "is empty" -- "$@" "$opt" "" "${after[@]}"
+  }
+  for opt in $floats; do
+    refuse_all "$opt" "is not a finite number" nan -nan inf 1e999
+    refuse_all "$opt" "is not a number" abc
+    refuse_all "$opt" "is empty" ""
   done
   for opt in $wholes; do
-    refused "$name" -1 "$opt" "is negative" -- "$@" "$opt" -1 "${after[@]}"
-    refused "$name" 18446744073709551616 "$opt" "is too large" -- \
-      "$@" "$opt" 18446744073709551616 "${after[@]}"
-    for value in abc 1.5 0x10; do
-      refused "$name" "$value" "$opt" "is not a whole number" -- "$@" "$opt" "$value" "${after[@]}"
-    done
-    refused "$name" "" "$opt" "is empty" -- "$@" "$opt" "" "${after[@]}"
+    refuse_all "$opt" "is negative" -1
+    refuse_all "$opt" "is too large" 18446744073709551616
   done
-  for opt in $integers; do
-    for value in abc 1.5 0x10; do
-      refused "$name" "$value" "$opt" "is not a whole number" -- "$@" "$opt" "$value" "${after[@]}"
-    done
-    refused "$name" "" "$opt" "is empty" -- "$@" "$opt" "" "${after[@]}"
+  for opt in $wholes $integers; do
+    refuse_all "$opt" "is not a whole number" abc 1.5 0x10
+    refuse_all "$opt" "is empty" ""
   done
   for opt in $booleans; do
-    for value in abc 2 -1; do
-      refused "$name" "$value" "$opt" "is not: true or false" -- "$@" "$opt" "$value" "${after[@]}"
-    done
-    refused "$name" "" "$opt" "is empty: true or false" -- "$@" "$opt" "" "${after[@]}"
+    refuse_all "$opt" "is not: true or false" abc 2 -1
+    refuse_all "$opt" "is empty: true or false" ""
   done
   echo "$name: $(wc -w <<< "$floats") floating-point, $(wc -w <<< "$wholes") unsigned," \
     "$(wc -w <<< "$integers") signed whole-number and $(wc -w <<< "$booleans") true / false option(s)"
