@@ -94,7 +94,7 @@ inline std::string integer(std::string& text) {
   }
   std::string magnitude = text.substr(1);
   std::string why = whole_number(magnitude, false);
-  if (!why.empty() || magnitude.empty()) return "Value " + text + " is not a whole number";
+  if (!why.empty()) return "Value " + text + " is not a whole number";
   if (std::strtoull(magnitude.c_str(), nullptr, 10) > std::uint64_t{INT64_MAX} + 1)
     return "Value " + text + " is too small (at least -9223372036854775808)";
   text = "-" + magnitude;

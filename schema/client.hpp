@@ -28,10 +28,12 @@
 
 namespace hc {
 
-/// Asked while a call waits for its answer (every 50 ms, on the client's thread): true
-/// stops the wait, cancels the call and returns errc::interrupted — how a binding lets its
-/// language's signal handling (Python's Ctrl-C) through a call to a node that hangs.
+/// Asked while a call waits for its answer (every interrupt_check_interval, on the
+/// client's thread): true stops the wait, cancels the call and returns errc::interrupted —
+/// how a binding lets its language's signal handling (Python's Ctrl-C) through a call to a
+/// node that hangs.
 using interrupt_check = std::function<bool()>;
+inline constexpr std::chrono::milliseconds interrupt_check_interval{50};
 
 struct ping_reply {
   std::uint32_t protocol_version = 0;

@@ -32,9 +32,6 @@ struct call_timed_out {
 /// What wait_call throws when its interrupt check said stop (the call is then cancelled).
 struct call_interrupted {};
 
-/// How often wait_call asks an interrupt check while a call waits.
-inline constexpr std::chrono::milliseconds interrupt_poll{50};
-
 /// What checked_send throws for a call too large for one Cap'n Proto message.
 struct message_too_large {
   std::uint64_t words;
@@ -92,10 +89,11 @@ auto guarded(F&& f) -> decltype(f()) {
   }
 }
 
-/// Asks `check` every interrupt_poll until it says stop: then sets `stopped` and fails.
+/// Asks `check` every interrupt_check_interval until it says stop: then sets `stopped` and
+/// fails.
 template <class T>
 kj::Promise<T> poll_interrupt(kj::Timer& timer, const interrupt_check& check, bool& stopped) {
-  return timer.afterDelay(interrupt_poll.count() * kj::MILLISECONDS)
+  return timer.afterDelay(interrupt_check_interval.count() * kj::MILLISECONDS)
       .then([&timer, &check, &stopped]() -> kj::Promise<T> {
         if (check()) {
           stopped = true;
@@ -107,7 +105,7 @@ kj::Promise<T> poll_interrupt(kj::Timer& timer, const interrupt_check& check, bo
 
 /// Waits for a call's answer on the connection's loop; with a deadline (> 0) the call is
 /// cancelled when it passes and call_timed_out thrown; with an interrupt check, asked
-/// every interrupt_poll on this thread, the call is cancelled when it returns true and
+/// every interrupt_check_interval on this thread, the call is cancelled when it returns true and
 /// call_interrupted thrown. The loop stays usable either way.
 template <class T>
 T wait_call(rpc_channel& channel, std::chrono::milliseconds deadline, kj::Promise<T>&& p,

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "actors/common/host_port.hpp"
+#include "schema/client.hpp"  // interrupt_check_interval
 
 namespace hc::wire_convert {
 namespace {
@@ -43,9 +44,6 @@ struct fd_guard {
   int release() { return std::exchange(fd, -1); }
 };
 
-/// How often a connect asks its interrupt check.
-constexpr std::chrono::milliseconds interrupt_slice{50};
-
 /// What a connect waits for and may be stopped by.
 struct connect_limits {
   std::optional<steady::time_point> due;
@@ -63,10 +61,10 @@ status connect_until(int fd, const sockaddr* sa, socklen_t len, const connect_li
   const auto stopped = [&] {
     return status{errc::interrupted, "the caller was interrupted while it connected to " + what};
   };
-  auto next_ask = steady::now() + interrupt_slice;
+  auto next_ask = steady::now() + interrupt_check_interval;
   const auto ask = [&] {  // the interrupt check, once a slice
     if (!limits.interrupted || steady::now() < next_ask) return false;
-    next_ask = steady::now() + interrupt_slice;
+    next_ask = steady::now() + interrupt_check_interval;
     return limits.interrupted();
   };
   for (;;) {
@@ -81,8 +79,8 @@ status connect_until(int fd, const sockaddr* sa, socklen_t len, const connect_li
   pollfd p{fd, POLLOUT, 0};
   for (;;) {
     int wait = poll_ms(limits.due);
-    if (limits.interrupted && (wait < 0 || wait > interrupt_slice.count()))
-      wait = static_cast<int>(interrupt_slice.count());
+    if (limits.interrupted && (wait < 0 || wait > interrupt_check_interval.count()))
+      wait = static_cast<int>(interrupt_check_interval.count());
     const int n = ::poll(&p, 1, wait);
     if (n > 0) break;
     if (n == 0) {

@@ -17,10 +17,10 @@ namespace hc::wire_convert {
 /// A connected, non-blocking, close-on-exec stream socket for `address` — "unix:PATH" or
 /// "HOST:PORT" (a name, an IPv4 address or an [IPv6] one) — which the caller closes.
 /// Waits at most `deadline` for the connect (0: as long as the kernel does), asking
-/// `interrupted` (if any; client.hpp's interrupt_check) every 50 ms meanwhile. Errors:
-/// invalid_argument for an address of neither form, timeout when the deadline passed,
-/// interrupted when the check said stop, io_error naming the address and the system's
-/// reason otherwise. (The name's resolution, getaddrinfo, is not interrupted.)
+/// `interrupted` (if any; client.hpp's interrupt_check) every interrupt_check_interval
+/// meanwhile. Errors: invalid_argument for an address of neither form, timeout when the
+/// deadline passed, interrupted when the check said stop, io_error naming the address and
+/// the system's reason otherwise. (The name's resolution, getaddrinfo, is not interrupted.)
 result<int> connect_stream_socket(const std::string& address, std::chrono::milliseconds deadline,
                                   const std::function<bool()>& interrupted = {});
 

@@ -74,7 +74,7 @@ class io_thread {
   void post(std::function<void()> fn);
 
   /// Runs fn on the I/O thread; waits (GIL released by the caller) at most `timeout`,
-  /// asking `stop_waiting` (if any) every interrupt slice: true stops the wait
+  /// asking `stop_waiting` (if any) every interrupt_check_interval: true stops the wait
   /// (interrupted_error; fn goes on there).
   template <class R>
   R run(std::function<R()> fn, std::chrono::milliseconds timeout,
@@ -96,7 +96,7 @@ class io_thread {
     const auto due = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       auto wait = due - std::chrono::steady_clock::now();
-      if (stop_waiting && wait > interrupt_slice) wait = interrupt_slice;
+      if (stop_waiting && wait > interrupt_check_interval) wait = interrupt_check_interval;
       if (done.wait_for(wait) == std::future_status::ready) break;
       if (std::chrono::steady_clock::now() >= due)
         throw timeout_error("timeout: no answer within " + std::to_string(timeout.count()) +
@@ -107,9 +107,6 @@ class io_thread {
     }
     return done.get();
   }
-
-  /// How often a waiting caller lets Python's signal handlers run.
-  static constexpr std::chrono::milliseconds interrupt_slice{50};
 
  private:
   void loop();
