@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "actors/daemon/daemon_options.hpp"
+#include "tests/support/parse_command_line.hpp"
 
 namespace hc::test {
 namespace {
@@ -37,17 +38,9 @@ class DaemonConfigFile : public ::testing::Test {
     options = daemon_options{};
     CLI::App app{"hybridcached"};
     add_daemon_flags(app, options);
-    std::vector<std::string> args{"hybridcached", "--config", path_.string()};
+    std::vector<std::string> args{"--config", path_.string()};
     args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<char*> argv;
-    for (std::string& a : args)
-      argv.push_back(a.data());
-    try {
-      app.parse(static_cast<int>(argv.size()), argv.data());
-    } catch (const CLI::ParseError& e) {
-      return e.what();
-    }
-    return "";
+    return parse_args(app, args);
   }
 
   daemon_options options;
@@ -150,14 +143,7 @@ TEST(DaemonConfigPath, AnEmptyPathAMissingFileAndADirectoryAreRefusedSayingWhich
     daemon_options options;
     CLI::App app{"hybridcached"};
     add_daemon_flags(app, options);
-    std::string name = "hybridcached", flag = "--config";
-    std::vector<char*> argv{name.data(), flag.data(), path.data()};
-    try {
-      app.parse(static_cast<int>(argv.size()), argv.data());
-    } catch (const CLI::ParseError& e) {
-      return e.what();
-    }
-    return "";
+    return parse_args(app, {"--config", path});
   };
   const std::string dir = fs::temp_directory_path().string();
   EXPECT_EQ(parse(""), "--config: Value is empty: the path of a config file is expected");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/number_checks.hpp"
+#include "tests/support/parse_command_line.hpp"
 
 namespace hc::test {
 namespace {
@@ -127,16 +128,7 @@ parsed parse(const std::vector<std::string>& args) {
   app.add_option("--repeat", p.repeat)->check(CLI::Range(1, 1000));
   app.add_option("--on", p.on);
   cli::guard_numbers(app);
-  std::vector<std::string> argv{"t"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> raw;
-  for (std::string& a : argv)
-    raw.push_back(a.data());
-  try {
-    app.parse(static_cast<int>(raw.size()), raw.data());
-  } catch (const CLI::ParseError& e) {
-    p.error = e.what();
-  }
+  p.error = parse_args(app, args);
   return p;
 }
 
