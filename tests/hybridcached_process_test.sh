@@ -283,6 +283,23 @@ for args in "" "--token-file $tmp/token.blank"; do
   grep -q "needs --token-file\|no secret on its first line" "$tmp/out" ||
     fail "hcctl --tcp with '$args' did not say why: $(cat "$tmp/out")"
 done
+# ... and what names the node ambiguously: an empty --tcp (which reached the default
+# socket, where another node may listen), --socket beside --tcp (one was ignored), a
+# --token-file without --tcp (ignored: the socket needs no secret).
+while IFS='|' read -r why args; do
+  rc=0
+  eval "set -- $args"
+  "$hcctl" "$@" ping >"$tmp/out" 2>&1 || rc=$?
+  [ "$rc" = 2 ] && grep -q -- "$why" "$tmp/out" ||
+    fail "hcctl $args: status $rc, want 2 saying '$why': $(cat "$tmp/out")"
+done <<EOF
+--tcp is empty|--tcp '' --token-file '$tmp/token'
+give --socket or --tcp, not both|--socket '$tmp/n2.sock' --tcp '$tcp' --token-file '$tmp/token'
+give --tcp too|--token-file '$tmp/token'
+give --tcp too|--socket '$tmp/n2.sock' --token-file '$tmp/token'
+EOF
+"$hcctl" --tcp "$tcp" --token-file "$tmp/token" --timeout 5 stats >/dev/null ||
+  fail "hcctl --tcp with its token file no longer reaches the node"
 kill "$tcp_pid"
 wait "$tcp_pid" || fail "the TCP node did not stop cleanly"
 tcp_pid=

@@ -101,6 +101,24 @@ int main(int argc, char** argv) {
   no.blocks = blocks;
   // Rounded up: a positive timeout never becomes 0 (no limit).
   no.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(timeout_s * 1000.0)));
+  // An empty --tcp reached the default socket, where another node may listen, and --socket
+  // beside --tcp or a --token-file without it was ignored without a word: refused (exit 2).
+  if (app.count("--tcp") > 0 && tcp.empty()) {
+    std::fprintf(stderr,
+                 "hcctl: --tcp is empty: give the node's host:port, or leave --tcp out to reach "
+                 "--socket\n");
+    return 2;
+  }
+  if (app.count("--tcp") > 0 && app.count("--socket") > 0) {
+    std::fprintf(stderr, "hcctl: give --socket or --tcp, not both\n");
+    return 2;
+  }
+  if (app.count("--token-file") > 0 && tcp.empty()) {
+    std::fprintf(stderr,
+                 "hcctl: --token-file is the secret of a --tcp node (the Unix socket needs "
+                 "none): give --tcp too, or leave --token-file out\n");
+    return 2;
+  }
   if (!tcp.empty() && token_file.empty()) {
     std::fprintf(stderr, "hcctl: --tcp needs --token-file (the node's TCP shared secret)\n");
     return 2;
