@@ -47,7 +47,7 @@ enum Strategy {
 struct InstanceSpec {
   protocolVersion @0 :UInt32;     # must equal the node's protocolVersion
   modelId @1 :Text;               # model identity (part of the instance fingerprint);
-                                  # printable text (no control characters), <= 256 bytes
+                                  # required; printable text (no control characters), <= 256 bytes
   tpRank @2 :UInt32;
   tpSize @3 :UInt32 = 1;
   pageSize @4 :UInt32 = 1;        # tokens per KV page (P)

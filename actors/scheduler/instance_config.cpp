@@ -19,6 +19,14 @@ bool good_name(const std::string& name) {
 }  // namespace
 
 status validate(const instance_spec& s, const spec_limits& lim) {
+  // Sessions whose specs agree share an instance (its tree, its pools' KV) and its L3 keys:
+  // two models of one shape (fine-tunes of one base) that both left the id out would serve
+  // each other's KV, without an error anywhere.
+  if (s.model_id.empty())
+    return bad(
+        "modelId is empty: name the model (e.g. its path and revision); sessions of "
+        "specs that agree share one cache, so two models of one shape without an id "
+        "would serve each other's KV");
   if (!good_name(s.model_id))
     return bad("modelId must be printable text (no control characters) of at most " +
                std::to_string(max_spec_name_bytes) + " bytes");

@@ -100,7 +100,8 @@ TEST(InstanceSpecLimits, SettingsSglangWouldRewriteAreRefused) {
 // operator's terminal as it was, and a key-sized name went into every L3 key.
 TEST(InstanceSpecLimits, ModelIdAndNamespaceArePrintableAndShort) {
   instance_spec s = small();
-  s.model_id = "";  // the default spec's: accepted
+  s.ns = "";  // the default namespace
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
   s.ns = "lora/adapter-7 ü";
   EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
   s.model_id = std::string(max_spec_name_bytes, 'm');
@@ -116,6 +117,17 @@ TEST(InstanceSpecLimits, ModelIdAndNamespaceArePrintableAndShort) {
     s.ns = bad;
     expect_refused(s, "namespace must be printable text");
   }
+}
+
+// An empty model id (the wire's default, what a client that forgets it sends) was accepted:
+// two models of one shape — fine-tunes of one base — that both left it out shared one
+// instance and its L3 keys, and each was served the other's KV without an error.
+TEST(InstanceSpecLimits, AnEmptyModelIdIsRefused) {
+  instance_spec s = small();
+  s.model_id = "";
+  expect_refused(s, "modelId is empty");
+  s.model_id = " ";  // named, if oddly: an operator sees it in hcctl inspect
+  EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
 }
 
 }  // namespace

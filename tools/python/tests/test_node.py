@@ -323,7 +323,9 @@ class NodeTest(OwnNodeTest):
                    ("slots_per_request", 17, "slotsPerRequest"),
                    # Printed by hcctl inspect: a terminal escape reached the operator's screen.
                    ("model_id", "m\x1b[2J", "modelId"), ("namespace", "a\nb", "namespace"),
-                   ("model_id", "m" * 257, "modelId")]
+                   ("model_id", "m" * 257, "modelId"),
+                   # The default: two models of one shape without an id shared their KV.
+                   ("model_id", "", "modelId is empty")]
         with self.connect() as node:
             for field, value, name in too_big:
                 spec = small_spec("py-too-big")
