@@ -1,7 +1,6 @@
 #include "gpu/shm_region.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -10,7 +9,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -113,23 +111,6 @@ void shm_region::release() noexcept {
   if (owner_) ::shm_unlink(name_.c_str());
   data_ = nullptr;
   size_ = 0;
-}
-
-std::size_t unlink_orphaned_segments(const std::string& stem, long reused_pid) {
-  std::error_code ec;
-  std::size_t removed = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind(stem, 0) != 0) continue;
-    const std::size_t dash = name.find('-', stem.size());
-    if (dash == std::string::npos || dash == stem.size()) continue;
-    const std::string digits = name.substr(stem.size(), dash - stem.size());
-    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
-    const long pid = std::stol(digits);
-    const bool dead = ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
-    if ((dead || pid == reused_pid) && ::shm_unlink(("/" + name).c_str()) == 0) ++removed;
-  }
-  return removed;
 }
 
 }  // namespace hc

@@ -40,12 +40,4 @@ class shm_region {
   bool owner_ = true;  ///< unlinks the name on destruction
 };
 
-/// Unlinks the shared-memory segments a crashed node left behind: every segment named
-/// "<stem><pid>-..." (stem without the leading '/', e.g. "hybridcache-") whose process
-/// `pid` no longer exists, or is `reused_pid` — this process, starting now, whose pid a
-/// dead node had (its segments would collide with the names this node is about to
-/// create). A node killed with SIGKILL cannot unlink its L1 pools, and tmpfs keeps their
-/// memory until someone does. Returns how many were unlinked. Linux (/dev/shm).
-std::size_t unlink_orphaned_segments(const std::string& stem, long reused_pid);
-
 }  // namespace hc

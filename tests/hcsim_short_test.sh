@@ -9,7 +9,7 @@ set -euo pipefail
 daemon=$1 hcsim=$2 ops=${3:-12000}
 tmp=$(mktemp -d)
 pid=
-cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
+cleanup() { if [ -n "$pid" ]; then stop_node "$pid"; fi; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- node log:"; tail -20 "$tmp/log" || true; exit 1; }
 

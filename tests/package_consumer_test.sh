@@ -8,7 +8,7 @@ set -euo pipefail
 build=$1 src=$2 build_type=$3 flags=${4:-}
 tmp=$(mktemp -d)
 pid=
-cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
+cleanup() { if [ -n "$pid" ]; then stop_node "$pid"; fi; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$tmp/log" ] && { echo "--- node log:"; cat "$tmp/log"; }; exit 1; }
 

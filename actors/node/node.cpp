@@ -19,7 +19,7 @@
 #include "actors/node/messages.hpp"
 #include "actors/node/scheduler_actor.hpp"
 #include "actors/scheduler/command_executor.hpp"
-#include "gpu/shm_region.hpp"
+#include "gpu/shm_owner.hpp"
 
 namespace hc {
 namespace {
@@ -43,7 +43,11 @@ struct actor_failure_state {
 };
 
 struct node::impl {
-  explicit impl(const node_config& c) : cfg(c), caf_cfg(make_caf_config(cfg)), sys(caf_cfg) {}
+  impl(const node_config& c, shm_owner claim)
+      : shm_claim(std::move(claim)), cfg(c), caf_cfg(make_caf_config(cfg)), sys(caf_cfg) {}
+  /// The node's claim on its shared-memory names (first: it outlives every actor that
+  /// creates them). None when the config named the prefix.
+  shm_owner shm_claim;
   std::shared_ptr<actor_failure_state> failure = std::make_shared<actor_failure_state>();
   node_config cfg;
   null_metrics no_metrics;
@@ -94,16 +98,29 @@ status check_step(const step_job& j, const node_config& cfg) {
 
 node::node(const node_config& cfg) {
   node_config c = cfg;
+  shm_owner claim;
   if (c.shm_prefix.empty()) {
-    c.shm_prefix = "/hybridcache-" + std::to_string(::getpid());
     // L1 pools of nodes that were killed (SIGKILL, OOM killer) stay in /dev/shm until
-    // unlinked; one of them may even have had this pid.
-    if (const std::size_t n = unlink_orphaned_segments("hybridcache-", ::getpid()); n > 0)
+    // unlinked. Those of live nodes stay, whichever PID namespace they run in: a pid does
+    // not tell them apart where containers share /dev/shm (--ipc=host: each is pid 1), and
+    // a node that went by one unlinked another's pools and reused their names — whose
+    // workers then mapped the other node's memory (gpu/shm_owner.hpp).
+    if (const std::size_t n = unlink_orphaned_segments("hybridcache-"); n > 0)
       log::warn("unlinked " + std::to_string(n) +
                 " shared-memory segments left by hybridcache nodes that are gone");
+    if (auto owned = shm_owner::claim("hybridcache-")) {
+      claim = std::move(*owned);
+      c.shm_prefix = claim.prefix();
+    } else {
+      // The names of nodes before the claim (what a pid alone tells): /dev/shm refused the
+      // marker, so its pools will likely be refused too, each open saying why.
+      c.shm_prefix = "/hybridcache-" + std::to_string(::getpid());
+      log::warn("cannot claim this node's shared-memory names (" + owned.err().message +
+                "): a node in another PID namespace that shares /dev/shm may unlink its pools");
+    }
   }
   if (c.scheduler_threads == 0) c.scheduler_threads = 1;
-  impl_ = std::make_unique<impl>(c);
+  impl_ = std::make_unique<impl>(c, std::move(claim));
   if (impl_->cfg.metrics == nullptr) impl_->cfg.metrics = &impl_->no_metrics;
   if (impl_->cfg.time_source == nullptr) impl_->cfg.time_source = &steady();
   impl_->cfg.on_actor_failure = [st = impl_->failure,

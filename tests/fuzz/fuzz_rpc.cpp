@@ -29,7 +29,7 @@
 #include "actors/common/invariant.hpp"
 #include "actors/common/metrics_sink.hpp"
 #include "actors/node/node.hpp"
-#include "gpu/shm_region.hpp"
+#include "gpu/shm_owner.hpp"
 #include "schema/client.hpp"
 #include "schema/node_connection.hpp"
 #include "schema/server/rpc_server.hpp"
@@ -69,9 +69,10 @@ struct environment {
     // and the instances' pools in /dev/shm go at exit, or every fuzzing run would leave
     // them behind (the pools until the next node's start found them orphaned).
     static const std::string* bound = &socket;
+    static const std::string* pools = &n->config().shm_prefix;
     std::atexit([] {
       ::unlink(bound->c_str());
-      (void)unlink_orphaned_segments("hybridcache-", ::getpid());  // this process's own
+      (void)unlink_segments_of(*pools);  // this process's own
     });
     auto c = client::connect("unix:" + socket);
     if (!c) fail("observer: " + c.err().message);

@@ -9,3 +9,16 @@ wait_for_node() {
   done
   fail "the node did not start"
 }
+
+# stop_node PID stops the node as an operator would (SIGTERM: it unlinks its shared memory
+# and its marker), and kills it only if it has not stopped within 10 s.
+stop_node() {
+  local pid=$1
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for _ in $(seq 200); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}

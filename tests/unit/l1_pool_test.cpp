@@ -1,10 +1,7 @@
 // The shared-memory pools of CPU mode beyond the device seam's contract
-// (l1_pool_contract_test.cpp): their names a worker maps, unlinking, and the sweep of the
-// segments crashed nodes leave.
-#include <fcntl.h>
+// (l1_pool_contract_test.cpp): their names a worker maps, and unlinking (the sweep of the
+// segments crashed nodes leave: shm_owner_test.cpp).
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -60,41 +57,6 @@ TEST(L1Pool, UnlinkedNamesAreGoneWhileTheMappingsStayValid) {
       << "and so does a worker's";
   shm_l1_pool::unlink(n);  // a second time: nothing left, no error
   p->reset();              // the destructor finds the names gone
-}
-
-}  // namespace
-}  // namespace hc::test
-
-namespace hc::test {
-namespace {
-
-/// A segment created and left behind, as a killed process leaves its pools.
-void leave_segment(const std::string& name) {
-  const int fd = ::shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
-  ASSERT_GE(fd, 0) << name;
-  ASSERT_EQ(::ftruncate(fd, 4096), 0);
-  ::close(fd);
-}
-
-TEST(OrphanedSegments, ThoseOfDeadProcessesAndOfAReusedPidAreUnlinkedOthersStay) {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // `child` is now a dead pid
-  const std::string stem = "hctest-orphans-";
-  const std::string dead = "/" + stem + std::to_string(child) + "-i1-kv";
-  const std::string reused = "/" + stem + std::to_string(::getpid()) + "-i1-ssm";
-  const std::string live = "/" + stem + std::to_string(::getppid()) + "-i1-kv";
-  const std::string other = "/" + stem + "notapid-x";
-  for (const auto& n : {dead, reused, live, other})
-    leave_segment(n);
-  EXPECT_EQ(unlink_orphaned_segments(stem, ::getpid()), 2u);
-  auto exists = [](const std::string& n) { return std::filesystem::exists("/dev/shm" + n); };
-  EXPECT_FALSE(exists(dead));
-  EXPECT_FALSE(exists(reused));
-  EXPECT_TRUE(exists(live)) << "a live process's pools are never touched";
-  EXPECT_TRUE(exists(other));
-  ::shm_unlink(live.c_str());
-  ::shm_unlink(other.c_str());
 }
 
 }  // namespace

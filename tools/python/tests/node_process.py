@@ -18,13 +18,15 @@ class NodeProcess:
     """hybridcached on a temporary socket and data directory."""
 
     def __init__(self, *extra_args, address_space_limit=None, shm_bytes=None, nofile_limit=None,
-                 data_bytes=None):
+                 data_bytes=None, pid_namespace=False):
         """address_space_limit: bytes of virtual memory the daemon may map (RLIMIT_AS), so
         that an allocation past it fails in the daemon instead of succeeding. shm_bytes: the
         daemon runs in a mount namespace of its own whose /dev/shm is a tmpfs of that size
         (a container's /dev/shm; needs root: see can_mount_tmpfs). data_bytes: likewise,
         its data directory is a tmpfs of that size (a small disk). nofile_limit: the file
-        descriptors the daemon may have open (RLIMIT_NOFILE)."""
+        descriptors the daemon may have open (RLIMIT_NOFILE). pid_namespace: the daemon runs
+        as pid 1 of a PID namespace of its own, /dev/shm still shared (a container run with
+        --ipc=host; needs root: see can_use_pid_namespace)."""
         self.dir = tempfile.mkdtemp(prefix="hc-py-")
         self.socket = os.path.join(self.dir, "node.sock")
         self.data_dir = os.path.join(self.dir, "data")
@@ -37,6 +39,7 @@ class NodeProcess:
             os.makedirs(self.data_dir, exist_ok=True)
             self.mounts.append((self.data_dir, data_bytes))
         self.nofile_limit = nofile_limit
+        self.pid_namespace = pid_namespace
         self.proc = None
         self.log = open(os.path.join(self.dir, "log"), "a")
         # No daemon outlives its test process: stopped at its exit if a test did not
@@ -50,6 +53,8 @@ class NodeProcess:
                 "--data-dir", self.data_dir] + self.extra_args
         if self.mounts:
             argv = _with_tmpfs(self.mounts, argv)
+        if self.pid_namespace:
+            argv = _in_pid_namespace(argv)
         self.proc = subprocess.Popen(
             argv,
             stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=self._limit)
@@ -79,7 +84,12 @@ class NodeProcess:
     def halt(self):
         """Stops the daemon (SIGTERM, a clean shutdown), keeping its data directory."""
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+            if self.pid_namespace:
+                # unshare(1) ignores SIGTERM while it waits: the daemon gets it directly.
+                for pid in _children(self.proc.pid):
+                    os.kill(pid, signal.SIGTERM)
+            else:
+                self.proc.terminate()
             self.proc.wait(timeout=60)
 
     def log_text(self):
@@ -106,6 +116,34 @@ def _with_tmpfs(mounts, argv):
                      for path, size in mounts)
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
             script + 'exec "$@"', "sh"] + argv
+
+
+def _children(pid):
+    """The pids of a process's children (in this PID namespace)."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def _in_pid_namespace(argv):
+    """argv run as pid 1 of a new PID namespace (killed if unshare(1) dies first)."""
+    return ["unshare", "--pid", "--fork", "--kill-child"] + argv
+
+
+def can_use_pid_namespace():
+    """Why NodeProcess(pid_namespace=True) cannot run here, or None when it can."""
+    if os.geteuid() != 0:
+        return "a PID namespace needs root"
+    try:
+        r = subprocess.run(_in_pid_namespace(["sh", "-c", "test $$ = 1"]), capture_output=True,
+                           timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "unshare(1) is not usable here: " + str(e)
+    if r.returncode != 0:
+        return "this machine refuses a PID namespace: " + r.stderr.decode(errors="replace")
+    return None
 
 
 def can_mount_tmpfs():

@@ -15,7 +15,7 @@ import unittest
 
 import hybridcache
 from hybridcache import cmd, res
-from node_process import NodeProcess, can_mount_tmpfs
+from node_process import NodeProcess, can_mount_tmpfs, can_use_pid_namespace
 
 
 def small_spec(model="py-model"):
@@ -703,6 +703,42 @@ class SmallSharedMemoryTest(OwnNodeTest):
                         s2.write_kv_page(page, b"x" * big.kv_bytes_per_token)
             self.assertEqual(node.ping().protocol_version, 2)
         self.assertTrue(self.node_process.alive())
+
+
+class PidNamespaceTest(unittest.TestCase):
+    """Two nodes that share /dev/shm from PID namespaces of their own, as containers run with
+    --ipc=host do: each is pid 1. The second once took the first's pools for a dead node's
+    (its pid did not exist in the second's namespace, and was the second's own), unlinked
+    them and created its own under the same names — which the first node then gave its next
+    worker, who read and wrote the other node's memory."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = can_use_pid_namespace()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def test_a_node_keeps_its_pools_when_another_starts_beside_it(self):
+        a = NodeProcess("--l3", "false", pid_namespace=True)
+        self.addCleanup(a.stop)
+        with hybridcache.connect(socket=a.socket, timeout=60) as node_a:
+            first = node_a.open(small_spec("py-pidns"))
+            first.kv_pool()[0:4] = b"AAAA"
+            b = NodeProcess("--l3", "false", pid_namespace=True)
+            self.addCleanup(b.stop)
+            with hybridcache.connect(socket=b.socket, timeout=60) as node_b:
+                other = node_b.open(small_spec("py-pidns"))
+                other.kv_pool()[0:4] = b"BBBB"
+                # Both are pid 1: the names alone (what the sweep once went by) agree.
+                for s in (first, other):
+                    self.assertTrue(s.pools.kv_shm.startswith("/hybridcache-1-"), s.pools.kv_shm)
+                self.assertNotEqual(first.pools.kv_shm, other.pools.kv_shm)
+                second = node_a.open(small_spec("py-pidns"))  # a's next worker
+                self.assertEqual(second.pools.kv_shm, first.pools.kv_shm)
+                self.assertEqual(bytes(second.kv_pool()[0:4]), b"AAAA")
+                self.assertTrue(os.path.exists("/dev/shm" + first.pools.kv_shm))
+                for s in (first, second, other):
+                    s.close()
 
 
 class FullDiskTest(OwnNodeTest):

@@ -129,8 +129,8 @@ class SGLangBackendTest(unittest.TestCase):
     def store_arenas(self, node=None):
         """Store arenas the node (the class's by default) has in /dev/shm (one per open
         Store)."""
-        prefix = "hybridcache-%d-store-" % (node or self.node).proc.pid
-        return sum(1 for n in os.listdir("/dev/shm") if n.startswith(prefix))
+        prefix = "hybridcache-%d-" % (node or self.node).proc.pid  # then the node's nonce
+        return sum(1 for n in os.listdir("/dev/shm") if n.startswith(prefix) and "-store-" in n)
 
     def wait_for_arenas(self, at_most):
         """Waits until the node has at most that many arenas (it learns of a closed
