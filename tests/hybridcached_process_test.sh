@@ -15,9 +15,10 @@ set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
 daemon=$1 hcctl=$2 data=$3 marker_tool=$4
 tmp=$(mktemp -d)
-pid= mute= tcp_pid=
+pid= mute= tcp_pid= ev_pid=
 cleanup() {
   [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+  [ -n "$ev_pid" ] && kill -9 "$ev_pid" 2>/dev/null
   [ -n "$mute" ] && kill "$mute" 2>/dev/null
   [ -n "$tcp_pid" ] && kill -9 "$tcp_pid" 2>/dev/null
   rm -rf "$tmp"
@@ -118,6 +119,33 @@ for args in "--socket $sock --metrics off" \
   [ ! -e "$tmp/second.sock" ] || fail "a node refused with '$args' left its socket"
   "$hcctl" --socket "$sock" ping >/dev/null || fail "the first node stopped serving"
 done
+# ... and so is one on the ipc:// path of another node's KV events: ZeroMQ replaced the
+# first node's socket file without a word, and its subscribers then heard nothing. A stale
+# one (a node that was killed) is replaced.
+"$daemon" --socket "$tmp/ev-node.sock" --metrics off --l3 false --kv-events "ipc://$tmp/ev.ipc" \
+  --kv-events-replay "ipc://$tmp/evr.ipc" >"$tmp/ev.log" 2>&1 &
+ev_pid=$!
+wait_for_node "$ev_pid" "$tmp/ev.log"
+files="$(stat -c %i "$tmp/ev.ipc" "$tmp/evr.ipc")"
+for args in "--kv-events ipc://$tmp/ev.ipc" \
+  "--kv-events ipc://$tmp/ev2.ipc --kv-events-replay ipc://$tmp/evr.ipc"; do
+  rc=0
+  # shellcheck disable=SC2086  # $args is several words
+  timeout 20 "$daemon" --socket "$tmp/second.sock" --metrics off --l3 false $args \
+    >"$tmp/second.log" 2>&1 || rc=$?
+  [ "$rc" = 2 ] && grep -q "another process is serving on it.*another --kv-events" "$tmp/second.log" ||
+    fail "a second node with '$args': exit status $rc, want 2 saying why: $(cat "$tmp/second.log")"
+done
+[ "$(stat -c %i "$tmp/ev.ipc" "$tmp/evr.ipc")" = "$files" ] ||
+  fail "a refused node replaced the first one's event endpoints"
+kill -9 "$ev_pid"
+wait "$ev_pid" 2>/dev/null || true
+"$daemon" --socket "$tmp/ev-node.sock" --metrics off --l3 false --kv-events "ipc://$tmp/ev.ipc" \
+  --kv-events-replay "ipc://$tmp/evr.ipc" >"$tmp/ev.log" 2>&1 &
+ev_pid=$!
+wait_for_node "$ev_pid" "$tmp/ev.log"
+stop_node "$ev_pid"
+ev_pid=
 # Without an L3 store a node has nothing to keep in its data dir and does not create it.
 [ ! -e "$tmp/second" ] || fail "a node started with --l3 false created its --data-dir"
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "actors/common/log.hpp"
 #include "actors/common/thread_name.hpp"
@@ -26,6 +27,7 @@
 #include "events/zmq_kv_event_publisher.hpp"
 #include "monitoring/prometheus_metrics.hpp"
 #include "schema/server/rpc_server.hpp"
+#include "schema/server/unix_socket_path.hpp"
 #include "storage/rocksdb_store.hpp"
 
 namespace {
@@ -114,6 +116,15 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     l3 = std::move(*started);
   }
   std::unique_ptr<hc::events::zmq_kv_event_publisher> kv_events;
+  // ZeroMQ binds an ipc:// path by replacing whatever socket is there: another node's live
+  // endpoint went without a word (its subscribers then heard nothing). Checked as --socket.
+  for (const auto& [option, endpoint] :
+       {std::pair{"--kv-events", o.kv_events}, std::pair{"--kv-events-replay", o.kv_events_replay}})
+    if (endpoint.starts_with("ipc://") && endpoint.size() > 6 && endpoint[6] != '@')
+      if (hc::status s = hc::rpc::claim_unix_socket_path(endpoint.substr(6), option); !s) {
+        hc::log::error(std::string(option) + " " + endpoint + ": " + s.err().message);
+        return 2;
+      }
   if (o.kv_events != "off") {
     hc::events::publisher_config pc;
     pc.endpoint = o.kv_events;

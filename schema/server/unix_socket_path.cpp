@@ -10,7 +10,7 @@
 
 namespace hc::rpc {
 
-status claim_unix_socket_path(const std::string& path) {
+status claim_unix_socket_path(const std::string& path, const std::string& option) {
   sockaddr_un sa{};
   if (path.empty() || path.size() >= sizeof sa.sun_path)  // whatever is there
     return {errc::invalid_config, "cannot listen on " + path +
@@ -36,7 +36,8 @@ status claim_unix_socket_path(const std::string& path) {
   if (rc == 0 || err == EAGAIN)  // accepted, or a live listener with a full backlog
     return {errc::io_error, "cannot listen on " + path +
                                 ": another process is serving on it (a running hybridcached?); "
-                                "stop it, or give this node another --socket"};
+                                "stop it, or give this node another " +
+                                option};
   if (err != ECONNREFUSED)
     return {errc::io_error, "cannot listen on " + path + ": cannot tell whether the socket " +
                                 "there is in use (connect: " + std::strerror(err) + ")"};

@@ -1,9 +1,10 @@
 #pragma once
-// The node's Unix socket path, taken and given back without harming another node: a
-// socket file whose listener is alive is refused (a second hybridcached started on the
-// same --socket used to unlink the first one's socket and serve in its place, leaving the
-// first running and unreachable); a stale one (nobody listening: a node that was killed)
-// is replaced; and at stop the path is removed only if it is still this node's socket.
+// The node's Unix socket paths (its --socket, its ipc:// event endpoints), taken and given
+// back without harming another node: a socket file whose listener is alive is refused (a
+// second hybridcached started on the same --socket used to unlink the first one's socket
+// and serve in its place, leaving the first running and unreachable; ZeroMQ did the same
+// to an ipc:// endpoint); a stale one (nobody listening: a node that was killed) is
+// replaced; and at stop the path is removed only if it is still this node's socket.
 //
 // Thread safety: none needed (plain functions over the filesystem).
 
@@ -25,7 +26,8 @@ struct socket_file {
 /// Refused (io_error, the message says why): a socket with a live listener, a file that
 /// is not a socket, or a socket that cannot be probed (connect says neither "refused" nor
 /// "accepted"); invalid_config: a path of 0 or more than 107 bytes (sockaddr_un's).
-status claim_unix_socket_path(const std::string& path);
+/// `option` is what the operator changes to go elsewhere, named in the message.
+status claim_unix_socket_path(const std::string& path, const std::string& option = "--socket");
 
 /// The file at `path` now (after bind); zeros if there is none.
 socket_file socket_file_at(const std::string& path);
