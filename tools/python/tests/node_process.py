@@ -132,31 +132,30 @@ def _in_pid_namespace(argv):
     return ["unshare", "--pid", "--fork", "--kill-child"] + argv
 
 
-def can_use_pid_namespace():
-    """Why NodeProcess(pid_namespace=True) cannot run here, or None when it can."""
+def _why_not_runs(argv, needs, what):
+    """Why argv (a trial of a namespace) cannot run here, or None when it exits 0: not root
+    (`needs` says what for), unshare(1) missing, or the machine refusing `what`."""
     if os.geteuid() != 0:
-        return "a PID namespace needs root"
+        return needs + " needs root"
     try:
-        r = subprocess.run(_in_pid_namespace(["sh", "-c", "test $$ = 1"]), capture_output=True,
-                           timeout=30)
+        r = subprocess.run(argv, capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
         return "unshare(1) is not usable here: " + str(e)
     if r.returncode != 0:
-        return "this machine refuses a PID namespace: " + r.stderr.decode(errors="replace")
+        return "this machine refuses " + what + ": " + r.stderr.decode(errors="replace")
     return None
+
+
+def can_use_pid_namespace():
+    """Why NodeProcess(pid_namespace=True) cannot run here, or None when it can."""
+    return _why_not_runs(_in_pid_namespace(["sh", "-c", "test $$ = 1"]), "a PID namespace",
+                         "a PID namespace")
 
 
 def can_mount_tmpfs():
     """Why NodeProcess(shm_bytes=... or data_bytes=...) cannot run here, or None when it
     can: it needs a mount namespace (root, and unshare(1) permitted by the container, if
     any)."""
-    if os.geteuid() != 0:
-        return "a private /dev/shm or data disk needs root (a mount namespace and a tmpfs mount)"
-    try:
-        r = subprocess.run(_with_tmpfs([("/dev/shm", 1 << 20)], ["true"]), capture_output=True,
-                           timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return "unshare(1) is not usable here: " + str(e)
-    if r.returncode != 0:
-        return "this machine refuses a mount namespace: " + r.stderr.decode(errors="replace")
-    return None
+    return _why_not_runs(_with_tmpfs([("/dev/shm", 1 << 20)], ["true"]),
+                         "a private /dev/shm or data disk (a mount namespace and a tmpfs mount)",
+                         "a mount namespace")
