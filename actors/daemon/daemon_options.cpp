@@ -76,12 +76,14 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "with outOfMemory)")
       ->capture_default_str()
       ->check(hc::cli::positive());
-  app.add_option("--max-request-tokens", o.max_request_tokens,
-                 "Most tokens the live requests of all sessions may hold at once (their prompts "
-                 "and appended outputs, which the node keeps: about 8 bytes a token with their "
-                 "rows' KV ids). A create or append past it is refused with outOfMemory, so a "
-                 "worker that never finishes its requests cannot take the node's memory. "
-                 "Default: a quarter of the machine's memory, at 8 bytes a token; 0 = no limit");
+  app.add_option(
+      "--max-request-tokens", o.max_request_tokens,
+      "Most tokens the live requests of all sessions may hold at once (their prompts "
+      "and appended outputs, which the node keeps: about 8 bytes a token with their "
+      "rows' KV ids). A create or append past it is refused with outOfMemory, so a "
+      "worker that never finishes its requests cannot take the node's memory. "
+      "Default: a quarter of the memory this node may use (the machine's, or its cgroup's "
+      "limit in a container), at 8 bytes a token; 0 = no limit");
   app.add_option("--max-idle-instances", o.max_idle_instances,
                  "Cache instances kept after their last session closed (the longest idle "
                  "beyond this are destroyed)")

@@ -21,6 +21,7 @@
 #include "actors/common/thread_name.hpp"
 #include "actors/daemon/daemon_options.hpp"
 #include "actors/daemon/l3_start.hpp"
+#include "actors/node/host_memory.hpp"
 #include "actors/node/node.hpp"
 #include "cli/command_line.hpp"
 #include "cli/token_file.hpp"
@@ -154,13 +155,11 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   nc.max_sessions = o.max_sessions;
   nc.max_request_tokens = o.max_request_tokens;
   if (o.max_request_tokens == hc::max_request_tokens_auto) {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-    nc.max_request_tokens = pages > 0 && page > 0
-                                ? hc::request_tokens_for(static_cast<std::uint64_t>(pages) *
-                                                         static_cast<std::uint64_t>(page))
-                                : 0;
+    // The machine's, or a container's limit where lower: past it the OOM killer, not an
+    // outOfMemory answer, stops a worker that never finishes its requests.
+    nc.max_request_tokens = hc::request_tokens_for(hc::memory_this_node_may_use());
     hc::log::info("live requests may hold " + std::to_string(nc.max_request_tokens) +
-                  " tokens (--max-request-tokens: a quarter of this machine's memory)");
+                  " tokens (--max-request-tokens: a quarter of the memory this node may use)");
   }
   nc.l3 = l3;
   std::atomic<bool> actor_failed{false};

@@ -145,8 +145,9 @@ result<instance> build_instance(msg::scheduler_actor_type::pointer self, node_st
                      " bytes of shared memory (kvTokens x kvBytesPerToken + ssmSlots x "
                      "ssmSlotBytes) but the host has " +
                      std::to_string(memory) +
-                     " bytes of memory to give (MemAvailable less a reserve for the rest of "
-                     "the machine): smaller pools, or fewer instances open"};
+                     " bytes of memory to give (MemAvailable, or what the node's cgroup "
+                     "memory limit still allows, less a reserve): smaller pools, or fewer "
+                     "instances open"};
   auto tiers = make_tiers(st, spec, cc, memory == 0 ? 0 : std::max<std::uint64_t>(memory - l1, 1));
   if (!tiers) return tiers.err();
   std::shared_ptr<instance_events> events;

@@ -127,8 +127,8 @@ class node_impl final : public wire::CacheNode::Server {
                      "a store's arena needs " + std::to_string(ctx_.store_arena_bytes) +
                          " bytes of shared memory (--store-arena-bytes) but the host has " +
                          std::to_string(memory) +
-                         " bytes of memory to give (MemAvailable less a reserve for the rest "
-                         "of the machine)"});
+                         " bytes of memory to give (MemAvailable, or what the node's cgroup "
+                         "memory limit still allows, less a reserve)"});
       return kj::READY_NOW;
     }
     const std::string name =

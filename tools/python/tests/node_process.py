@@ -4,6 +4,7 @@ directory (a warm restart)."""
 
 import atexit
 import ctypes
+import itertools
 import os
 import resource
 import shlex
@@ -18,7 +19,7 @@ class NodeProcess:
     """hybridcached on a temporary socket and data directory."""
 
     def __init__(self, *extra_args, address_space_limit=None, shm_bytes=None, nofile_limit=None,
-                 data_bytes=None, pid_namespace=False):
+                 data_bytes=None, pid_namespace=False, memory_limit=None):
         """address_space_limit: bytes of virtual memory the daemon may map (RLIMIT_AS), so
         that an allocation past it fails in the daemon instead of succeeding. shm_bytes: the
         daemon runs in a mount namespace of its own whose /dev/shm is a tmpfs of that size
@@ -26,7 +27,9 @@ class NodeProcess:
         its data directory is a tmpfs of that size (a small disk). nofile_limit: the file
         descriptors the daemon may have open (RLIMIT_NOFILE). pid_namespace: the daemon runs
         as pid 1 of a PID namespace of its own, /dev/shm still shared (a container run with
-        --ipc=host; needs root: see can_use_pid_namespace)."""
+        --ipc=host; needs root: see can_use_pid_namespace). memory_limit: the daemon runs in a
+        memory cgroup of its own with that limit (a container's; needs root: see
+        can_use_memory_cgroup)."""
         self.dir = tempfile.mkdtemp(prefix="hc-py-")
         self.socket = os.path.join(self.dir, "node.sock")
         self.data_dir = os.path.join(self.dir, "data")
@@ -40,6 +43,7 @@ class NodeProcess:
             self.mounts.append((self.data_dir, data_bytes))
         self.nofile_limit = nofile_limit
         self.pid_namespace = pid_namespace
+        self.cgroup = _make_memory_cgroup(memory_limit) if memory_limit is not None else None
         self.proc = None
         self.log = open(os.path.join(self.dir, "log"), "a")
         # No daemon outlives its test process: stopped at its exit if a test did not
@@ -55,6 +59,8 @@ class NodeProcess:
             argv = _with_tmpfs(self.mounts, argv)
         if self.pid_namespace:
             argv = _in_pid_namespace(argv)
+        if self.cgroup is not None:
+            argv = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.cgroup] + argv
         self.proc = subprocess.Popen(
             argv,
             stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=self._limit)
@@ -103,6 +109,9 @@ class NodeProcess:
         self.halt()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.cgroup is not None:
+            _remove_cgroup(self.cgroup)
+            self.cgroup = None
         atexit.unregister(self.stop)
 
 
@@ -130,6 +139,53 @@ def _children(pid):
 def _in_pid_namespace(argv):
     """argv run as pid 1 of a new PID namespace (killed if unshare(1) dies first)."""
     return ["unshare", "--pid", "--fork", "--kill-child"] + argv
+
+
+_cgroup_count = itertools.count()
+
+
+def _make_memory_cgroup(limit):
+    """A new memory cgroup (its directory) limited to `limit` bytes: under cgroup v1's memory
+    controller, else cgroup v2's root. OSError when neither takes it."""
+    name = "hc-test-%d-%d" % (os.getpid(), next(_cgroup_count))
+    for parent, limit_file in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes"),
+                               ("/sys/fs/cgroup", "memory.max")):
+        if not os.path.exists(os.path.join(parent, limit_file if parent.endswith("memory")
+                                           else "cgroup.controllers")):
+            continue
+        path = os.path.join(parent, name)
+        os.mkdir(path)
+        try:
+            with open(os.path.join(path, limit_file), "w") as f:
+                f.write(str(limit))
+        except OSError:
+            _remove_cgroup(path)
+            raise
+        return path
+    raise OSError("no memory cgroup controller under /sys/fs/cgroup")
+
+
+def _remove_cgroup(path):
+    """Removes an empty cgroup (its last process may take a moment to leave it)."""
+    for _ in range(100):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+def can_use_memory_cgroup():
+    """Why NodeProcess(memory_limit=...) cannot run here, or None when it can."""
+    if os.geteuid() != 0:
+        return "a memory cgroup of its own needs root"
+    try:
+        _remove_cgroup(_make_memory_cgroup(1 << 30))
+    except OSError as e:
+        return "this machine gives no memory cgroup: " + str(e)
+    return None
 
 
 def _why_not_runs(argv, needs, what):

@@ -15,7 +15,8 @@ import unittest
 
 import hybridcache
 from hybridcache import cmd, res
-from node_process import NodeProcess, can_mount_tmpfs, can_use_pid_namespace
+from node_process import (NodeProcess, can_mount_tmpfs, can_use_memory_cgroup,
+                          can_use_pid_namespace)
 
 
 def small_spec(model="py-model"):
@@ -739,6 +740,40 @@ class PidNamespaceTest(unittest.TestCase):
                 self.assertTrue(os.path.exists("/dev/shm" + first.pools.kv_shm))
                 for s in (first, second, other):
                     s.close()
+
+
+class CgroupMemoryTest(OwnNodeTest):
+    """A node in a container whose memory limit is below the machine's (a pod's
+    limits.memory): /proc/meminfo shows the machine, so pools past the limit passed the
+    open's check, their pages in /dev/shm were charged to the node's cgroup, and the kernel's
+    OOM killer took the node mid-open, with every session of every worker."""
+
+    NODE_OPTIONS = {"memory_limit": 256 << 20}
+    NODE_ARGS = ("--l3", "false")
+
+    @classmethod
+    def why_not(cls):
+        return can_use_memory_cgroup()
+
+    def test_pools_past_the_cgroups_limit_fail_their_open(self):
+        with hybridcache.connect(socket=self.node_process.socket, timeout=60) as node:
+            with node.open(small_spec("py-cgroup-small")) as small:
+                big = small_spec("py-cgroup-big")
+                big.kv_tokens = 1 << 19
+                big.kv_bytes_per_token = 1024  # a 512 MiB KV pool
+                with self.assertRaises(hybridcache.OutOfMemory) as caught:
+                    node.open(big)
+                self.assertIn("cgroup", str(caught.exception))
+                small.write_kv_page(1, b"x" * 8)
+                self.assertEqual(small.read_kv_page(1), b"x" * 8)
+            big.kv_tokens = 1 << 16  # 64 MiB: fits
+            with node.open(big) as s:
+                for page in range(1, big.kv_tokens + 1, 4096):
+                    s.write_kv_page(page, b"y" * big.kv_bytes_per_token)
+            self.assertEqual(node.ping().protocol_version, 2)
+        self.assertTrue(self.node_process.alive())
+        # The live requests' default bound is a quarter of the limit, not of the machine.
+        self.assertIn("may hold %d tokens" % ((256 << 20) // 32), self.node_process.log_text())
 
 
 class FullDiskTest(OwnNodeTest):
