@@ -748,7 +748,8 @@ class CgroupMemoryTest(OwnNodeTest):
     open's check, their pages in /dev/shm were charged to the node's cgroup, and the kernel's
     OOM killer took the node mid-open, with every session of every worker."""
 
-    NODE_OPTIONS = {"memory_limit": 256 << 20}
+    # 1 GiB: room for a sanitizer build's node (its shadow memory and quarantine count).
+    NODE_OPTIONS = {"memory_limit": 1 << 30}
     NODE_ARGS = ("--l3", "false")
 
     @classmethod
@@ -759,8 +760,8 @@ class CgroupMemoryTest(OwnNodeTest):
         with hybridcache.connect(socket=self.node_process.socket, timeout=60) as node:
             with node.open(small_spec("py-cgroup-small")) as small:
                 big = small_spec("py-cgroup-big")
-                big.kv_tokens = 1 << 19
-                big.kv_bytes_per_token = 1024  # a 512 MiB KV pool
+                big.kv_tokens = 1 << 21
+                big.kv_bytes_per_token = 1024  # a 2 GiB KV pool
                 with self.assertRaises(hybridcache.OutOfMemory) as caught:
                     node.open(big)
                 self.assertIn("cgroup", str(caught.exception))
@@ -773,7 +774,7 @@ class CgroupMemoryTest(OwnNodeTest):
             self.assertEqual(node.ping().protocol_version, 2)
         self.assertTrue(self.node_process.alive())
         # The live requests' default bound is a quarter of the limit, not of the machine.
-        self.assertIn("may hold %d tokens" % ((256 << 20) // 32), self.node_process.log_text())
+        self.assertIn("may hold %d tokens" % ((1 << 30) // 32), self.node_process.log_text())
 
 
 class FullDiskTest(OwnNodeTest):
