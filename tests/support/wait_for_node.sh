@@ -1,5 +1,6 @@
-# Sourced by the shell tests: wait_for_node PID LOG waits until the node logs that it is
-# ready; calls the caller's `fail` if it exits first or does not start within 10 s.
+# Sourced by the shell tests, to start and stop their nodes. wait_for_node PID LOG waits
+# until the node logs that it is ready; calls the caller's `fail` if it exits first or does
+# not start within 10 s. stop_node PID: below.
 wait_for_node() {
   local pid=$1 log=$2
   for _ in $(seq 200); do

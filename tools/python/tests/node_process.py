@@ -148,10 +148,11 @@ def _make_memory_cgroup(limit):
     """A new memory cgroup (its directory) limited to `limit` bytes: under cgroup v1's memory
     controller, else cgroup v2's root. OSError when neither takes it."""
     name = "hc-test-%d-%d" % (os.getpid(), next(_cgroup_count))
-    for parent, limit_file in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes"),
-                               ("/sys/fs/cgroup", "memory.max")):
-        if not os.path.exists(os.path.join(parent, limit_file if parent.endswith("memory")
-                                           else "cgroup.controllers")):
+    # (hierarchy, a file only it has, the limit's file): v1's memory controller, v2's root.
+    for parent, probe, limit_file in (
+            ("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.limit_in_bytes"),
+            ("/sys/fs/cgroup", "cgroup.controllers", "memory.max")):
+        if not os.path.exists(os.path.join(parent, probe)):
             continue
         path = os.path.join(parent, name)
         os.mkdir(path)
