@@ -1053,13 +1053,15 @@ class InterruptTest(OwnNodeTest):
                 t = threading.Thread(target=other, daemon=True)
                 t.start()
                 # Its call first: once its thread is inside Session.step (in the native call,
-                # the GIL released), and a little more for the hand-over to the I/O thread.
+                # the GIL released), and more for the hand-over to the I/O thread — 0.2 s was
+                # not always enough on a CI box running two test jobs (the main thread's call
+                # went first, was sent, and ran at the resume).
                 for _ in range(1200):
                     frame = sys._current_frames().get(t.ident)
                     if frame is not None and frame.f_code.co_name == "step":
                         break
                     time.sleep(0.05)
-                time.sleep(0.2)
+                time.sleep(1.0)
                 self.ctrl_c_soon()
                 with self.assertRaises(KeyboardInterrupt):
                     session.step([cmd.Create(req=2, tokens=[4, 5, 6])])
