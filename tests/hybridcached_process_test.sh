@@ -9,7 +9,8 @@
 # file key that names no option, and --tcp
 # refused without a token file or with a short secret; a token file's secret read the same
 # by the node and hcctl whatever its line end; a node whose log reader went away serving on;
-# a second node on the first one's socket or ports refused, saying why, leaving no socket.
+# a second node on the first one's socket or ports refused, saying why, leaving no socket;
+# a node started without standard streams writing its log to none of its own files.
 #   tests/hybridcached_process_test.sh HYBRIDCACHED HCCTL DATA_DIR L3_FORMAT_MARKER_TOOL
 set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
@@ -358,4 +359,32 @@ wait "$tcp_pid" || rc=$?
 tcp_pid=
 [ "$rc" = 0 ] || fail "the node whose log reader went exited with status $rc (141 = SIGPIPE)"
 [ ! -e "$tmp/n3.sock" ] || fail "the node whose log reader went left its socket"
+
+# A node started without stdin, stdout and stderr (`2>&-`, a supervisor that closes them)
+# has /dev/null on 0, 1 and 2, not the first files it opens: before, its log lines went into
+# its shared-memory owner marker (--l3 false) or to an L3 directory, lost either way.
+"$daemon" --socket "$tmp/n4.sock" --metrics off --l3 false --log-level debug <&- >&- 2>&- &
+tcp_pid=$!
+up=
+for _ in $(seq 200); do
+  "$hcctl" --socket "$tmp/n4.sock" --timeout 1 ping >/dev/null 2>&1 && { up=1; break; }
+  kill -0 "$tcp_pid" 2>/dev/null || break
+  sleep 0.05
+done
+[ -n "$up" ] || fail "the node started without standard streams did not serve"
+for fd in 0 1 2; do
+  target=$(readlink /proc/"$tcp_pid"/fd/$fd)
+  [ "$target" = /dev/null ] || fail "the node started without standard streams has $target on $fd"
+done
+for f in /proc/"$tcp_pid"/fd/*; do
+  target=$(readlink "$f") || continue
+  case $target in
+    /dev/shm/*-owner) [ ! -s "$target" ] || fail "the node wrote into its owner marker $target" ;;
+  esac
+done
+kill "$tcp_pid"
+rc=0
+wait "$tcp_pid" || rc=$?
+tcp_pid=
+[ "$rc" = 0 ] || fail "the node started without standard streams exited with status $rc"
 echo "hybridcached process test: ok"

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -24,6 +25,7 @@
 #include "actors/node/host_memory.hpp"
 #include "actors/node/node.hpp"
 #include "cli/command_line.hpp"
+#include "cli/standard_streams.hpp"
 #include "cli/token_file.hpp"
 #include "events/zmq_kv_event_publisher.hpp"
 #include "monitoring/prometheus_metrics.hpp"
@@ -216,6 +218,13 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
+  if (!hc::cli::open_missing_standard_streams()) {
+    std::fputs(
+        "hybridcached: started without stdin, stdout or stderr, and /dev/null cannot be opened\n",
+        stderr);
+    return hc::cli::standard_streams_error;
+  }
   // Block the stop signals before any library starts a thread (libraries.md §4).
   sigset_t signals;
   sigemptyset(&signals);

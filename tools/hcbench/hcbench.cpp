@@ -25,6 +25,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -36,6 +37,7 @@
 #include <vector>
 
 #include "actors/radix_cache/radix_cache.hpp"
+#include "cli/standard_streams.hpp"
 #include "tools/hcbench/call_latencies.hpp"
 #include "tools/replay/replayer.hpp"
 
@@ -378,6 +380,12 @@ BENCHMARK(BM_DecodeStep)
 void rpc_bench_teardown();  // rpc_bench.cpp
 
 int main(int argc, char** argv) {
+  // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
+  if (!hc::cli::open_missing_standard_streams()) {
+    std::fputs("hcbench: started without stdin, stdout or stderr, and /dev/null cannot be opened\n",
+               stderr);
+    return hc::cli::standard_streams_error;
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -2,9 +2,11 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "cli/command_line.hpp"
 #include "cli/number_checks.hpp"
+#include "cli/standard_streams.hpp"
 #include "cli/token_file.hpp"
 #include "tools/hcctl/node_commands.hpp"
 #include "tools/hcctl/replay_command.hpp"
@@ -19,6 +21,12 @@ std::string node_address(const std::string& socket, const std::string& tcp) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
+  if (!hc::cli::open_missing_standard_streams()) {
+    std::fputs("hcctl: started without stdin, stdout or stderr, and /dev/null cannot be opened\n",
+               stderr);
+    return hc::cli::standard_streams_error;
+  }
   CLI::App app{"hcctl - hybridcache control tool"};
   app.require_subcommand(1);
   std::string socket = "/tmp/hybridcache.sock", tcp, token_file;

@@ -18,6 +18,7 @@
 
 #include "cli/command_line.hpp"
 #include "cli/number_checks.hpp"
+#include "cli/standard_streams.hpp"
 #include "gpu/device_probe.hpp"
 #include "tools/hcsim/sim.hpp"
 
@@ -108,6 +109,12 @@ sim_report run_all(const sim_config& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
+  if (!hc::cli::open_missing_standard_streams()) {
+    std::fputs("hcsim: started without stdin, stdout or stderr, and /dev/null cannot be opened\n",
+               stderr);
+    return hc::cli::standard_streams_error;
+  }
   sim_config cfg;
   std::string strat = "extra_buffer";
   CLI::App app{"hcsim: drive a hybridcached like SGLang schedulers, verify every prefix hit"};
