@@ -53,17 +53,23 @@ result<shm_owner> shm_owner::claim(const std::string& stem) {
   const std::string pending = shm_dir + ("." + group + owner_suffix);
   const std::string marker = shm_dir + group + owner_suffix;
   const int fd = ::open(pending.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return error{errc::io_error, "cannot create " + pending + ": " + std::strerror(errno)};
-  const auto fail = [&](const std::string& what) {
-    const int e = errno;
+  if (fd < 0) {
+    const int e = errno;  // read before the message's strings allocate
+    return error{errc::io_error, "cannot create " + pending + ": " + std::strerror(e)};
+  }
+  const auto fail = [&](int e, const std::string& what) {  // e: errno, read at the call
     ::close(fd);
     ::unlink(pending.c_str());
     return error{errc::io_error, what + ": " + std::strerror(e)};
   };
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return fail("cannot lock " + pending);
-  if (::rename(pending.c_str(), marker.c_str()) != 0)
-    return fail("cannot rename " + pending + " to " + marker);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    return fail(e, "cannot lock " + pending);
+  }
+  if (::rename(pending.c_str(), marker.c_str()) != 0) {
+    const int e = errno;
+    return fail(e, "cannot rename " + pending + " to " + marker);
+  }
   shm_owner o;
   o.prefix_ = "/" + group;
   o.fd_ = fd;
