@@ -7,7 +7,9 @@
 #include <rocksdb/slice.h>
 #include <rocksdb/write_batch.h>
 
+#include <fcntl.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "actors/common/log.hpp"
 #include "actors/common/thread_name.hpp"
@@ -51,6 +54,21 @@ error io(const rocksdb::Status& s, std::string_view what) {
   if (s.IsNoSpace())
     return {errc::out_of_memory, std::string(what) + ": disk full: " + s.ToString()};
   return {errc::io_error, std::string(what) + ": " + s.ToString()};
+}
+
+/// The process that holds RocksDB's LOCK file at `path` (a POSIX record lock, F_SETLK):
+/// its pid, 0 for one in another PID namespace; nullopt when no other process holds it or
+/// the file cannot be read. For the message of a store that another node has open.
+std::optional<pid_t> lock_holder(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct flock probe {};
+  probe.l_type = F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  const bool read = ::fcntl(fd, F_GETLK, &probe) == 0;
+  ::close(fd);
+  if (!read || probe.l_type == F_UNLCK) return std::nullopt;
+  return probe.l_pid;
 }
 
 // The index records are small; the memtable stays moderate (a flush stalls writes,
@@ -202,7 +220,15 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_s
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_opts, cfg.path + "/index", families, &handles, &raw);
-  if (!s.ok()) return failed(s, "L3 store: cannot open " + cfg.path);
+  if (!s.ok()) {
+    if (const auto holder = lock_holder(cfg.path + "/index/LOCK"))
+      return error{errc::io_error, "L3 store: " + cfg.path + " is in use by " +
+                                       (*holder > 0 ? "process " + std::to_string(*holder)
+                                                    : std::string("a process in another PID "
+                                                                  "namespace")) +
+                                       " (another hybridcached on this --data-dir?)"};
+    return failed(s, "L3 store: cannot open " + cfg.path);
+  }
 
   std::unique_ptr<rocksdb_store> st(new rocksdb_store());
   st->cfg_ = cfg;

@@ -120,6 +120,14 @@ for args in "--socket $sock --metrics off" \
   [ ! -e "$tmp/second.sock" ] || fail "a node refused with '$args' left its socket"
   "$hcctl" --socket "$sock" ping >/dev/null || fail "the first node stopped serving"
 done
+# ... and so is one on the first one's --data-dir, naming the process that holds it.
+rc=0
+timeout 20 "$daemon" --socket "$tmp/second.sock" --metrics off --data-dir "$tmp/data" \
+  >"$tmp/second.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -qF "$tmp/data/l3 is in use by process $pid (another hybridcached on this --data-dir?)" \
+  "$tmp/second.log" ||
+  fail "a second node on the first one's data dir: status $rc, want 2 naming pid $pid: $(cat "$tmp/second.log")"
+"$hcctl" --socket "$sock" ping >/dev/null || fail "the first node stopped serving"
 # ... and so is one on the ipc:// path of another node's KV events: ZeroMQ replaced the
 # first node's socket file without a word, and its subscribers then heard nothing. A stale
 # one (a node that was killed) is replaced.

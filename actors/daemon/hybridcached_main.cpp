@@ -86,11 +86,11 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     }
     auto store = hc::rocksdb_store::open_unloaded(sc);
     if (!store) {
-      // A store of another format says itself what to do; the hint is for a lock or a
-      // directory that cannot be opened.
+      // A store of another format says itself what to do; for a directory that cannot be
+      // created or opened (read-only, permissions, another node's lock) the way without one.
       const std::string hint = store.err().code == hc::errc::invalid_config
                                    ? ""
-                                   : " (another hybridcached on this --data-dir? or --l3 off)";
+                                   : "; --l3 false runs the node without an L3 store";
       hc::log::error("cannot open the L3 store in " + sc.path + ": " + store.err().message + hint);
       return 2;
     }
