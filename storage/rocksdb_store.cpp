@@ -71,6 +71,20 @@ std::optional<pid_t> lock_holder(const std::string& path) {
   return probe.l_pid;
 }
 
+/// A store's directory is its owner's alone (mode 0700), like the node's socket and shared
+/// memory (0600): its values are the KV cache and SSM states of users' prompts, from which
+/// the prompts can be read back. RocksDB makes its files 0644 less the umask; the directory
+/// keeps others out of them. Applied at every open, so that a store an earlier build
+/// left readable to all is closed to others too. Best effort: a directory this process may
+/// not chmod (another user's) stays as it is, with a warning.
+void keep_to_owner(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+  if (ec)
+    log::warn("L3 store: cannot make " + dir + " its owner's alone (mode 0700): " + ec.message());
+}
+
 // The index records are small; the memtable stays moderate (a flush stalls writes,
 // floors.md §7).
 // The store only writes the index while it runs (it reads it once, at open): a vector
@@ -196,6 +210,7 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_s
   // The index directory too: RocksDB logs an error for one it has to create.
   std::filesystem::create_directories(cfg.path + "/index", ec);
   if (ec) return error{errc::io_error, "L3 store: cannot create " + cfg.path + ": " + ec.message()};
+  keep_to_owner(cfg.path);
 
   rocksdb::DBOptions db_opts;
   db_opts.create_if_missing = true;

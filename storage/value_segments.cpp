@@ -159,7 +159,7 @@ result<std::shared_ptr<segment_file>> value_segments::open_file(std::uint64_t id
   const std::string path = path_of(id);
   int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0);
   if (cfg_.direct_io) flags |= O_DIRECT;
-  const int fd = ::open(path.c_str(), flags, 0644);
+  const int fd = ::open(path.c_str(), flags, 0600);  // the store's owner's alone (rocksdb_store)
   if (fd < 0) {
     if (cfg_.direct_io && errno == EINVAL)
       return error{errc::invalid_argument,

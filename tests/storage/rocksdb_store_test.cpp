@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -119,6 +120,44 @@ TEST(RocksdbStore, ValuesRecencyAndUsageSurviveARestart) {
   for (const auto& f : std::filesystem::directory_iterator(path + "/values"))
     segment |= f.path().extension() == ".seg";
   EXPECT_TRUE(segment) << "values go to segment files";
+}
+
+/// Permission bits of `path` (the low nine).
+unsigned mode_of(const std::string& path) {
+  return static_cast<unsigned>(std::filesystem::status(path).permissions() &
+                               std::filesystem::perms::mask) &
+         0777u;
+}
+
+TEST(RocksdbStore, ItsDirectoryIsItsOwnersAloneAndSoAreItsSegments) {
+  // A store's values are the KV cache of users' prompts: no other user reads them, whatever
+  // the umask (022 here: before, the directory was 0755 and its segments 0644).
+  temp_dir dir;
+  const std::string path = dir.sub("l3");
+  const mode_t old_umask = ::umask(022);
+  {
+    auto s = open_store(path, 1ull << 30);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->set(l3_pool::kv_page, "a", bytes('a', 8192)).ok());
+  }
+  EXPECT_EQ(mode_of(path), 0700u);
+  std::size_t segments = 0;
+  for (const auto& f : std::filesystem::directory_iterator(path + "/values")) {
+    if (f.path().extension() != ".seg") continue;
+    ++segments;
+    EXPECT_EQ(mode_of(f.path().string()), 0600u) << f.path();
+  }
+  EXPECT_EQ(segments, 1u);
+  // A store an earlier build left open to all is closed at its next open.
+  std::filesystem::permissions(path, std::filesystem::perms(0755),
+                               std::filesystem::perm_options::replace);
+  {
+    auto s = open_store(path, 1ull << 30);
+    ASSERT_TRUE(s);
+    EXPECT_TRUE(s->exists(l3_pool::kv_page, "a"));
+  }
+  EXPECT_EQ(mode_of(path), 0700u);
+  ::umask(old_umask);
 }
 
 /// A child process writes a, b, c (in that order) into a store of `flush` interval, reads
