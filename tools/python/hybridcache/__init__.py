@@ -34,7 +34,33 @@ import json
 import mmap
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
-from . import _native
+
+
+def _native_import_error(cause: ImportError) -> str:
+    """What to tell a user whose interpreter cannot load ``_native``: Python's own message
+    for a module built for another interpreter is "cannot import name '_native' from
+    partially initialized module ... (most likely due to a circular import)"."""
+    import glob
+    import os
+    import sys
+    import sysconfig
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    built = sorted(os.path.basename(p) for p in glob.glob(os.path.join(here, "_native*.so")))
+    wanted = "_native" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+    if built and wanted not in built:
+        return (f"hybridcache's native module in {here} is built for another Python "
+                f"({', '.join(built)}); this interpreter ({sys.executable}, Python "
+                f"{sys.version.split()[0]}) loads {wanted}. Run with the interpreter it was "
+                f"built for (Debian's /usr/bin/python3 by default), or build the package for "
+                f"this one: cmake -DHC_PYTHON={sys.executable} (README, Python package)")
+    return f"hybridcache's native module in {here} cannot be loaded: {cause}"
+
+
+try:
+    from . import _native
+except ImportError as _cause:
+    raise ImportError(_native_import_error(_cause)) from _cause
 from ._native import (  # noqa: F401  (re-exported)
     CommandResult,
     Error,

@@ -4,6 +4,10 @@ has, every public name has a docstring, and the package imports without torch.""
 import ast
 import inspect
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import unittest
 
 import hybridcache
@@ -95,6 +99,48 @@ class SurfaceTest(unittest.TestCase):
                         if isinstance(default, ast.Constant) and default.value is not ...:
                             self.assertEqual(getattr(obj, name), default.value, name)
         self.assertGreaterEqual(forms, len(public(_native.cmd)), "every command has a form")
+
+
+class ImportTest(unittest.TestCase):
+    def copy_of_the_package(self, tmp, native_name):
+        """The package copied into tmp, its extension renamed to native_name (None: left
+        out); returns the directory to put on sys.path."""
+        src = os.path.dirname(hybridcache.__file__)
+        dst = os.path.join(tmp, "hybridcache")
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        here = [n for n in os.listdir(dst) if n.startswith("_native") and n.endswith(".so")]
+        self.assertEqual(len(here), 1, here)
+        if native_name is None:
+            os.remove(os.path.join(dst, here[0]))
+        else:
+            os.rename(os.path.join(dst, here[0]), os.path.join(dst, native_name))
+        return tmp
+
+    def import_error(self, path):
+        r = subprocess.run([sys.executable, "-c", "import hybridcache"], capture_output=True,
+                           text=True, env=dict(os.environ, PYTHONPATH=path,
+                                               PYTHONDONTWRITEBYTECODE="1"))
+        self.assertNotEqual(r.returncode, 0, "the import succeeded")
+        return r.stderr.strip().splitlines()[-1]
+
+    def test_an_interpreter_it_was_not_built_for_is_told_which_one_it_was(self):
+        # Python's own message was "cannot import name '_native' from partially initialized
+        # module 'hybridcache' (most likely due to a circular import)".
+        with tempfile.TemporaryDirectory() as tmp:
+            path = self.copy_of_the_package(tmp, "_native.cpython-399-x86_64-linux-gnu.so")
+            line = self.import_error(path)
+        self.assertIn("ImportError: hybridcache's native module in", line)
+        self.assertIn("is built for another Python (_native.cpython-399-x86_64-linux-gnu.so)",
+                      line)
+        self.assertIn(f"this interpreter ({sys.executable}, Python", line)
+        self.assertIn(f"cmake -DHC_PYTHON={sys.executable}", line)
+        self.assertNotIn("circular import", line)
+
+    def test_a_package_without_its_extension_says_what_failed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            line = self.import_error(self.copy_of_the_package(tmp, None))
+        self.assertIn("ImportError: hybridcache's native module in", line)
+        self.assertIn("cannot be loaded:", line)
 
 
 if __name__ == "__main__":
