@@ -13,6 +13,10 @@ cleanup() { if [ -n "$pid" ]; then stop_node "$pid"; fi; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- node log:"; tail -20 "$tmp/log" || true; exit 1; }
 
+# --version: the release and the protocol, as the node says them.
+[ "$("$hcsim" --version | sed 's/^hcsim //')" = "$("$daemon" --version | sed 's/^hybridcached //')" ] ||
+  fail "hcsim --version '$("$hcsim" --version)' is not the node's '$("$daemon" --version)'"
+
 # Settings the node would refuse are a usage error (exit 2, the rule named, and the SGLang
 # flags it names as hcsim's), before any worker connects: no node is running yet.
 for bad in "--strategy no_buffer --page-size 64:pageSize 1" \

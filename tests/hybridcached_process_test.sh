@@ -52,6 +52,13 @@ for want in hc-rpc hc-l3-flush caf.actor rocksdb:low; do
   grep -qx -- "$want" <<<"$names" || fail "no thread named $want: $(echo $names)"
 done
 "$hcctl" --socket "$sock" ping --json | grep -q '"ok":true' || fail "ping --json"
+# --version: the release and the protocol, as the node answers them to a ping.
+pinged=$("$hcctl" --socket "$sock" ping --json | /usr/bin/python3 -c \
+  'import json, sys; r = json.load(sys.stdin); print("%s (protocol %d)" % (r["node_version"], r["protocol_version"]))')
+for tool in "$daemon" "$hcctl"; do
+  v=$("$tool" --version) || fail "$tool --version exited non-zero"
+  [ "$v" = "$(basename "$tool") $pinged" ] || fail "$tool --version says '$v', the node '$pinged'"
+done
 "$hcctl" --socket "$sock" replay --check -q "$data/conf_p64_pressure.jsonl.gz" || fail "replay --check over RPC"
 "$hcctl" --socket "$sock" inspect | grep -q "KV tokens" || fail "inspect"
 "$hcctl" --socket "$sock" stats >"$tmp/stats" || fail "stats"

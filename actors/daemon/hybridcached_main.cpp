@@ -20,6 +20,7 @@
 
 #include "actors/common/log.hpp"
 #include "actors/common/thread_name.hpp"
+#include "actors/common/version.hpp"
 #include "actors/daemon/daemon_options.hpp"
 #include "actors/daemon/l3_start.hpp"
 #include "actors/node/host_memory.hpp"
@@ -29,6 +30,7 @@
 #include "cli/token_file.hpp"
 #include "events/zmq_kv_event_publisher.hpp"
 #include "monitoring/prometheus_metrics.hpp"
+#include "schema/protocol_version.hpp"
 #include "schema/server/rpc_server.hpp"
 #include "schema/server/unix_socket_path.hpp"
 #include "storage/rocksdb_store.hpp"
@@ -242,6 +244,10 @@ int main(int argc, char** argv) {
 
   hc::daemon_options o;
   CLI::App app{"hybridcached: cache node for hybrid (attention + SSM) LLM inference"};
+  app.set_version_flag("--version",
+                       "hybridcached " + std::string(hc::version()) + " (protocol " +
+                           std::to_string(hc::rpc::protocol_version()) + ")",
+                       "Print the version (and the protocol it speaks) and exit");
   hc::add_daemon_flags(app, o);
   if (const int rc = hc::cli::parse_command_line(app, argc, argv); rc >= 0) return rc;
   if (hc::status s = hc::check_daemon_options(o); !s) {

@@ -11,6 +11,7 @@
 
 #include "actors/common/metrics_sink.hpp"
 #include "actors/common/status.hpp"
+#include "actors/common/version.hpp"
 #include "actors/node/node.hpp"
 
 namespace hc {
@@ -24,8 +25,8 @@ struct rpc_server_config {
   std::string tcp_address;
   /// Shared secret for TCP clients (CacheNode.login). Required with tcp_address.
   std::string token;
-  /// Version string reported by ping.
-  std::string node_version = "0.1.0";
+  /// Version string reported by ping: this build's (actors/common/version.hpp).
+  std::string node_version = std::string(version());
   /// Per connection, three bounds on what a client can make the node hold: while one is
   /// reached the server stops reading that connection (the client's writes wait in its
   /// socket; nothing is dropped) and reads on once it is below again, so one flooding or

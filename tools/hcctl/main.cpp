@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstdio>
 
+#include "actors/common/version.hpp"
 #include "cli/command_line.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/standard_streams.hpp"
 #include "cli/token_file.hpp"
+#include "schema/protocol_version.hpp"
 #include "tools/hcctl/node_commands.hpp"
 #include "tools/hcctl/replay_command.hpp"
 
@@ -28,6 +30,10 @@ int main(int argc, char** argv) {
     return hc::cli::standard_streams_error;
   }
   CLI::App app{"hcctl - hybridcache control tool"};
+  app.set_version_flag("--version",
+                       "hcctl " + std::string(hc::version()) + " (protocol " +
+                           std::to_string(hc::rpc::protocol_version()) + ")",
+                       "Print the version (and the protocol it speaks) and exit");
   app.require_subcommand(1);
   std::string socket = "/tmp/hybridcache.sock", tcp, token_file;
   app.add_option("--socket", socket, "Unix socket of the node")->capture_default_str();

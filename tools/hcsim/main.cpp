@@ -16,10 +16,12 @@
 #include <utility>
 #include <vector>
 
+#include "actors/common/version.hpp"
 #include "cli/command_line.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/standard_streams.hpp"
 #include "gpu/device_probe.hpp"
+#include "schema/protocol_version.hpp"
 #include "tools/hcsim/sim.hpp"
 
 // In a coverage build (HC_COVERAGE) the profile runtime writes its counters at exit; a
@@ -118,6 +120,10 @@ int main(int argc, char** argv) {
   sim_config cfg;
   std::string strat = "extra_buffer";
   CLI::App app{"hcsim: drive a hybridcached like SGLang schedulers, verify every prefix hit"};
+  app.set_version_flag("--version",
+                       "hcsim " + std::string(hc::version()) + " (protocol " +
+                           std::to_string(hc::rpc::protocol_version()) + ")",
+                       "Print the version (and the protocol it speaks) and exit");
   app.add_option("--socket", cfg.socket, "The node's Unix socket")->capture_default_str();
   app.add_option("--strategy", strat, "Mamba scheduling strategy")
       ->capture_default_str()
