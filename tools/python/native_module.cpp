@@ -23,6 +23,7 @@
 #include "actors/common/instance_spec.hpp"
 #include "actors/common/pool_info.hpp"
 #include "actors/common/status.hpp"
+#include "actors/common/version.hpp"
 #include "gpu/cuda_ipc_mapping.hpp"
 #include "schema/client.hpp"
 #include "tools/python/call_site.hpp"
@@ -632,6 +633,7 @@ PYBIND11_MODULE(_native, m) {
   using namespace hc;
   using namespace hc::python;
   m.doc() = "hybridcache's C++ client; use the `hybridcache` package, not this module.";
+  m.attr("__version__") = std::string(hc::version());  // the release, as `hcctl --version`
   note_python_main_thread();
   auto error = py::register_exception<node_error>(m, "Error");
   error.attr("__doc__") = "A node call failed; the message starts with the node's error code.";

@@ -81,6 +81,9 @@ from ._native import (  # noqa: F401  (re-exported)
     res,
 )
 
+#: This package's release ("0.1.0"): `hybridcached --version` names the node's.
+__version__: str = _native.__version__
+
 __all__ = [
     "connect", "Node", "Session", "InstanceSpec", "Strategy", "CommandResult", "PoolState",
     "PoolInfo", "PingReply", "cmd", "res", "Error", "InvalidArgument", "InvalidConfig",

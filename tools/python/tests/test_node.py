@@ -58,6 +58,12 @@ class NodeTest(OwnNodeTest):
     def connect(self):
         return hybridcache.connect(socket=self.node_process.socket, timeout=30)
 
+    def test_the_package_has_the_nodes_release(self):
+        # The node built beside this package answers its ping with the same release.
+        self.assertRegex(hybridcache.__version__, r"^\d+\.\d+\.\d+$")
+        with self.connect() as node:
+            self.assertEqual(hybridcache.__version__, node.ping().node_version)
+
     def test_ping_stats_inspect(self):
         with self.connect() as node:
             self.assertEqual(node.ping().protocol_version, 2)
