@@ -3,6 +3,8 @@
 // file (--config) is TOML-style `key = value` using the long flag names without dashes;
 // command-line flags override it. deploy/hybridcached.conf.example lists them all.
 
+#include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -32,6 +34,13 @@ inline constexpr std::uint64_t max_request_tokens_auto = UINT64_MAX;
 /// `memory_bytes`: a quarter of it at 8 bytes a token (the token and its row's KV id).
 constexpr std::uint64_t request_tokens_for(std::uint64_t memory_bytes) noexcept {
   return memory_bytes / 4 / 8;
+}
+
+/// --l3-flush-seconds as the store's interval: rounded up to whole milliseconds, so that a
+/// positive value never becomes 0, which turns the timed flushes off (it truncated: 0.0005
+/// meant "never" instead of "as often as possible").
+inline std::chrono::milliseconds l3_flush_interval(double seconds) noexcept {
+  return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000.0)));
 }
 
 struct daemon_options {

@@ -76,7 +76,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     sc.index_memory_bytes = o.l3_index_memory;
     sc.direct_io = o.l3_direct_io;
     sc.verify_every_read = o.l3_verify_every_read;
-    sc.flush_interval = std::chrono::milliseconds(static_cast<long>(o.l3_flush_seconds * 1000));
+    sc.flush_interval = hc::l3_flush_interval(o.l3_flush_seconds);
     sc.quarantine_corrupt = true;  // a corrupt cache is recomputed, not a reason not to start
     sc.min_free_bytes = o.l3_min_free;
     if (o.l3_min_free == hc::l3_min_free_auto) {

@@ -161,5 +161,14 @@ TEST(DaemonOptions, AnEmptyDataDirIsRefusedUnlessThereIsNoL3) {
   EXPECT_TRUE(check_daemon_options(o).ok());
 }
 
+TEST(DaemonOptions, AFlushIntervalUnderAMillisecondStaysTimed) {
+  // 0 turns the timed flushes off; a positive --l3-flush-seconds never becomes it.
+  EXPECT_EQ(l3_flush_interval(0.0), std::chrono::milliseconds(0));
+  EXPECT_EQ(l3_flush_interval(0.0005), std::chrono::milliseconds(1));
+  EXPECT_EQ(l3_flush_interval(0.001), std::chrono::milliseconds(1));
+  EXPECT_EQ(l3_flush_interval(2.5), std::chrono::milliseconds(2500));
+  EXPECT_EQ(l3_flush_interval(86400), std::chrono::milliseconds(86400000));
+}
+
 }  // namespace
 }  // namespace hc::test
