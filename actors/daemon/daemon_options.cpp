@@ -101,9 +101,9 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
   app.add_option("--l3-index-memory", o.l3_index_memory,
                  "Memory the L3 store's in-memory index (the key's bytes + 144 per value) may take "
                  "before the least recently used values are evicted, whatever --l3-capacity "
-                 "allows: small values cost more index than bytes. 0 = no limit (units as "
-                 "--l3-capacity)")
-      ->capture_default_str()
+                 "allows: small values cost more index than bytes. Default: 1 GiB, or a "
+                 "sixteenth of the memory this node may use where less (a container's limit); "
+                 "0 = no limit (units as --l3-capacity)")
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--l3-min-free", o.l3_min_free,
                  "Bytes the L3 store leaves free on its filesystem: while it has less, the "

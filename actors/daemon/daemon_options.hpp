@@ -36,6 +36,19 @@ constexpr std::uint64_t request_tokens_for(std::uint64_t memory_bytes) noexcept 
   return memory_bytes / 4 / 8;
 }
 
+/// --l3-index-memory's default: decided from the memory this node may use
+/// (l3_index_memory_for).
+inline constexpr std::uint64_t l3_index_memory_auto = UINT64_MAX;
+
+/// The L3 index's memory under --l3-index-memory's default, for a node that may use
+/// `memory_bytes` (0 = unknown): 1 GiB, or a sixteenth of that memory where less (a
+/// container's limit), so that a store of many small values cannot take a small pod's
+/// memory (at 1 GiB, a quarter of a 4 GiB pod).
+constexpr std::uint64_t l3_index_memory_for(std::uint64_t memory_bytes) noexcept {
+  constexpr std::uint64_t most = std::uint64_t{1} << 30;
+  return memory_bytes == 0 || memory_bytes / 16 > most ? most : memory_bytes / 16;
+}
+
 /// --l3-flush-seconds as the store's interval: rounded up to whole milliseconds, so that a
 /// positive value never becomes 0, which turns the timed flushes off (it truncated: 0.0005
 /// meant "never" instead of "as often as possible").
@@ -60,9 +73,10 @@ struct daemon_options {
   /// Tokens held by live requests over every session; max_request_tokens_auto (the
   /// default): request_tokens_for(the machine's memory); 0 = no limit.
   std::uint64_t max_request_tokens = max_request_tokens_auto;
-  bool l3 = true;                                          ///< L3 store in <data-dir>/l3
-  std::uint64_t l3_capacity = std::uint64_t{64} << 30;     ///< L3 bytes before LRU eviction
-  std::uint64_t l3_index_memory = std::uint64_t{1} << 30;  ///< L3 index memory before eviction
+  bool l3 = true;                                       ///< L3 store in <data-dir>/l3
+  std::uint64_t l3_capacity = std::uint64_t{64} << 30;  ///< L3 bytes before LRU eviction
+  /// L3 index memory before eviction; l3_index_memory_auto (the default): decided at start.
+  std::uint64_t l3_index_memory = l3_index_memory_auto;
   /// Bytes the L3 store leaves free on its filesystem; l3_min_free_auto (the default): 5 %
   /// of the filesystem, at most 4 GiB (l3_min_free_for); 0 = off.
   std::uint64_t l3_min_free = UINT64_MAX;

@@ -74,6 +74,12 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
     sc.path = (fs::path(o.data_dir) / "l3").string();
     sc.capacity_bytes = o.l3_capacity;
     sc.index_memory_bytes = o.l3_index_memory;
+    if (o.l3_index_memory == hc::l3_index_memory_auto) {
+      sc.index_memory_bytes = hc::l3_index_memory_for(hc::memory_this_node_may_use());
+      hc::log::info("L3 index may take " + std::to_string(sc.index_memory_bytes >> 20) +
+                    " MiB (--l3-index-memory: 1 GiB, or a sixteenth of the memory this node "
+                    "may use where less)");
+    }
     sc.direct_io = o.l3_direct_io;
     sc.verify_every_read = o.l3_verify_every_read;
     sc.flush_interval = hc::l3_flush_interval(o.l3_flush_seconds);

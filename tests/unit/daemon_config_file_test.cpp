@@ -161,6 +161,17 @@ TEST(DaemonOptions, AnEmptyDataDirIsRefusedUnlessThereIsNoL3) {
   EXPECT_TRUE(check_daemon_options(o).ok());
 }
 
+TEST(DaemonOptions, TheL3IndexTakesASixteenthOfASmallContainer) {
+  constexpr std::uint64_t gib = std::uint64_t{1} << 30;
+  EXPECT_EQ(l3_index_memory_for(0), gib) << "unknown memory: the fixed default";
+  EXPECT_EQ(l3_index_memory_for(64 * gib), gib);
+  EXPECT_EQ(l3_index_memory_for(16 * gib), gib);
+  EXPECT_EQ(l3_index_memory_for(4 * gib), gib / 4);
+  EXPECT_EQ(l3_index_memory_for(gib), gib / 16);
+  daemon_options o;
+  EXPECT_EQ(o.l3_index_memory, l3_index_memory_auto) << "decided at start unless given";
+}
+
 TEST(DaemonOptions, AFlushIntervalUnderAMillisecondStaysTimed) {
   // 0 turns the timed flushes off; a positive --l3-flush-seconds never becomes it.
   EXPECT_EQ(l3_flush_interval(0.0), std::chrono::milliseconds(0));

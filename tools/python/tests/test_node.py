@@ -762,7 +762,6 @@ class CgroupMemoryTest(OwnNodeTest):
 
     # 1 GiB: room for a sanitizer build's node (its shadow memory and quarantine count).
     NODE_OPTIONS = {"memory_limit": 1 << 30}
-    NODE_ARGS = ("--l3", "false")
 
     @classmethod
     def why_not(cls):
@@ -787,6 +786,8 @@ class CgroupMemoryTest(OwnNodeTest):
         self.assertTrue(self.node_process.alive())
         # The live requests' default bound is a quarter of the limit, not of the machine.
         self.assertIn("may hold %d tokens" % ((1 << 30) // 32), self.node_process.log_text())
+        # So is the L3 index's: a sixteenth of the limit, not 1 GiB (the whole pod).
+        self.assertIn("L3 index may take 64 MiB", self.node_process.log_text())
 
 
 class FullDiskTest(OwnNodeTest):
