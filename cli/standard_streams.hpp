@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 namespace hc::cli {
 
@@ -33,5 +34,15 @@ inline bool open_missing_standard_streams() noexcept {
 
 /// Exit status of a tool whose standard streams could not be made safe (EX_OSERR).
 inline constexpr int standard_streams_error = 71;
+
+/// open_missing_standard_streams() for `tool`'s main(): -1 when the tool is to go on, else
+/// the status to exit with, having said why (as parse_command_line).
+inline int make_standard_streams_safe(const char* tool) noexcept {
+  if (open_missing_standard_streams()) return -1;
+  std::fprintf(stderr,
+               "%s: started without stdin, stdout or stderr, and /dev/null cannot be opened\n",
+               tool);
+  return standard_streams_error;
+}
 
 }  // namespace hc::cli

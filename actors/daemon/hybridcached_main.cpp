@@ -11,7 +11,6 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -20,7 +19,6 @@
 
 #include "actors/common/log.hpp"
 #include "actors/common/thread_name.hpp"
-#include "actors/common/version.hpp"
 #include "actors/daemon/daemon_options.hpp"
 #include "actors/daemon/l3_start.hpp"
 #include "actors/node/host_memory.hpp"
@@ -227,12 +225,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
 
 int main(int argc, char** argv) {
   // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
-  if (!hc::cli::open_missing_standard_streams()) {
-    std::fputs(
-        "hybridcached: started without stdin, stdout or stderr, and /dev/null cannot be opened\n",
-        stderr);
-    return hc::cli::standard_streams_error;
-  }
+  if (const int rc = hc::cli::make_standard_streams_safe("hybridcached"); rc >= 0) return rc;
   // Block the stop signals before any library starts a thread (libraries.md §4).
   sigset_t signals;
   sigemptyset(&signals);
@@ -250,9 +243,7 @@ int main(int argc, char** argv) {
 
   hc::daemon_options o;
   CLI::App app{"hybridcached: cache node for hybrid (attention + SSM) LLM inference"};
-  app.set_version_flag("--version",
-                       "hybridcached " + std::string(hc::version()) + " (protocol " +
-                           std::to_string(hc::rpc::protocol_version()) + ")",
+  app.set_version_flag("--version", hc::rpc::version_line("hybridcached"),
                        "Print the version (and the protocol it speaks) and exit");
   hc::add_daemon_flags(app, o);
   if (const int rc = hc::cli::parse_command_line(app, argc, argv); rc >= 0) return rc;

@@ -25,7 +25,6 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -381,11 +380,7 @@ void rpc_bench_teardown();  // rpc_bench.cpp
 
 int main(int argc, char** argv) {
   // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
-  if (!hc::cli::open_missing_standard_streams()) {
-    std::fputs("hcbench: started without stdin, stdout or stderr, and /dev/null cannot be opened\n",
-               stderr);
-    return hc::cli::standard_streams_error;
-  }
+  if (const int rc = hc::cli::make_standard_streams_safe("hcbench"); rc >= 0) return rc;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

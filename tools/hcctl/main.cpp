@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "actors/common/version.hpp"
 #include "cli/command_line.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/standard_streams.hpp"
@@ -24,15 +23,9 @@ std::string node_address(const std::string& socket, const std::string& tcp) {
 
 int main(int argc, char** argv) {
   // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
-  if (!hc::cli::open_missing_standard_streams()) {
-    std::fputs("hcctl: started without stdin, stdout or stderr, and /dev/null cannot be opened\n",
-               stderr);
-    return hc::cli::standard_streams_error;
-  }
+  if (const int rc = hc::cli::make_standard_streams_safe("hcctl"); rc >= 0) return rc;
   CLI::App app{"hcctl - hybridcache control tool"};
-  app.set_version_flag("--version",
-                       "hcctl " + std::string(hc::version()) + " (protocol " +
-                           std::to_string(hc::rpc::protocol_version()) + ")",
+  app.set_version_flag("--version", hc::rpc::version_line("hcctl"),
                        "Print the version (and the protocol it speaks) and exit");
   app.require_subcommand(1);
   std::string socket = "/tmp/hybridcache.sock", tcp, token_file;

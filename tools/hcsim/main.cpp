@@ -16,7 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "actors/common/version.hpp"
 #include "cli/command_line.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/standard_streams.hpp"
@@ -112,17 +111,11 @@ sim_report run_all(const sim_config& cfg) {
 
 int main(int argc, char** argv) {
   // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
-  if (!hc::cli::open_missing_standard_streams()) {
-    std::fputs("hcsim: started without stdin, stdout or stderr, and /dev/null cannot be opened\n",
-               stderr);
-    return hc::cli::standard_streams_error;
-  }
+  if (const int rc = hc::cli::make_standard_streams_safe("hcsim"); rc >= 0) return rc;
   sim_config cfg;
   std::string strat = "extra_buffer";
   CLI::App app{"hcsim: drive a hybridcached like SGLang schedulers, verify every prefix hit"};
-  app.set_version_flag("--version",
-                       "hcsim " + std::string(hc::version()) + " (protocol " +
-                           std::to_string(hc::rpc::protocol_version()) + ")",
+  app.set_version_flag("--version", hc::rpc::version_line("hcsim"),
                        "Print the version (and the protocol it speaks) and exit");
   app.add_option("--socket", cfg.socket, "The node's Unix socket")->capture_default_str();
   app.add_option("--strategy", strat, "Mamba scheduling strategy")
