@@ -360,13 +360,7 @@ reader=$!
   >"$tmp/logpipe" 2>&1 &
 tcp_pid=$!
 wait "$reader"
-up=
-for _ in $(seq 200); do
-  "$hcctl" --socket "$tmp/n3.sock" --timeout 1 ping >/dev/null 2>&1 && { up=1; break; }
-  kill -0 "$tcp_pid" 2>/dev/null || break
-  sleep 0.05
-done
-[ -n "$up" ] || fail "the node did not serve once its log reader had gone"
+wait_for_ping "$hcctl" "$tcp_pid" "$tmp/n3.sock" || fail "the node did not serve once its log reader had gone"
 "$hcctl" --socket "$tmp/n3.sock" stats >/dev/null || fail "stats after the log reader went"
 kill "$tcp_pid"
 rc=0
@@ -380,13 +374,7 @@ tcp_pid=
 # its shared-memory owner marker (--l3 false) or to an L3 directory, lost either way.
 "$daemon" --socket "$tmp/n4.sock" --metrics off --l3 false --log-level debug <&- >&- 2>&- &
 tcp_pid=$!
-up=
-for _ in $(seq 200); do
-  "$hcctl" --socket "$tmp/n4.sock" --timeout 1 ping >/dev/null 2>&1 && { up=1; break; }
-  kill -0 "$tcp_pid" 2>/dev/null || break
-  sleep 0.05
-done
-[ -n "$up" ] || fail "the node started without standard streams did not serve"
+wait_for_ping "$hcctl" "$tcp_pid" "$tmp/n4.sock" || fail "the node started without standard streams did not serve"
 for fd in 0 1 2; do
   target=$(readlink /proc/"$tcp_pid"/fd/$fd)
   [ "$target" = /dev/null ] || fail "the node started without standard streams has $target on $fd"
