@@ -2,6 +2,7 @@
 // restart (warm restart at the store level), segment files hold the values and their space
 // is reclaimed, a lowered capacity takes effect at open, and bad directories are clear
 // errors.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -158,6 +159,36 @@ TEST(RocksdbStore, ItsDirectoryIsItsOwnersAloneAndSoAreItsSegments) {
   }
   EXPECT_EQ(mode_of(path), 0700u);
   ::umask(old_umask);
+}
+
+TEST(RocksdbStore, ASecondOpenInTheSameProcessLeavesTheFirstOnesLock) {
+  // The message of a store another process holds reads the LOCK file's holder; a probe of
+  // a file this process holds would drop the lock (closing any descriptor of a file drops
+  // the process's POSIX locks on it), and another node could then open the store too.
+  temp_dir dir;
+  const std::string path = dir.sub("l3");
+  auto first = open_store(path, 1ull << 30);
+  ASSERT_TRUE(first);
+  rocksdb_store_config cfg;
+  cfg.path = path;
+  auto second = rocksdb_store::open_unloaded(cfg);
+  ASSERT_FALSE(second.ok()) << "RocksDB refuses a second open of the store in one process";
+  // Another process sees the lock still held (a child that only opens, asks and exits:
+  // async-signal-safe calls, fine in a multi-threaded parent).
+  const std::string lock = path + "/index/LOCK";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int fd = ::open(lock.c_str(), O_RDONLY);
+    struct flock probe {};
+    probe.l_type = F_WRLCK;
+    probe.l_whence = SEEK_SET;
+    if (fd < 0 || ::fcntl(fd, F_GETLK, &probe) != 0) ::_exit(2);
+    ::_exit(probe.l_type == F_WRLCK && probe.l_pid == ::getppid() ? 0 : 1);
+  }
+  int wst = 0;
+  ASSERT_EQ(::waitpid(child, &wst, 0), child);
+  ASSERT_TRUE(WIFEXITED(wst));
+  EXPECT_EQ(WEXITSTATUS(wst), 0) << "the first store's lock was dropped (1) or unreadable (2)";
 }
 
 /// A child process writes a, b, c (in that order) into a store of `flush` interval, reads
