@@ -5,13 +5,15 @@
 // instead. Started so, the node's log lines went to whatever the L3 store or the RPC server
 // opened first — a RocksDB file, a value segment, a worker's connection. Each tool calls
 // this first thing in main(), as sshd and systemd do: /dev/null fills the gaps, so that
-// 0, 1 and 2 are never a file the tool works with.
+// 0, 1 and 2 are never a file the tool works with. And standard output that cannot be
+// written (a full disk, a reader gone) makes the tool fail instead of exiting 0.
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 namespace hc::cli {
 
@@ -43,6 +45,36 @@ inline int make_standard_streams_safe(const char* tool) noexcept {
                "%s: started without stdin, stdout or stderr, and /dev/null cannot be opened\n",
                tool);
   return standard_streams_error;
+}
+
+/// The first error standard output met (an errno; 0 while none): a failed write leaves
+/// only ferror() behind, and a later flush need not fail again.
+inline int& standard_output_error() noexcept {
+  static int first = 0;
+  return first;
+}
+
+/// Flushes standard output: 0 when everything written so far reached it, else the errno of
+/// its first failed write (EIO when unknown). kj (Cap'n Proto) ignores SIGPIPE in every tool
+/// that makes RPC calls, so a reader that went away (`hcctl top | head -1`) is a failed
+/// write (EPIPE) here, not a signal: a loop that prints must check this and stop.
+inline int flush_standard_output() noexcept {
+  int& first = standard_output_error();
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    if (first == 0) first = errno != 0 ? errno : EIO;
+  return first;
+}
+
+/// The status `tool` exits with once its work returned `rc`: `rc`, or 1 when its output
+/// could not all be written (a full disk: a script's `hcctl stats --json > f` would
+/// otherwise find a short file and status 0), saying why on stderr — except for a reader
+/// that went away (EPIPE), where a tool killed by SIGPIPE says nothing either.
+inline int finish_standard_output(const char* tool, int rc) noexcept {
+  const int e = flush_standard_output();
+  if (e == 0) return rc;
+  if (e != EPIPE) std::fprintf(stderr, "%s: cannot write its output: %s\n", tool, std::strerror(e));
+  return rc == 0 ? 1 : rc;
 }
 
 }  // namespace hc::cli

@@ -85,6 +85,21 @@ assert rows[-1]["totals"]["steps"] > 0, "the replay's steps are counted"
 assert rows[-1]["gauges"]["instances"] >= 1
 PY
 "$hcctl" --socket "$sock" top --interval 0.1 --count 1 | grep -q "KV hit tokens/s" || fail "top"
+# Output that cannot be written fails the command: on a full disk it says so (a script's
+# `hcctl stats --json > f` found a short file and status 0); a reader that went away ends
+# `top` (Cap'n Proto ignores SIGPIPE: `hcctl top | head -1` polled the node for ever).
+if [ -w /dev/full ]; then
+  rc=0
+  "$hcctl" --socket "$sock" stats --json >/dev/full 2>"$tmp/err" || rc=$?
+  [ "$rc" = 1 ] && grep -q "hcctl: cannot write its output: No space left on device" "$tmp/err" ||
+    fail "hcctl stats to a full disk: status $rc, want 1 saying so: $(cat "$tmp/err")"
+fi
+rc=0
+# shellcheck disable=SC2016  # expanded by the inner shell
+timeout 20 bash -c '"$0" --socket "$1" top --interval 0.1 2>"$2" | head -1 >/dev/null
+  exit "${PIPESTATUS[0]}"' "$hcctl" "$sock" "$tmp/err" || rc=$?
+[ "$rc" = 1 ] || fail "hcctl top whose reader went away: status $rc, want 1 (124: it ran on)"
+[ ! -s "$tmp/err" ] || fail "hcctl top whose reader went away said: $(cat "$tmp/err")"
 
 port=$(grep -o 'http://127.0.0.1:[0-9]*' "$tmp/log" | head -1 | sed 's/.*://')
 [ -n "$port" ] || fail "no metrics address in the log"

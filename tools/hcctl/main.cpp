@@ -19,11 +19,8 @@ std::string node_address(const std::string& socket, const std::string& tcp) {
   return tcp.empty() ? "unix:" + socket : tcp;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
-  if (const int rc = hc::cli::make_standard_streams_safe("hcctl"); rc >= 0) return rc;
+/// hcctl's command line and the command it names; returns the exit status.
+int run(int argc, char** argv) {
   CLI::App app{"hcctl - hybridcache control tool"};
   app.set_version_flag("--version", hc::rpc::version_line("hcctl"),
                        "Print the version (and the protocol it speaks) and exit");
@@ -157,4 +154,12 @@ int main(int argc, char** argv) {
   if (inspect->parsed()) return hc::cli::run_inspect(no);
   if (top->parsed()) return hc::cli::run_top(no, to);
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
+  if (const int rc = hc::cli::make_standard_streams_safe("hcctl"); rc >= 0) return rc;
+  return hc::cli::finish_standard_output("hcctl", run(argc, argv));
 }

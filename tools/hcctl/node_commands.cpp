@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "cli/standard_streams.hpp"
 #include "schema/client.hpp"
 
 namespace hc::cli {
@@ -227,7 +228,8 @@ int run_top(const node_options& o, const top_options& t) {
                    at(*cur, "invariant_violations"));
       if (!tty) std::puts("");
     }
-    std::fflush(stdout);
+    // A reader that went away (`hcctl top | head -1`) or a full disk: stop (main says why).
+    if (cli::flush_standard_output() != 0) return 1;
     prev = std::move(cur);
     prev_t = now;
   }

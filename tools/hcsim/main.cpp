@@ -107,11 +107,8 @@ sim_report run_all(const sim_config& cfg) {
   return total;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
-  if (const int rc = hc::cli::make_standard_streams_safe("hcsim"); rc >= 0) return rc;
+/// hcsim's command line and its run; returns the exit status.
+int run(int argc, char** argv) {
   sim_config cfg;
   std::string strat = "extra_buffer";
   CLI::App app{"hcsim: drive a hybridcached like SGLang schedulers, verify every prefix hit"};
@@ -220,4 +217,12 @@ int main(int argc, char** argv) {
     std::printf("%s", r.text().c_str());
   }
   return r.mismatches == 0 && r.leaks == 0 && r.errors == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before anything opens a file: 0, 1 and 2 that were closed become /dev/null.
+  if (const int rc = hc::cli::make_standard_streams_safe("hcsim"); rc >= 0) return rc;
+  return hc::cli::finish_standard_output("hcsim", run(argc, argv));
 }
