@@ -35,7 +35,6 @@ import mmap
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 
-
 def _native_import_error(cause: ImportError) -> str:
     """What to tell a user whose interpreter cannot load ``_native``: Python's own message
     for a module built for another interpreter is "cannot import name '_native' from
