@@ -56,13 +56,16 @@ error io(const rocksdb::Status& s, std::string_view what) {
   return {errc::io_error, std::string(what) + ": " + s.ToString()};
 }
 
-/// The process that holds RocksDB's LOCK file at `path` (a POSIX record lock, F_SETLK):
-/// its pid, 0 for one in another PID namespace; nullopt when no other process holds it or
-/// the file cannot be read. For the message of a store that another node has open.
-/// Only for a file this process holds no lock on: closing any descriptor of a file drops
-/// every POSIX lock the process has on it (see lock_taken_by_another_process).
-std::optional<pid_t> lock_holder(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+/// The error for a store whose DB::Open failed (`s`) because another process holds its
+/// LOCK (RocksDB's "While lock file: <path>: Resource temporarily unavailable"), naming that
+/// process: its pid from the file's POSIX record lock (F_GETLK), or "another PID namespace"
+/// where the kernel reports 0. nullopt for any other failure, and when this process holds
+/// the lock itself ("lock hold by current process": a second open of its own store): the
+/// probe closes a descriptor of LOCK, which would drop every POSIX lock this process has on it.
+std::optional<error> held_by_another_process(const rocksdb::Status& s, const std::string& path) {
+  if (!s.IsIOError() || s.ToString().find("While lock file") == std::string::npos)
+    return std::nullopt;
+  const int fd = ::open((path + "/index/LOCK").c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   struct flock probe {};
   probe.l_type = F_WRLCK;
@@ -70,15 +73,10 @@ std::optional<pid_t> lock_holder(const std::string& path) {
   const bool read = ::fcntl(fd, F_GETLK, &probe) == 0;
   ::close(fd);
   if (!read || probe.l_type == F_UNLCK) return std::nullopt;
-  return probe.l_pid;
-}
-
-/// Whether DB::Open failed because another process holds the store's LOCK: RocksDB's
-/// "While lock file: <path>: Resource temporarily unavailable". Not when this process holds
-/// it ("lock hold by current process", another store of this process on the same path):
-/// lock_holder's probe would then drop this process's own lock.
-bool lock_taken_by_another_process(const rocksdb::Status& s) {
-  return s.IsIOError() && s.ToString().find("While lock file") != std::string::npos;
+  const std::string holder = probe.l_pid > 0 ? "process " + std::to_string(probe.l_pid)
+                                             : std::string("a process in another PID namespace");
+  return error{errc::io_error, "L3 store: " + path + " is in use by " + holder +
+                                   " (another hybridcached on this --data-dir?)"};
 }
 
 /// A store's directory is its owner's alone (mode 0700), like the node's socket and shared
@@ -246,13 +244,7 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_s
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_opts, cfg.path + "/index", families, &handles, &raw);
   if (!s.ok()) {
-    if (const auto holder =
-            lock_taken_by_another_process(s) ? lock_holder(cfg.path + "/index/LOCK") : std::nullopt)
-      return error{errc::io_error, "L3 store: " + cfg.path + " is in use by " +
-                                       (*holder > 0 ? "process " + std::to_string(*holder)
-                                                    : std::string("a process in another PID "
-                                                                  "namespace")) +
-                                       " (another hybridcached on this --data-dir?)"};
+    if (auto held = held_by_another_process(s, cfg.path)) return std::move(*held);
     return failed(s, "L3 store: cannot open " + cfg.path);
   }
 
