@@ -9,8 +9,10 @@
 # file key that names no option, and --tcp
 # refused without a token file or with a short secret; a token file's secret read the same
 # by the node and hcctl whatever its line end; a node whose log reader went away serving on;
-# a second node on the first one's socket or ports refused, saying why, leaving no socket;
-# a node started without standard streams writing its log to none of its own files.
+# a second node on the first one's socket, ports or data dir refused, saying why (the data
+# dir's holder by pid), leaving no socket; --version as the node's ping says it; hcctl
+# failing when its output cannot be written; a node started without standard streams
+# writing its log to none of its own files.
 #   tests/hybridcached_process_test.sh HYBRIDCACHED HCCTL DATA_DIR L3_FORMAT_MARKER_TOOL
 set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
