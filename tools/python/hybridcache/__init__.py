@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import json
 import mmap
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+import numbers
+import os
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 
 def _native_import_error(cause: ImportError) -> str:
@@ -115,6 +117,38 @@ def copy_out(buffer, offsets: Sequence[int], addresses: Sequence[int],
     """Copies ``buffer[offsets[i]:][:lengths[i]]`` to raw address ``addresses[i]`` for every
     i, with the GIL released (the mirror of :func:`copy_in`)."""
     _native.copy_out(buffer, list(offsets), list(addresses), list(lengths))
+
+
+def _path_arg(value, what: str) -> str:
+    """A path argument as ``str``: a str, bytes or ``os.PathLike`` (a ``pathlib.Path``)."""
+    try:
+        return os.fsdecode(value)
+    except TypeError:
+        raise TypeError(f"{what} must be a path (str, bytes or os.PathLike such as "
+                        f"pathlib.Path), not {type(value).__name__}") from None
+
+
+def _bytes_arg(data, what: str) -> bytes:
+    """A bytes-like argument as ``bytes`` (bytes, bytearray, memoryview, a NumPy array):
+    an int is not taken as a length of zeros, as ``bytes(n)`` would, nor a str encoded."""
+    try:
+        return bytes(memoryview(data))
+    except TypeError:
+        raise TypeError(f"{what} must be bytes-like (bytes, bytearray, memoryview, a NumPy "
+                        f"array), not {type(data).__name__}") from None
+
+
+def _entry_list(entries: Sequence[Entry]) -> list:
+    """``entries`` as the binding takes them: a list of (key, list of segments)."""
+    if isinstance(entries, (str, bytes)) or (
+            isinstance(entries, tuple) and len(entries) == 2 and isinstance(entries[0], str)):
+        raise TypeError("entries must be a sequence of (key, segments) entries, not one entry "
+                        "or a key: wrap a single entry in a list, [(key, [(offset, length)])]")
+    try:
+        return [(k, list(segs)) for k, segs in entries]
+    except (TypeError, ValueError) as e:
+        raise TypeError("entries must be a sequence of (key, segments) pairs, each segment an "
+                        f"(offset, length) pair of the arena: {e}") from None
 
 
 def _map_shm(name: str, size: int) -> mmap.mmap:
@@ -290,7 +324,7 @@ class Session:
 
     def write_slot(self, slot: int, data: bytes) -> None:
         """Writes one SSM slot's bytes over the wire (``len(data)`` = ``ssm_slot_bytes``)."""
-        self._s.write_slot(slot, bytes(data))
+        self._s.write_slot(slot, _bytes_arg(data, "data"))
 
     def read_kv_page(self, page: int) -> bytes:
         """A copy of one KV page's bytes (page ``page`` = tokens ``page * P`` ...), over the
@@ -299,7 +333,7 @@ class Session:
 
     def write_kv_page(self, page: int, data: bytes) -> None:
         """Writes one KV page's bytes over the wire."""
-        self._s.write_kv_page(page, bytes(data))
+        self._s.write_kv_page(page, _bytes_arg(data, "data"))
 
     @property
     def closed(self) -> bool:
@@ -377,6 +411,9 @@ class Store:
         n=1)``: the SSM state stored under a page's key; with ``key_suffix="@r1"``, under the
         page's key + "@r1") allow to restore. A suffix that is not printable text of at most
         256 bytes raises InvalidArgument."""
+        if isinstance(kv_keys, (str, bytes)):
+            raise TypeError("kv_keys must be a sequence of keys, not one key: wrap it in a "
+                            "list, [key] (a str would be read as keys of one character each)")
         hit, restorable = self._s.exists(list(kv_keys), list(sidecars))
         return ExistsReply(hit, list(restorable))
 
@@ -384,11 +421,11 @@ class Store:
         """Reads each value into its arena segments; one bool per entry (False: missing,
         corrupt, or of another length than the segments). Bad segments raise
         InvalidArgument and nothing is read."""
-        return self._s.get(pool, [(k, list(segs)) for k, segs in entries])
+        return self._s.get(pool, _entry_list(entries))
 
     def set(self, pool: StorePool, entries: Sequence[Entry]) -> List[bool]:
         """Writes each value from its arena segments (idempotent); one bool per entry."""
-        return self._s.set(pool, [(k, list(segs)) for k, segs in entries])
+        return self._s.set(pool, _entry_list(entries))
 
     def set_from(self, pool: StorePool, entries: Sequence[Entry], addresses: Sequence[int],
                  part_bytes: int = DEFAULT_PART_BYTES) -> List[bool]:
@@ -404,7 +441,7 @@ class Store:
         segments of one value overlapping in the arena raise InvalidArgument before
         anything is copied. One bool per entry; a part the node refuses raises its error,
         the parts before it set."""
-        return self._s.set_from(pool, [(k, list(segs)) for k, segs in entries],
+        return self._s.set_from(pool, _entry_list(entries),
                                 list(addresses), part_bytes)
 
     def get_into(self, pool: StorePool, entries: Sequence[Entry], addresses: Sequence[int],
@@ -412,7 +449,7 @@ class Store:
         """:meth:`get`, then each present value's segments copied from the arena to
         ``addresses`` (as in :meth:`set_from`; a missing value's are not written), a part
         copied out while the node reads the next one. One bool per entry."""
-        return self._s.get_into(pool, [(k, list(segs)) for k, segs in entries],
+        return self._s.get_into(pool, _entry_list(entries),
                                 list(addresses), part_bytes)
 
     def clear(self) -> int:
@@ -490,18 +527,20 @@ class Node:
 _TOKEN_BLANKS = " \t\r\n\v\f"
 
 
-def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
-            token_file: Optional[str] = None, timeout: float = 30.0,
-            io_thread: bool = True) -> Node:
+def connect(socket: Union[str, bytes, "os.PathLike[str]", None] = None,
+            tcp: Optional[str] = None,
+            token_file: Union[str, bytes, "os.PathLike[str]", None] = None,
+            timeout: float = 30.0, io_thread: bool = True) -> Node:
     """Connects to a node.
 
-    socket: the node's Unix socket (default ``DEFAULT_SOCKET`` when neither it nor ``tcp`` is
-        given; an empty path is refused).
-    tcp: ``"host:port"`` of a node serving TCP; needs ``token_file``: the shared secret is
-        its first line, without the spaces, tabs and CR around it (as the node reads it).
-    timeout: seconds the connect and every call wait at most (raises ``Timeout``; the call
-        is cancelled and the connection stays usable); must be > 0 and at most a year
-        (31,536,000 s); a fraction of a millisecond counts as one.
+    socket: the path of the node's Unix socket, a str or a ``pathlib.Path`` (default
+        ``DEFAULT_SOCKET`` when neither it nor ``tcp`` is given; an empty path is refused).
+    tcp: ``"host:port"`` of a node serving TCP; needs ``token_file`` (a path): the shared
+        secret is its first line, without the spaces, tabs and CR around it (as the node
+        reads it).
+    timeout: seconds (a number) the connect and every call wait at most (raises
+        ``Timeout``; the call is cancelled and the connection stays usable); must be > 0
+        and at most a year (31,536,000 s); a fraction of a millisecond counts as one.
     io_thread: True (the default): the connection's calls run on an I/O thread of its own,
         so any thread may use it and its sessions and stores. False: calls run on the
         calling thread, which saves handing each call to that thread and back (two thread
@@ -516,8 +555,17 @@ def connect(socket: Optional[str] = None, tcp: Optional[str] = None,
         their event loop is the parent's).
     Raises Unavailable when no node answers, InvalidArgument for bad arguments (a wrong
     secret: "login refused: wrong token"; a ``token_file`` whose first line is blank),
-    OSError when ``token_file`` cannot be read.
+    TypeError for an argument of the wrong kind (a socket that is not a path, a timeout
+    that is not a number), OSError when ``token_file`` cannot be read.
     """
+    if socket is not None:
+        socket = _path_arg(socket, "socket")
+    if token_file is not None:
+        token_file = _path_arg(token_file, "token_file")
+    if tcp is not None and not isinstance(tcp, str):
+        raise TypeError(f'tcp must be a str, "host:port", not {type(tcp).__name__}')
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
     if socket is not None and tcp is not None:
         raise InvalidArgument("invalid_argument: give socket or tcp, not both")
     token = ""

@@ -326,6 +326,52 @@ class NodeTest(OwnNodeTest):
         with self.assertRaises(hybridcache.NotFound):
             closed.ping()
 
+    def test_the_socket_may_be_a_path_object(self):
+        # pathlib is how Python code builds paths (pytest's tmp_path): connect() used to
+        # raise "can only concatenate str (not "PosixPath") to str" for one.
+        import pathlib
+        for path in (pathlib.Path(self.node_process.socket), os.fsencode(self.node_process.socket)):
+            with self.subTest(path=type(path).__name__), \
+                    hybridcache.connect(socket=path, timeout=30) as node:
+                self.assertEqual(node.ping().protocol_version, 2)
+
+    def test_arguments_of_the_wrong_kind_are_type_errors_that_name_them(self):
+        sock = self.node_process.socket
+        for kwargs, name in (({"socket": 5}, "socket"), ({"socket": ["/tmp/x"]}, "socket"),
+                             ({"socket": sock, "timeout": None}, "timeout"),
+                             ({"socket": sock, "timeout": "30"}, "timeout"),
+                             ({"tcp": ("127.0.0.1", 1), "token_file": "t"}, "tcp")):
+            with self.subTest(**{k: repr(v) for k, v in kwargs.items()}), \
+                    self.assertRaisesRegex(TypeError, "^" + name + " must be"):
+                hybridcache.connect(**kwargs)
+        from hybridcache import StorePool
+        with self.connect() as node, node.open(small_spec("py-kinds")) as s, \
+                node.store("py-kinds") as store:
+            r = s.step([cmd.Create(req=1, tokens=[1, 2]), cmd.Match(req=1), cmd.AllocReq(req=1)])
+            self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+            w = r[2].body.working
+            s.write_slot(w, b"\x5a" * 64)
+            # An int is not a length of zeros (bytes(64) would be), nor a str its encoding:
+            # the slot keeps its bytes.
+            for data in (64, "Z" * 64, None):
+                with self.subTest(data=repr(data)[:10]), \
+                        self.assertRaisesRegex(TypeError, "^data must be bytes-like"):
+                    s.write_slot(w, data)
+            self.assertEqual(s.read_slot(w), b"\x5a" * 64)
+            s.write_slot(w, bytearray(b"\x33" * 64))  # any bytes-like object
+            s.write_slot(w, memoryview(b"\x33" * 64))
+            self.assertEqual(s.read_slot(w), b"\x33" * 64)
+            store.arena_array()[:4] = 1
+            self.assertEqual(store.set(StorePool.KV_PAGE, [("ab", [(0, 4)])]), [True])
+            self.assertEqual(store.exists(["ab"]).kv_hit_pages, 1)
+            # One key is not a list of keys: a str was read as keys "a", "b" (0 hits).
+            with self.assertRaisesRegex(TypeError, r"wrap it in a list, \[key\]"):
+                store.exists("ab")
+            with self.assertRaisesRegex(TypeError, "wrap a single entry in a list"):
+                store.get(StorePool.KV_PAGE, ("ab", [(0, 4)]))
+            with self.assertRaisesRegex(TypeError, r"^entries must be .*\(offset, length\)"):
+                store.set(StorePool.KV_PAGE, [("ab", 4)])
+
     def test_specs_past_the_limits_are_refused_and_the_node_goes_on(self):
         # KV and slot ids are Int32, and several spec fields UInt32 on the wire: a spec past
         # them is refused with the field's name (it once took the whole node down, or
