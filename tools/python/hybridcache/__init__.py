@@ -85,6 +85,40 @@ from ._native import (  # noqa: F401  (re-exported)
 #: This package's release ("0.1.0"): `hybridcached --version` names the node's.
 __version__: str = _native.__version__
 
+
+def _short_repr(value) -> str:
+    """A field's value in a repr: a long list (a prompt's tokens, a match's ids) shows its
+    first items and its length, long bytes (an IPC handle) their length."""
+    if isinstance(value, (list, tuple)) and len(value) > 8:
+        return "[" + ", ".join(map(repr, value[:8])) + f", ... ({len(value)} items)]"
+    if isinstance(value, (bytes, bytearray)) and len(value) > 16:
+        return f"<{len(value)} bytes>"
+    return repr(value)
+
+
+def _give_reprs() -> None:
+    """The native value classes (specs, commands, results, pool figures) print as
+    ``Name(field=value, ...)`` with their fields in the binding's order, instead of
+    ``<... object at 0x...>``: what a REPL, a log line or a failed assertion shows."""
+    kinds = [(_native, ("InstanceSpec", "CommandResult", "PoolState", "PoolInfo", "PingReply",
+                        "Sidecar"), ""),
+             (_native.cmd, [n for n in dir(_native.cmd) if not n.startswith("_")], "cmd."),
+             (_native.res, [n for n in dir(_native.res) if not n.startswith("_")], "res.")]
+    for module, names, prefix in kinds:
+        for name in names:
+            cls = getattr(module, name)
+            fields = tuple(k for k, v in vars(cls).items()
+                           if isinstance(v, property) and not k.startswith("_"))
+
+            def __repr__(self, _name=prefix + name, _fields=fields) -> str:
+                return _name + "(" + ", ".join(
+                    f"{f}={_short_repr(getattr(self, f))}" for f in _fields) + ")"
+
+            cls.__repr__ = __repr__
+
+
+_give_reprs()
+
 __all__ = [
     "connect", "Node", "Session", "InstanceSpec", "Strategy", "CommandResult", "PoolState",
     "PoolInfo", "PingReply", "cmd", "res", "Error", "InvalidArgument", "InvalidConfig",

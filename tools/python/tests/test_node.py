@@ -349,6 +349,8 @@ class NodeTest(OwnNodeTest):
                 node.store("py-kinds") as store:
             r = s.step([cmd.Create(req=1, tokens=[1, 2]), cmd.Match(req=1), cmd.AllocReq(req=1)])
             self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+            self.assertRegex(repr(r[1]), r"^CommandResult\(ok=True, code='ok', error='', "
+                             r"pools=PoolState\(kv_avail=256, .*body=res\.Match\(prefix_len=0, ")
             w = r[2].body.working
             s.write_slot(w, b"\x5a" * 64)
             # An int is not a length of zeros (bytes(64) would be), nor a str its encoding:

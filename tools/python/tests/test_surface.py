@@ -60,6 +60,30 @@ class SurfaceTest(unittest.TestCase):
                     missing.append(f"{sub.__name__}.{name}")
         self.assertEqual(missing, [])
 
+    def test_value_classes_print_their_fields(self):
+        """Specs, commands, results and pool figures print as Name(field=value, ...), not as
+        <... object at 0x...>: what a REPL, a log line or a failed assertion shows."""
+        handles = {"Session", "Store", "Node", "CudaMapping"}
+        for mod, prefix in ((_native, ""), (_native.cmd, "cmd."), (_native.res, "res.")):
+            for name in sorted(public(mod) - handles):
+                cls = getattr(mod, name)
+                if not isinstance(cls, type) or issubclass(cls, BaseException) \
+                        or hasattr(cls, "__members__"):  # enums print as enums
+                    continue
+                if not any(isinstance(v, property) for v in vars(cls).values()):
+                    continue
+                with self.subTest(cls=prefix + name):
+                    self.assertIn("__repr__", vars(cls))
+        spec = hybridcache.InstanceSpec()
+        spec.model_id, spec.kv_tokens = "m", 4096
+        text = repr(spec)
+        self.assertTrue(text.startswith("InstanceSpec(model_id='m', "), text)
+        self.assertIn("kv_tokens=4096", text)
+        self.assertEqual(repr(hybridcache.cmd.Create(req=3, tokens=list(range(100)))),
+                         "cmd.Create(req=3, tokens=[0, 1, 2, 3, 4, 5, 6, 7, ... (100 items)], "
+                         "shared=None)")
+        self.assertEqual(repr(hybridcache.cmd.Match(req=3)), "cmd.Match(req=3)")
+
     def test_every_command_takes_the_stubs_keywords_into_its_fields(self):
         """Each cmd constructor form of the stub, called with its keywords (a distinct value
         each) or with those values in the stub's order, gives an object whose fields hold
