@@ -3,8 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include <string>
 
+#include "actors/common/fault_log.hpp"
 #include "actors/node/messages.hpp"
 #include "storage/external_io.hpp"
 
@@ -20,13 +23,16 @@ struct state {
   std::uint64_t writes_skipped = 0;  ///< backups not written: the store was reading its index
   std::uint64_t ext_calls = 0, ext_gets = 0, ext_hits = 0, ext_sets = 0;
   std::vector<std::byte> scratch;
-  std::uint64_t corrupt_seen = 0;  ///< the store's corrupt count already reported
+  std::uint64_t corrupt_seen = 0;        ///< the store's corrupt count already reported
+  std::optional<fault_reporter> faults;  ///< counts and logs the faults (set with metrics)
 
   /// Reports the values the store found corrupt since the last call (each a fault).
   void report_corrupt() {
     const std::uint64_t now = store->usage().corrupt;
     for (; corrupt_seen < now; ++corrupt_seen)
-      metrics->fault("l3_corrupt_value");
+      (*faults)("l3_corrupt_value",
+                "an L3 value failed its checksum when read: deleted, never served (damaged "
+                "on the disk, or by a crash)");
   }
 };
 
@@ -110,7 +116,9 @@ void external(state& st, store_job& j) {
       ++st.ext_sets;
       const status s = l3::set_from(*st.store, pool, keys[i], segs[i], j.arena, st.scratch);
       j.ok[i] = s.ok();
-      if (!s && s.err().code != errc::invalid_argument) st.metrics->fault(write_fault(s.err()));
+      if (!s && s.err().code != errc::invalid_argument)
+        (*st.faults)(write_fault(s.err()),
+                     "a Store client's value was not written: " + s.err().message);
     }
   }
 }
@@ -148,7 +156,9 @@ void write(state& st, l3_write_job& j) {
   }
   if (j.report.failed) {
     ++st.write_failures;
-    st.metrics->fault(write_fault(j.report.err));
+    (*st.faults)(write_fault(j.report.err),
+                 "an L3 backup stopped after " + std::to_string(j.report.pages_written) + " of " +
+                     std::to_string(j.keys.size()) + " pages: " + j.report.err.message);
   }
   st.pages_written += j.report.pages_written;
   j.seconds = st.since(t0);
@@ -180,9 +190,13 @@ void read(state& st, l3_read_job& j) {
   st.pages_read += j.report.pages_read;
   st.report_corrupt();
   if (j.report.timed_out)
-    st.metrics->fault("l3_timeout");
+    (*st.faults)("l3_timeout", "a prefetch ran past its deadline with " +
+                                   std::to_string(j.report.pages_read) + " of " +
+                                   std::to_string(n) + " pages read (slow storage?)");
   else if (j.report.err.code == errc::io_error)
-    st.metrics->fault("l3_read_error");
+    (*st.faults)("l3_read_error", "a prefetch read failed after " +
+                                      std::to_string(j.report.pages_read) + " of " +
+                                      std::to_string(n) + " pages: " + j.report.err.message);
   j.seconds = st.since(t0);
   st.metrics->tier_bytes("l3", "read", j.bytes, j.seconds);
 }
@@ -196,6 +210,7 @@ msg::storage_actor::behavior_type host_storage_actor(msg::storage_actor::pointer
   st->time = time;
   st->store = std::move(store);
   st->metrics = metrics;
+  st->faults.emplace(*metrics, *time);
   return {
       [st](msg::store_atom, const l3_write_ptr& j) -> l3_write_ptr {
         write(*st, *j);

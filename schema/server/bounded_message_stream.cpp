@@ -7,7 +7,8 @@
 namespace hc::rpc {
 
 bounded_message_stream::bounded_message_stream(kj::AsyncIoStream& stream, kj::Timer& timer,
-                                               read_bounds bounds, std::function<void()> on_pause)
+                                               read_bounds bounds,
+                                               std::function<void(const std::string&)> on_pause)
     : inner_(stream, wire_convert::socket_message_stream::write_mode::each_message),
       timer_(timer),
       bounds_(bounds),
@@ -26,7 +27,10 @@ kj::Promise<void> bounded_message_stream::room() {
   if (!paused_) {
     paused_ = true;
     ++pauses_;
-    if (on_pause_) on_pause_();
+    if (on_pause_)
+      on_pause_(in_flight_.size() >= bounds_.max_calls_in_flight
+                    ? std::to_string(in_flight_.size()) + " calls unanswered"
+                    : std::to_string(backlog_()) + " bytes of replies its client has not read");
   }
   auto paf = kj::newPromiseAndFulfiller<void>();
   waiting_ = kj::mv(paf.fulfiller);

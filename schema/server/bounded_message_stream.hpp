@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <unordered_set>
 
 #include "schema/socket_message_stream.hpp"
@@ -35,7 +36,7 @@ struct read_bounds {
 /// the socket holds, where Cap'n Proto alone makes two or three per message; each message
 /// written at once, so the network's queue is the whole backlog). The reply backlog comes from
 /// `backlog_bytes` (the network's queue: set it once the network exists); `on_pause`
-/// hears each time reading stops for a bound (not again until it has read on).
+/// hears each time reading stops for a bound (not again until it has read on), and which.
 // capnp::MessageStream has no virtual destructor; this final class is owned and destroyed
 // as itself (rpc::connection), never through the base.
 #pragma GCC diagnostic push
@@ -43,7 +44,7 @@ struct read_bounds {
 class bounded_message_stream final : public capnp::MessageStream {
  public:
   bounded_message_stream(kj::AsyncIoStream& stream, kj::Timer& timer, read_bounds bounds,
-                         std::function<void()> on_pause = {});
+                         std::function<void(const std::string& why)> on_pause = {});
 
   void set_backlog_source(std::function<std::size_t()> backlog_bytes) {
     backlog_ = std::move(backlog_bytes);
@@ -78,7 +79,7 @@ class bounded_message_stream final : public capnp::MessageStream {
   wire_convert::socket_message_stream inner_;
   kj::Timer& timer_;
   read_bounds bounds_;
-  std::function<void()> on_pause_;
+  std::function<void(const std::string&)> on_pause_;
   std::function<std::size_t()> backlog_;
   std::unordered_set<std::uint32_t> in_flight_;  ///< question ids read, not yet answered
   kj::Own<kj::PromiseFulfiller<void>> waiting_;  ///< the paused read, woken by a Return

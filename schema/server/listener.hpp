@@ -15,17 +15,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "schema/server/bounded_message_stream.hpp"
 
 namespace hc::rpc {
 
 /// How a connection reads: Cap'n Proto's flow limit (words of unanswered calls) and the
-/// bounds of bounded_message_stream; `on_pause` hears each time one stops reading.
+/// bounds of bounded_message_stream; `on_pause` hears each time one stops reading, and why.
 struct read_limits {
   std::size_t flow_limit_words = std::size_t{8} << 20;
   read_bounds bounds;
-  std::function<void()> on_pause;
+  std::function<void(const std::string& why)> on_pause;
 };
 
 /// What a listener serves each connection: its bootstrap capability, built per connection
@@ -99,8 +100,11 @@ class connection_set final : private kj::TaskSet::ErrorHandler {
               return retry(l, kj::mv(bootstrap), login, e);
             });
   }
-  /// Called for each connection closed for want of a login (late, or too many waiting).
-  void on_login_refused(std::function<void()> f) { on_login_refused_ = std::move(f); }
+  /// Called for each connection closed for want of a login (late, or too many waiting),
+  /// with which of the two it was.
+  void on_login_refused(std::function<void(const std::string& why)> f) {
+    on_login_refused_ = std::move(f);
+  }
 
  private:
   void serve(kj::Own<kj::AsyncIoStream>&& s, const bootstrap_factory& bootstrap,
@@ -112,7 +116,9 @@ class connection_set final : private kj::TaskSet::ErrorHandler {
       return;
     }
     if (waiting_ >= login.max_waiting) {
-      if (on_login_refused_) on_login_refused_();
+      if (on_login_refused_)
+        on_login_refused_(std::to_string(waiting_) +
+                          " other connections were already waiting to log in");
       return;  // dropping the stream closes it
     }
     // `waiting` is true until the client logged in, timed out or left; then the count is
@@ -127,9 +133,12 @@ class connection_set final : private kj::TaskSet::ErrorHandler {
     auto c = kj::heap<connection>(kj::mv(s), bootstrap(stop_waiting), timer_, limits_);
     tasks_.add(c->network.onDisconnect()
                    .exclusiveJoin(timer_.afterDelay(login.within.count() * kj::MILLISECONDS)
-                                      .then([this, waiting]() -> kj::Promise<void> {
+                                      .then([this, waiting, login]() -> kj::Promise<void> {
                                         if (!*waiting) return kj::NEVER_DONE;  // serve on
-                                        if (on_login_refused_) on_login_refused_();
+                                        if (on_login_refused_)
+                                          on_login_refused_("none within " +
+                                                            std::to_string(login.within.count()) +
+                                                            " ms");
                                         return kj::READY_NOW;  // ends it
                                       }))
                    // A copy: then() would keep a reference to the local lambda.
@@ -152,7 +161,7 @@ class connection_set final : private kj::TaskSet::ErrorHandler {
   accept_observer on_accept_error_;
   std::size_t failures_ = 0;  ///< consecutive failed accepts (all listeners)
   std::size_t waiting_ = 0;   ///< connections waiting to log in (all listeners)
-  std::function<void()> on_login_refused_;
+  std::function<void(const std::string&)> on_login_refused_;
   kj::TaskSet tasks_;
 };
 

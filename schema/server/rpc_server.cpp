@@ -56,7 +56,12 @@ struct rpc_server::impl {
       rpc::read_limits limits;
       limits.flow_limit_words = cfg.flow_limit_words;
       limits.bounds = {cfg.max_calls_in_flight, cfg.max_reply_backlog_bytes};
-      limits.on_pause = [m = &ctx.metrics] { m->fault("rpc_backpressure"); };
+      limits.on_pause = [c = &ctx](const std::string& why) {
+        c->faults("rpc_backpressure",
+                  "stopped reading a connection with " + why +
+                      " (a client that floods calls or does not read its replies); it reads "
+                      "on once under its bounds");
+      };
       auto connections = kj::heap<rpc::connection_set>(
           std::move(limits), io.provider->getTimer(),
           [m = &ctx.metrics](const kj::Exception* e, std::size_t failures) {
@@ -71,7 +76,10 @@ struct rpc_server::impl {
                       "); retrying, the clients wait in the backlog — out of file "
                       "descriptors? raise the node's limit (ulimit -n, LimitNOFILE=)");
           });
-      connections->on_login_refused([m = &ctx.metrics] { m->fault("rpc_login_refused"); });
+      connections->on_login_refused([c = &ctx](const std::string& why) {
+        c->faults("rpc_login_refused", "a TCP connection was closed without a login: " + why +
+                                           " (a client without the token, a scanner, a flood?)");
+      });
       rpc::bootstrap_factory unix_boot = [c = &ctx](std::function<void()>) {
         return capnp::Capability::Client(rpc::make_node_service(*c, false));  // its own
       };

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+#include "actors/common/clock.hpp"
+#include "actors/common/fault_log.hpp"
 #include "actors/common/metrics_sink.hpp"
 #include "actors/node/node.hpp"
 #include "schema/server/spin_policy.hpp"
@@ -21,9 +23,12 @@ namespace hc::rpc {
 using clk = std::chrono::steady_clock;
 
 struct server_ctx {
-  server_ctx(node& node_, metrics_sink& metrics_) : n(node_), metrics(metrics_) {}
+  server_ctx(node& node_, metrics_sink& metrics_)
+      : n(node_), metrics(metrics_), faults(metrics_, steady()) {}
   node& n;
   metrics_sink& metrics;
+  /// The RPC thread's faults (client_gone, rpc_*): counted and logged with their detail.
+  fault_reporter faults;
   std::string token;
   std::string version;
   std::size_t store_arena_bytes = 0;

@@ -17,7 +17,10 @@ class session_impl final : public wire::Session::Server {
       : ctx_(ctx), id_(id), connection_(connection) {}
   ~session_impl() noexcept(false) {
     if (closed_) return;
-    ctx_.metrics.fault("client_gone");
+    ctx_.faults("client_gone",
+                "session " + std::to_string(id_) +
+                    " ended with its connection, without close() (its worker died or "
+                    "dropped the connection): its requests, locks and slots are released");
     auto j = std::make_shared<close_job>();  // the client went away: release everything
     j->session = id_;
     ctx_.n.submit(j);

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "schema/server/bounded_message_stream.hpp"
 
@@ -24,8 +25,12 @@ struct harness {
   kj::TwoWayPipe pipe = io.provider->newTwoWayPipe();
   std::size_t backlog = 0;  ///< what the stream reads as the network's queue
   int paused = 0;
+  std::string why;  ///< what the last pause said
   bounded_message_stream stream{*pipe.ends[0], io.provider->getTimer(), read_bounds{2, 100},
-                                [this] { ++paused; }};
+                                [this](const std::string& w) {
+                                  ++paused;
+                                  why = w;
+                                }};
   capnp::AsyncIoMessageStream client{*pipe.ends[1]};
 
   harness() {
@@ -80,6 +85,7 @@ TEST(BoundedMessageStream, TooManyCallsInFlightHoldTheReadUntilOneIsAnswered) {
   auto third = h.read();
   EXPECT_FALSE(h.reads(third)) << "two calls unanswered: the third waits in the socket";
   EXPECT_EQ(h.paused, 1);
+  EXPECT_EQ(h.why, "2 calls unanswered");
   h.answer(7);  // a Return for no question of this connection frees nothing
   EXPECT_FALSE(h.reads(third));
   h.answer(1);
@@ -120,6 +126,7 @@ TEST(BoundedMessageStream, AReplyBacklogHoldsTheReadUntilItDrains) {
   auto r2 = h.read();
   EXPECT_FALSE(h.reads(r2));
   EXPECT_EQ(h.paused, 2);
+  EXPECT_EQ(h.why, "5000 bytes of replies its client has not read");
   h.backlog = 0;
   EXPECT_TRUE(h.reads(r2));
 }

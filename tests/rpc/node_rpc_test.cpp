@@ -21,7 +21,9 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <regex>
 #include <set>
+#include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -513,6 +515,7 @@ TEST_F(NodeRpc, UnalignedTrackedLengthIsRejected) {
 
 TEST_F(NodeRpc, DisconnectReleasesEveryRequestLockAndSlot) {
   auto watcher = connect();
+  ::testing::internal::CaptureStderr();
   {
     // A worker that dies: raw connection, no close() ever sent.
     raw_rpc ez(address());
@@ -542,6 +545,10 @@ TEST_F(NodeRpc, DisconnectReleasesEveryRequestLockAndSlot) {
   EXPECT_EQ(t["slot_available"].get<int>() + t["mamba_evictable"].get<int>(), 16)
       << "every slot is free or held by the tree";
   EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="client_gone"})"), 1);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(std::regex_search(log, std::regex("warn  fault client_gone: session [0-9]+ ended "
+                                                "with its connection, without close\\(\\)")))
+      << log;
 }
 
 TEST_F(NodeRpc, ForwardFenceRunsQueuedClearOnlyAtBegin) {
@@ -823,6 +830,7 @@ struct TcpLogin : TcpNode {
 };
 
 TEST_F(TcpLogin, AConnectionThatDoesNotLogInIsClosedAndOneThatDoesStays) {
+  ::testing::internal::CaptureStderr();
   const int idle = raw_tcp_connect(server->tcp_address());
   ASSERT_GE(idle, 0);
   auto c = client::connect(server->tcp_address(), tcp_token);
@@ -832,6 +840,11 @@ TEST_F(TcpLogin, AConnectionThatDoesNotLogInIsClosedAndOneThatDoesStays) {
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // twice the login timeout
   EXPECT_TRUE((*c)->ping().ok()) << "a connection that logged in is served on";
   EXPECT_GE(metric("hybridcache_faults_total{kind=\"rpc_login_refused\"}"), 1);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("warn  fault rpc_login_refused: a TCP connection was closed without a "
+                     "login: none within 300 ms"),
+            std::string::npos)
+      << log;
 }
 
 struct TcpLoginQueue : TcpNode {
@@ -842,12 +855,18 @@ struct TcpLoginQueue : TcpNode {
 };
 
 TEST_F(TcpLoginQueue, ConnectionsPastTheWaitingLimitAreClosedAtOnce) {
+  ::testing::internal::CaptureStderr();
   const int first = raw_tcp_connect(server->tcp_address());
   const int second = raw_tcp_connect(server->tcp_address());
   const int third = raw_tcp_connect(server->tcp_address());
   ASSERT_TRUE(first >= 0 && second >= 0 && third >= 0);
   EXPECT_TRUE(closed_by_peer(third, std::chrono::seconds(10)))
       << "two wait to log in: the third is closed at once";
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("fault rpc_login_refused: a TCP connection was closed without a login: 2 "
+                     "other connections were already waiting to log in"),
+            std::string::npos)
+      << log;
   ::close(third);
   ::close(first);  // one fewer waiting: a client with the token gets in
   auto c = inspect_until_connected(server->tcp_address(), tcp_token);
@@ -1177,6 +1196,7 @@ TEST_F(Backpressure, AClientThatDoesNotReadIsPausedAndEveryCallIsAnsweredWhenItR
   const int raw = raw_connect(socket);
   ASSERT_GE(raw, 0);
   ASSERT_EQ(::fcntl(raw, F_SETFL, O_NONBLOCK), 0);
+  ::testing::internal::CaptureStderr();
   // Write without reading until the node has not taken a byte for a second.
   std::size_t written = 0;
   bool stalled = false;
@@ -1197,6 +1217,12 @@ TEST_F(Backpressure, AClientThatDoesNotReadIsPausedAndEveryCallIsAnsweredWhenItR
                        << "their replies went unread";
   EXPECT_LT(written, out.size() / 4);
   EXPECT_GE(metric("hybridcache_faults_total{kind=\"rpc_backpressure\"}"), 1);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(std::regex_search(
+      log, std::regex("warn  fault rpc_backpressure: stopped reading a connection with "
+                      "([0-9]+ calls unanswered|[0-9]+ bytes of replies its client has not "
+                      "read) \\(a client that floods calls")))
+      << log;
   auto other = connect();
   EXPECT_TRUE(other->ping().ok()) << "another client is served meanwhile";
 

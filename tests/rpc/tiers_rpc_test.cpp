@@ -227,7 +227,13 @@ TEST_F(TiersRpc, AFailedReadShortensThePrefetchAndTheRequestRecomputes) {
   ASSERT_NO_FATAL_FAILURE(serve_store_and_restart());
   toy_worker& wk = open();
   faults.fail_reads.insert(wk.page_keys()[20]);
+  ::testing::internal::CaptureStderr();
   const res::prefetch p = wk.prefetch(2);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("warn  fault l3_read_error: a prefetch read failed after 20 of "),
+            std::string::npos)
+      << "the log says what failed: " << log;
+  EXPECT_NE(log.find(" pages: injected read failure\n"), std::string::npos) << log;
   EXPECT_EQ(p.outcome, "partial");
   EXPECT_EQ(p.storage_hit_tokens, 20u) << "the pages before the failed one are kept";
   EXPECT_EQ(faults.state_reads, 0u) << "no state is read unless every page arrived";
@@ -257,6 +263,7 @@ TEST_F(TiersRpc, ACorruptValueIsNeverServed) {
 TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
   faults.fail_writes_after = 0;  // every write fails
   toy_worker& wk = open();
+  ::testing::internal::CaptureStderr();
   wk.serve(1);
   // Every backup of the first prompt has tried its L3 write (and failed) before the store
   // recovers: a write still on its way would land and the prompt would not be revoked.
@@ -265,6 +272,11 @@ TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
     const auto sent = h.value("backups_sent", 0u), writes = h.value("l3_writes", 0u);
     return sent >= 1 && writes == sent && h.value("l3_write_failures", 0u) == writes;
   })) << host_of_instance().dump();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("warn  fault l3_write_error: an L3 backup stopped after 0 of "),
+            std::string::npos)
+      << "the log says what failed: " << log;
+  EXPECT_NE(log.find(" pages: injected write failure"), std::string::npos) << log;
   faults.fail_writes_after = SIZE_MAX;  // the store recovers: the next backup lands
   wk.K = iota_tokens(5000, prompt_len);
   wk.serve(3);

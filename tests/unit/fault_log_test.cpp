@@ -1,0 +1,94 @@
+// fault_lines / fault_reporter: every fault is counted; the log gets the first of each kind
+// at once and then at most one line per kind per interval, which says how many went
+// unlogged since — a failing disk (a fault per read) floods no log.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "actors/common/fault_log.hpp"
+#include "actors/common/metrics_sink.hpp"
+#include "tests/support/manual_clock.hpp"
+
+namespace hc {
+namespace {
+
+using std::chrono::seconds;
+
+TEST(FaultLines, TheFirstOfAKindIsLoggedAtOnceAndTheRestOncePerInterval) {
+  fault_lines lines(seconds(10));
+  const clock_ns t0 = seconds(100);
+  EXPECT_EQ(lines.line("l3_read_error", "pread x: Input/output error", t0),
+            "fault l3_read_error: pread x: Input/output error");
+  for (int i = 1; i <= 5; ++i)
+    EXPECT_EQ(lines.line("l3_read_error", "again", t0 + seconds(i)), std::nullopt) << i;
+  // Another kind has its own streak.
+  EXPECT_EQ(lines.line("client_gone", "session 3 ...", t0 + seconds(5)),
+            "fault client_gone: session 3 ...");
+  // An interval after the last line: the latest, with the count of those not logged.
+  EXPECT_EQ(lines.line("l3_read_error", "pread y: Input/output error", t0 + seconds(12)),
+            "fault l3_read_error: pread y: Input/output error (and 5 more of this kind, not "
+            "logged, in the 12 s before it)");
+  EXPECT_EQ(lines.line("l3_read_error", "z", t0 + seconds(13)), std::nullopt);
+  // After a quiet spell with nothing unlogged, a fault is logged at once and plainly.
+  fault_lines quiet(seconds(10));
+  ASSERT_TRUE(quiet.line("l3_timeout", "a", t0).has_value());
+  EXPECT_EQ(quiet.line("l3_timeout", "b", t0 + seconds(60)), "fault l3_timeout: b");
+}
+
+TEST(FaultLines, AtTheIntervalIsPastIt) {
+  fault_lines lines(seconds(10));
+  ASSERT_TRUE(lines.line("k", "a", seconds(0)).has_value());
+  EXPECT_FALSE(lines.line("k", "b", seconds(10) - clock_ns(1)).has_value());
+  EXPECT_TRUE(lines.line("k", "c", seconds(10)).has_value());
+}
+
+/// Counts faults by kind; everything else dropped.
+class fault_counts final : public metrics_sink {
+ public:
+  std::map<std::string, int, std::less<>> n;
+  void fault(std::string_view kind) override { ++n[std::string(kind)]; }
+  void l1_match(std::uint64_t, std::uint64_t) override {}
+  void inserted_tokens(std::uint64_t) override {}
+  void evicted(std::string_view, std::uint64_t, std::uint64_t) override {}
+  void tombstones(std::string_view, std::uint64_t) override {}
+  void forward_ops(std::uint64_t, std::uint64_t, std::uint64_t) override {}
+  void command_error(std::string_view) override {}
+  void fence_wait(double) override {}
+  void pools(std::uint64_t, const pool_gauges&) override {}
+  void instance_closed(std::uint64_t) override {}
+  void sessions(std::int64_t) override {}
+  void rpc(std::string_view, double) override {}
+  void l2_hit(std::uint64_t) override {}
+  void prefetch(std::string_view, std::uint64_t, std::uint64_t, double) override {}
+  void tier_bytes(std::string_view, std::string_view, std::uint64_t, double) override {}
+  void backup(double, bool) override {}
+};
+
+TEST(FaultReporter, CountsEveryFaultAndLogsThemOncePerIntervalOnItsClock) {
+  fault_counts counts;
+  test::manual_clock time;
+  fault_reporter report(counts, time, seconds(10));
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 100; ++i)
+    report("l3_write_error", "an L3 backup stopped: pwrite: No space left on device");
+  time.advance(seconds(11));
+  report("l3_write_error", "the last one");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(counts.n["l3_write_error"], 101) << "every fault counts";
+  EXPECT_NE(log.find("warn  fault l3_write_error: an L3 backup stopped: pwrite: No space left "
+                     "on device\n"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("fault l3_write_error: the last one (and 99 more of this kind, not "
+                     "logged, in the 11 s before it)\n"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;
+}
+
+}  // namespace
+}  // namespace hc
