@@ -44,6 +44,7 @@ struct instance {
   std::uint64_t idle_since = 0;  ///< node tick when the last session closed
   bool retired = false;          ///< its shm names were removed: no new session; dropped when idle
   std::shared_ptr<instance_events> events;  ///< its KV events (null: none); muted when retired
+  std::string pools_summary;                ///< its pools, as its log line names them
 };
 
 struct node_state {
@@ -107,12 +108,15 @@ std::size_t l1_pool_slots(const instance_spec& spec) {
   return spec.ssm_slots + 1;
 }
 
-/// Host memory the instance's L1 pools take: their bytes in /dev/shm on the CPU device,
-/// none on a GPU. The spec's limits (max_pool_bytes) keep the products far from overflow.
-std::uint64_t l1_host_bytes(const instance_spec& spec) {
-  if (spec.device == device_kind::cuda) return 0;
+/// The instance's L1 pools' bytes; the host memory they take (l1_host_bytes): those bytes
+/// in /dev/shm on the CPU device, none on a GPU. The spec's limits (max_pool_bytes) keep
+/// the products far from overflow.
+std::uint64_t l1_pool_bytes(const instance_spec& spec) {
   return std::uint64_t{l1_pool_tokens(spec)} * spec.kv_bytes_per_token +
          std::uint64_t{l1_pool_slots(spec)} * spec.ssm_slot_bytes;
+}
+std::uint64_t l1_host_bytes(const instance_spec& spec) {
+  return spec.device == device_kind::cuda ? 0 : l1_pool_bytes(spec);
 }
 
 /// The instance's L1 pools on its device.
@@ -128,6 +132,18 @@ result<std::shared_ptr<l1_pool>> make_pools(const instance_spec& spec, const std
                                spec.ssm_slot_bytes);
   if (!p) return p.err();
   return std::shared_ptr<l1_pool>(std::move(*p));
+}
+
+/// An instance's pools in a log line: their sizes, where its L1 pools are, its L2 pools.
+std::string describe_pools(const instance_spec& spec, const cache_config& cc) {
+  const auto mib = [](std::uint64_t b) { return std::to_string((b + (1u << 20) - 1) >> 20); };
+  return std::to_string(spec.kv_tokens) + " KV tokens and " + std::to_string(spec.ssm_slots) +
+         " SSM slots, " + mib(l1_pool_bytes(spec)) + " MiB of L1 pools " +
+         (spec.device == device_kind::cuda ? "on cuda:" + std::to_string(spec.device_ordinal)
+                                           : std::string("in /dev/shm")) +
+         (spec.host_tier() ? "; L2 pools of " + std::to_string(cc.host_kv_tokens) +
+                                 " KV tokens and " + std::to_string(cc.host_slots) + " slots"
+                           : std::string());
 }
 
 /// Page digests (L3 keys) of every instance's tree: stateless, so one serves them all.
@@ -164,6 +180,7 @@ result<instance> build_instance(msg::scheduler_actor_type::pointer self, node_st
   auto cache = std::make_shared<radix_cache>(cc, &page_hashes);
   instance in;
   in.id = id;
+  in.pools_summary = describe_pools(spec, cc);
   in.events = std::move(events);
   in.pool_names = (*pools)->names();
   stream_setup ss{std::move(*pools), spec.page_size,     tiers->host,
@@ -213,8 +230,11 @@ pool_info pool_info_of(const instance& in, const instance_spec& sp) {
 
 /// Ends an instance: its shm names go now (a worker's mapping stays valid); the regions
 /// unmap when the actors that hold them end.
+/// `why` goes to the log, which names every instance's start and end.
 void drop_instance(msg::scheduler_actor_type::pointer self, node_state& st,
-                   std::unordered_map<std::string, instance>::iterator it) {
+                   std::unordered_map<std::string, instance>::iterator it, std::string_view why) {
+  log::info("instance " + std::to_string(it->second.id) + " (" + it->first +
+            ") ended: " + std::string(why));
   shm_l1_pool::unlink(it->second.pool_names);
   self->send_exit(it->second.radix, caf::exit_reason::user_shutdown);  // and its stream
   st.cfg.metrics->instance_closed(it->second.id);
@@ -233,7 +253,8 @@ void retire(msg::scheduler_actor_type::pointer self, node_state& st,
   // A fresh instance of the same spec takes its topics: from here on its own events go
   // nowhere, before the successor publishes anything.
   if (it->second.events) it->second.events->mute();
-  if (it->second.sessions == 0) return drop_instance(self, st, it);
+  if (it->second.sessions == 0)
+    return drop_instance(self, st, it, "its shared memory was removed, and it had no session");
   instance in = std::move(it->second);
   st.instances.erase(it);
   shm_l1_pool::unlink(in.pool_names);  // what is left of them
@@ -312,6 +333,8 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
       return job->complete();
     }
     it = st.instances.emplace(fp, *in).first;
+    log::info("instance " + std::to_string(it->second.id) + " (" + fp +
+              ") opened: " + it->second.pools_summary);
   }
   instance& in = it->second;
   ++in.sessions;
@@ -478,7 +501,8 @@ void session_detached(msg::scheduler_actor_type::pointer self, node_state& st, s
     if (in.id != id || in.sessions == 0 || --in.sessions != 0) continue;
     in.idle_since = ++st.tick;
     if (in.retired) {  // nobody can attach to it any more
-      drop_instance(self, st, it);
+      drop_instance(self, st, it,
+                    "its shared memory had been removed, and its last session closed");
       break;
     }
   }
@@ -492,7 +516,11 @@ void session_detached(msg::scheduler_actor_type::pointer self, node_state& st, s
         oldest = it;
     }
     if (idle <= st.cfg.max_idle_instances) return;
-    drop_instance(self, st, oldest);
+    drop_instance(self, st, oldest,
+                  "the longest idle of " + std::to_string(idle) +
+                      " instances without a session, more than --max-idle-instances (" +
+                      std::to_string(st.cfg.max_idle_instances) +
+                      ") keeps: its cached prefixes are gone");
   }
 }
 

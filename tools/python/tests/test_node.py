@@ -326,6 +326,25 @@ class NodeTest(OwnNodeTest):
         with self.assertRaises(hybridcache.NotFound):
             closed.ping()
 
+    def test_the_log_names_each_instance_that_opens_and_ends(self):
+        # Operators read in the log which instances the node made, their pools, and why one
+        # ended (its cached prefixes with it); before, instances came and went silently.
+        first = small_spec("py-logged-0")
+        with self.connect() as node:
+            node.open(first).close()
+            opened = re.search(r"info  instance ([0-9]+) \((py-logged-0\|tp0/1\|P1\|[^)]*)\) "
+                               r"opened: 256 KV tokens and 16 SSM slots, 1 MiB of L1 pools in "
+                               r"/dev/shm\n", self.node_process.log_text())
+            self.assertIsNotNone(opened, self.node_process.log_text()[-2000:])
+            # More idle instances than --max-idle-instances (4) keeps: the longest idle ends.
+            for i in range(1, 6):
+                node.open(small_spec(f"py-logged-{i}")).close()
+        ended = re.search(r"info  instance " + opened.group(1) + " \\(" + re.escape(opened.group(2))
+                          + r"\) ended: the longest idle of [0-9]+ instances without a session, "
+                          r"more than --max-idle-instances \(4\) keeps: its cached prefixes "
+                          r"are gone\n", self.node_process.log_text())
+        self.assertIsNotNone(ended, self.node_process.log_text()[-2000:])
+
     def test_the_socket_may_be_a_path_object(self):
         # pathlib is how Python code builds paths (pytest's tmp_path): connect() used to
         # raise "can only concatenate str (not "PosixPath") to str" for one.
