@@ -62,7 +62,30 @@ for tool in "$daemon" "$hcctl"; do
   [ "$v" = "$(basename "$tool") $pinged" ] || fail "$tool --version says '$v', the node '$pinged'"
 done
 "$hcctl" --socket "$sock" replay --check -q "$data/conf_p64_pressure.jsonl.gz" || fail "replay --check over RPC"
-"$hcctl" --socket "$sock" inspect | grep -q "KV tokens" || fail "inspect"
+# inspect: what the JSON holds, for people — the L3 store, each instance's tree, what it
+# served and its stream (before, the L3 store was a raw JSON line and the served counters
+# and the host tier were missing).
+"$hcctl" --socket "$sock" inspect >"$tmp/inspect" || fail "inspect"
+"$hcctl" --socket "$sock" inspect --json >"$tmp/inspect.json" || fail "inspect --json"
+/usr/bin/python3 - "$tmp/inspect" "$tmp/inspect.json" <<'PY' || fail "inspect: $(cat "$tmp/inspect")"
+import json, re, sys
+text, doc = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+l3 = doc["host_storage"]["l3"]
+assert re.search(r"^L3 store: %d values, " % l3["values"], text, re.M), "no L3 store line"
+assert re.search(r"^  backups: %d \(%d failed, " % (l3["backups"], l3["backup_failures"]), text, re.M)
+assert re.search(r"^invariant violations: 0$", text, re.M), "no invariant line"
+assert doc["instances"], "no instance after the replay"
+for inst in doc["instances"]:
+    t, served = inst["tree"], inst["tree"]["served"]
+    block = text.split("instance %d [%s]\n" % (t["instance"], inst["fingerprint"]))[1].split("\ninstance ")[0]
+    assert "  KV tokens: %d free of %d" % (t["kv_available"], t["kv_capacity"]) in block, block
+    want = "  served: %d steps, %d commands (%d errors), %d matches (%d KV / %d resumable" % (
+        served["steps"], served["commands"], served["command_errors"], served["matches"],
+        served["matched_kv_tokens"], served["matched_resumable_tokens"])
+    assert want in block, (want, block)
+    assert ("  L2 pools: " in block) == isinstance(t.get("host"), dict), block
+assert any(i["tree"]["served"]["steps"] > 0 for i in doc["instances"]), "the replay served no step"
+PY
 "$hcctl" --socket "$sock" stats >"$tmp/stats" || fail "stats"
 grep -Eq '^matches +[1-9]' "$tmp/stats" || fail "stats: no matches counted: $(cat "$tmp/stats")"
 "$hcctl" --socket "$sock" stats --json | grep -Eq '"pressure_evicted_slots":[1-9]' ||

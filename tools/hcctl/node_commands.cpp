@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -19,6 +21,74 @@ namespace hc::cli {
 namespace {
 
 using nlohmann::json;
+
+/// `b` bytes in binary units with one decimal ("512 B", "1.5 KiB", "64.0 GiB").
+std::string human_bytes(std::uint64_t b) {
+  if (b < 1024) return fmt::format("{} B", b);
+  constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b) / 1024;
+  std::size_t u = 0;
+  for (; v >= 1024 && u + 1 < std::size(units); ++u)
+    v /= 1024;
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
+
+/// The node's L3 store, as inspect's "host_storage" has it (null: a node without one).
+void print_l3(const json& l3) {
+  if (!l3.is_object()) {
+    fmt::print("L3 store: none (the node runs with --l3 false)\n");
+    return;
+  }
+  const auto n = [&](const char* k) { return l3.value(k, std::uint64_t{0}); };
+  fmt::print("L3 store: {} values, {} of {}{}\n", n("values"), human_bytes(n("bytes")),
+             human_bytes(n("capacity")),
+             l3.value("loading", false) ? " (reading its index: misses until it has)" : "");
+  fmt::print("  backups: {} ({} failed, {} skipped while its index loaded), {} pages written\n",
+             n("backups"), n("backup_failures"), n("backups_skipped_loading"), n("pages_written"));
+  fmt::print("  prefetch reads: {}, {} pages read; values evicted: {}, found corrupt: {}\n",
+             n("prefetch_reads"), n("pages_read"), n("evicted"), n("corrupt"));
+  fmt::print("  Store clients: {} calls, {} gets ({} hits), {} sets\n", n("external_calls"),
+             n("external_gets"), n("external_hits"), n("external_sets"));
+}
+
+/// What an instance served (inspect's tree.served).
+void print_served(const json& s) {
+  const auto n = [&](const char* k) { return s.value(k, std::uint64_t{0}); };
+  fmt::print(
+      "  served: {} steps, {} commands ({} errors), {} matches ({} KV / {} resumable tokens "
+      "hit), {} lookups, {} tokens inserted\n",
+      n("steps"), n("commands"), n("command_errors"), n("matches"), n("matched_kv_tokens"),
+      n("matched_resumable_tokens"), n("lookups"), n("inserted_tokens"));
+  fmt::print(
+      "  evicted: {} tokens and {} slots ({} and {} under pressure); tombstones: {} by "
+      "eviction, {} by split\n",
+      n("evicted_tokens"), n("evicted_slots"), n("pressure_evicted_tokens"),
+      n("pressure_evicted_slots"), n("tombstones_by_eviction"), n("tombstones_by_split"));
+}
+
+/// An instance's host tier (inspect's tree.host), if it has one.
+void print_host_tier(const json& h) {
+  const auto n = [&](const char* k) { return h.value(k, std::uint64_t{0}); };
+  fmt::print(
+      "  L2 pools: KV tokens {} free of {}, slots {} free of {}; the tree holds {} tokens and {} "
+      "slots there\n",
+      n("kv_available"), n("kv_capacity"), n("slot_available"), n("slot_capacity"),
+      n("tree_tokens"), n("tree_slots"));
+  fmt::print(
+      "  L2 traffic: {} tokens backed up ({} backups refused), {} loaded back, {} demoted, {} "
+      "evicted from L2\n",
+      n("backed_up_tokens"), n("backups_refused"), n("loaded_back_tokens"), n("demoted_tokens"),
+      n("host_evicted_tokens"));
+  if (h.value("l3", false))
+    fmt::print("  to L3: {} writes ({} failed, {} skipped while its index loaded)\n",
+               n("l3_writes"), n("l3_write_failures"), n("l3_writes_skipped"));
+  std::string outcomes;
+  if (h.contains("prefetch") && h["prefetch"].is_object())
+    for (const auto& [k, v] : h["prefetch"].items())
+      outcomes += fmt::format(", {} {}", v.get<std::uint64_t>(), k);
+  fmt::print("  prefetch: {} in flight ({} tokens of L2 held){}\n", n("prefetches_in_flight"),
+             n("prefetch_occupied_tokens"), outcomes);
+}
 
 std::unique_ptr<client> connect_or_say(const node_options& o) {
   auto c = client::connect(o.address, o.token, o.timeout);
@@ -89,8 +159,14 @@ int run_inspect(const node_options& o) {
     std::puts(r->c_str());
     return 0;
   }
-  fmt::print("sessions: {}\nhost storage: {}\n", doc.value("sessions", 0),
-             doc["host_storage"].dump());
+  fmt::print("sessions: {}\n", doc.value("sessions", 0));
+  const std::uint64_t violations = doc.value("invariant_violations", std::uint64_t{0});
+  fmt::print(
+      "invariant violations: {}{}\n", violations,
+      violations > 0
+          ? " (a hybridcache bug; the first: " + doc.value("first_invariant_violation", "") + ")"
+          : std::string());
+  print_l3(doc.contains("host_storage") ? doc["host_storage"].value("l3", json()) : json());
   for (const auto& in : doc["instances"]) {
     const auto& t = in["tree"];
     const auto& s = in["stream"];
@@ -105,6 +181,8 @@ int run_inspect(const node_options& o) {
                t.value("mamba_evictable", 0), t.value("mamba_protected", 0));
     fmt::print("  sessions: {}, live requests: {}\n", t.value("sessions", 0),
                t.value("live_requests", 0));
+    if (t.contains("served")) print_served(t["served"]);
+    if (t.contains("host") && t["host"].is_object()) print_host_tier(t["host"]);
     if (t.contains("blocks")) {
       std::size_t checkpoints = 0;
       for (const auto& b : t["blocks"])
@@ -115,10 +193,23 @@ int run_inspect(const node_options& o) {
           checkpoints,
           topic.empty() ? "no KV events published: --kv-events off" : "events topic " + topic);
     }
-    fmt::print("  stream: {} snapshots, {} clears, {} COWs run; shm {} ({} B), {} ({} B)\n",
-               s.value("snapshots_run", 0), s.value("clears_run", 0), s.value("cows_run", 0),
-               s.value("kv_shm", ""), s.value("kv_bytes", 0), s.value("ssm_shm", ""),
-               s.value("ssm_bytes", 0));
+    fmt::print(
+        "  stream: {} snapshots, {} clears, {} COWs run; {} tier loads, {} demotions, {} "
+        "backups ({} to the host, {} to the device)\n",
+        s.value("snapshots_run", 0), s.value("clears_run", 0), s.value("cows_run", 0),
+        s.value("tier_loads", 0), s.value("tier_demotions", 0), s.value("tier_backups", 0),
+        human_bytes(s.value("bytes_to_host", std::uint64_t{0})),
+        human_bytes(s.value("bytes_to_device", std::uint64_t{0})));
+    if (s.value("device", "cpu") == "cuda")
+      fmt::print("  pools: on cuda:{} (KV {}, SSM {})\n", s.value("device_ordinal", 0),
+                 human_bytes(s.value("kv_bytes", std::uint64_t{0})),
+                 human_bytes(s.value("ssm_bytes", std::uint64_t{0})));
+    else if (s.value("kv_shm", "").empty() && s.value("ssm_shm", "").empty())
+      fmt::print("  pools: none (kvBytesPerToken and ssmSlotBytes 0: the index alone)\n");
+    else
+      fmt::print("  pools: {} ({}), {} ({})\n", s.value("kv_shm", ""),
+                 human_bytes(s.value("kv_bytes", std::uint64_t{0})), s.value("ssm_shm", ""),
+                 human_bytes(s.value("ssm_bytes", std::uint64_t{0})));
   }
   return 0;
 }
