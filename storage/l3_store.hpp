@@ -37,6 +37,7 @@ struct l3_usage {
   std::uint64_t evicted = 0;   ///< values evicted for room since start
   std::uint64_t corrupt = 0;   ///< values found corrupt (and deleted) since start
   bool loading = false;        ///< still reading its index: misses, refuses sets (loading_store)
+  bool index_failing = false;  ///< its index cannot write to its disk (rocksdb_store)
 };
 
 class l3_store {

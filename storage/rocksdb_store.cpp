@@ -2,6 +2,7 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/memtablerep.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
@@ -21,6 +22,7 @@
 
 #include "actors/common/log.hpp"
 #include "actors/common/thread_name.hpp"
+#include "storage/rocksdb_retryable_writes.hpp"
 #include "storage/value_codec.hpp"
 
 namespace hc {
@@ -108,9 +110,12 @@ rocksdb::ColumnFamilyOptions family_options(const rocksdb_store_config& cfg) {
 }
 
 // Cache data is reconstructible: no WAL (it doubles the bytes written; floors.md §7).
-rocksdb::WriteOptions write_options() {
+// `fail_if_stalled`: a write that would wait for a flush fails at once instead (while the
+// index cannot write to its disk, the flush it would wait for may be minutes away).
+rocksdb::WriteOptions write_options(bool fail_if_stalled = false) {
   rocksdb::WriteOptions w;
   w.disableWAL = true;
+  w.no_slowdown = fail_if_stalled;
   return w;
 }
 
@@ -142,6 +147,36 @@ class node_log_forwarder final : public rocksdb::Logger {
     }
   }
 };
+
+}  // namespace
+
+/// Follows the index's background errors — a flush that could not write its table file (an
+/// I/O error, marked retryable: rocksdb_retryable_writes.hpp) or a full disk — and their
+/// recovery, which RocksDB runs on its own; says both in the log. Its callbacks run on
+/// RocksDB's threads.
+class index_health final : public rocksdb::EventListener {
+ public:
+  bool failing() const noexcept { return failing_.load(std::memory_order_relaxed); }
+
+  void OnBackgroundError(rocksdb::BackgroundErrorReason, rocksdb::Status* e) override {
+    if (e == nullptr || e->ok() || failing_.exchange(true)) return;
+    log::warn("L3 store: its index cannot write to its disk (" + e->ToString() +
+              "); RocksDB retries, and L3 writes may fail until it can");
+  }
+  void OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) override {
+    if (!info.new_bg_error.ok()) {
+      log::error("L3 store: its index gave up writing to its disk (" +
+                 info.new_bg_error.ToString() + "); L3 writes fail until the node restarts");
+      return;
+    }
+    if (failing_.exchange(false)) log::info("L3 store: its index writes to its disk again");
+  }
+
+ private:
+  std::atomic<bool> failing_{false};
+};
+
+namespace {
 
 /// Whether RocksDB's failure says the index's files are damaged: a corruption, or a file
 /// its CURRENT or MANIFEST names that is not there (deleted by a cleanup script, lost with
@@ -227,6 +262,13 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_s
   db_opts.avoid_flush_during_shutdown = false;                // with no WAL, close must flush
   db_opts.allow_concurrent_memtable_write = false;            // a vector memtable takes one writer
   db_opts.info_log = std::make_shared<node_log_forwarder>();  // no LOG file on the store's disk
+  // Write errors retryable: a flush that hit one is retried by RocksDB, not fatal
+  // (storage/rocksdb_retryable_writes.hpp).
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(retryable_write_errors(
+      cfg.env != nullptr ? cfg.env->GetFileSystem() : rocksdb::FileSystem::Default()));
+  db_opts.env = env.get();
+  auto health = std::make_shared<index_health>();
+  db_opts.listeners.push_back(health);
   std::vector<std::string> existing;
   if (rocksdb::DB::ListColumnFamilies(db_opts, cfg.path, &existing).ok() &&
       std::find(existing.begin(), existing.end(), "pages") != existing.end())
@@ -249,6 +291,8 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_s
   }
 
   std::unique_ptr<rocksdb_store> st(new rocksdb_store());
+  st->env_ = std::move(env);
+  st->health_ = std::move(health);
   st->cfg_ = cfg;
   st->db_.reset(raw);
   st->default_ = handles[0];
@@ -304,7 +348,9 @@ void rocksdb_store::flush_loop() {
       keep_min_free();
       // Values first, then the index that names them. db_ lives until close() joined this
       // thread. A failed sync or flush is retried next time.
-      if (dirty_.exchange(false)) {
+      // While the index cannot write to its disk, RocksDB retries its own flush: another
+      // here would only pile up memtables until writes stop.
+      if (!health_->failing() && dirty_.exchange(false)) {
         rocksdb::FlushOptions fo;
         fo.allow_write_stall = true;  // never wait behind the writers it is flushing for
         if (!segments_->sync() || !db_->Flush(fo, {meta_}).ok()) dirty_ = true;
@@ -312,6 +358,10 @@ void rocksdb_store::flush_loop() {
     }
     lk.lock();
   }
+}
+
+bool rocksdb_store::index_failing() const noexcept {
+  return health_ && health_->failing();
 }
 
 void rocksdb_store::wake_gc() {
@@ -659,7 +709,7 @@ rocksdb::Status rocksdb_store::write_index_now(rocksdb::WriteBatch& batch) {
     --failing_index_writes_;
     return rocksdb::Status::IOError("an index write failure injected by a test");
   }
-  rocksdb::Status s = db_->Write(write_options(), &batch);
+  rocksdb::Status s = db_->Write(write_options(health_->failing()), &batch);
   // After the write: a timed flush that saw dirty_ false leaves nothing of it unflushed.
   dirty_ = true;
   return s;
@@ -999,7 +1049,9 @@ result<std::size_t> rocksdb_store::erase_prefix(std::string_view prefix) {
 
 l3_usage rocksdb_store::usage() const {
   std::lock_guard lk(mu_);
-  return usage_;
+  l3_usage u = usage_;
+  u.index_failing = index_failing();
+  return u;
 }
 
 std::uint64_t rocksdb_store::segment_bytes_on_disk() const {

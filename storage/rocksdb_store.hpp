@@ -56,12 +56,15 @@
 
 namespace rocksdb {
 class DB;
+class Env;
 class Status;
 class ColumnFamilyHandle;
 class WriteBatch;
 }  // namespace rocksdb
 
 namespace hc {
+
+class index_health;
 
 struct rocksdb_store_config {
   /// Directory of the database; created if missing. Required.
@@ -117,6 +120,9 @@ struct rocksdb_store_config {
   /// 1/64 or more short of capacity_bytes, when that deepens by 1/8, and when it is back.
   /// Default 0.
   std::uint64_t min_free_bytes = 0;
+  /// The RocksDB environment of the index (its files, threads, clock); null = RocksDB's
+  /// default. A test hook: a file system that fails writes, as a bad disk does.
+  rocksdb::Env* env = nullptr;
 };
 
 /// How the index is read at open (rocksdb_store::load). All optional.
@@ -161,6 +167,10 @@ class rocksdb_store final : public l3_store {
   static result<std::unique_ptr<rocksdb_store>> open_unloaded(const rocksdb_store_config& cfg);
   static result<std::unique_ptr<rocksdb_store>> load(std::unique_ptr<rocksdb_store> unloaded,
                                                      const rocksdb_load_options& options = {});
+  /// True while the index cannot write to its disk (a flush failed: RocksDB retries it,
+  /// every second for an I/O error, as space returns for a full disk); L3 writes may fail
+  /// meanwhile. The log says when it starts and ends.
+  bool index_failing() const noexcept;
   /// RocksDB's estimate of the index records (0 if it has none): what load() will read.
   std::uint64_t index_records_estimate() const;
   /// What open() or load() found corrupt and moved aside (cfg.quarantine_corrupt), or "".
@@ -329,7 +339,9 @@ class rocksdb_store final : public l3_store {
   void wake_gc();
 
   rocksdb_store_config cfg_;
-  std::string quarantined_;  ///< see quarantined()
+  std::string quarantined_;               ///< see quarantined()
+  std::unique_ptr<rocksdb::Env> env_;     ///< the index's files (outlives db_)
+  std::shared_ptr<index_health> health_;  ///< the index's background errors (a listener)
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* meta_ = nullptr;
   rocksdb::ColumnFamilyHandle* default_ = nullptr;

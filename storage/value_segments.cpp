@@ -21,11 +21,6 @@ std::uint64_t round_up(std::uint64_t n) noexcept {
   return (n + block - 1) / block * block;
 }
 
-error sys_error(std::string_view what, int err) {
-  if (err == ENOSPC) return {errc::out_of_memory, fmt::format("{}: disk full", what)};
-  return {errc::io_error, fmt::format("{}: {}", what, std::strerror(err))};
-}
-
 /// The calling thread's 4 KiB-aligned bounce buffer for O_DIRECT transfers of unaligned
 /// buffers, at least `n` bytes; null if it cannot grow. Kept across calls: a fresh 1 MiB
 /// buffer per put cost 3.7 ms of page faults in a VM (BENCHMARKS.md §5.0).
@@ -79,6 +74,14 @@ bool aligned_for_direct(const void* p, std::size_t n) noexcept {
 
 }  // namespace
 
+error segment_io_error(std::string_view what, int err) {
+  // Out of space either way: a full disk, or a full quota (the user's, or the directory's
+  // project quota) — the store makes room by dropping its oldest values.
+  if (err == ENOSPC) return {errc::out_of_memory, fmt::format("{}: disk full", what)};
+  if (err == EDQUOT) return {errc::out_of_memory, fmt::format("{}: disk quota exceeded", what)};
+  return {errc::io_error, fmt::format("{}: {}", what, std::strerror(err))};
+}
+
 segment_file::segment_file(std::uint64_t id, int fd, std::uint64_t size, bool direct) noexcept
     : id_(id), fd_(fd), size_(size), direct_(direct) {}
 
@@ -96,7 +99,8 @@ status segment_file::read(std::uint64_t offset, std::span<std::byte> dst) const 
   iovec iov[1] = {{to, len}};
   const long long n = transfer_all(
       [this](const iovec* v, int c, off_t o) { return ::preadv(fd_, v, c, o); }, iov, offset);
-  if (n < 0) return sys_error(fmt::format("L3 segment {:016x}: read", id_), static_cast<int>(-n));
+  if (n < 0)
+    return segment_io_error(fmt::format("L3 segment {:016x}: read", id_), static_cast<int>(-n));
   if (static_cast<std::uint64_t>(n) < dst.size())
     return {errc::parse_error, fmt::format("L3 segment {:016x} ends inside a record", id_)};
   if (!straight && !dst.empty()) std::memcpy(dst.data(), bounce, dst.size());
@@ -107,12 +111,12 @@ status segment_file::overwrite(std::uint64_t offset, std::span<const std::byte> 
   // Through a descriptor of its own without O_DIRECT: a test hook, any offset and length.
   const std::string proc = fmt::format("/proc/self/fd/{}", fd_);
   const int fd = ::open(proc.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return sys_error("L3 segment overwrite", errno);
+  if (fd < 0) return segment_io_error("L3 segment overwrite", errno);
   iovec iov[1] = {{const_cast<std::byte*>(bytes.data()), bytes.size()}};
   const long long n = transfer_all(
       [fd](const iovec* v, int c, off_t o) { return ::pwritev(fd, v, c, o); }, iov, offset);
   ::close(fd);
-  if (n < 0) return sys_error("L3 segment overwrite", static_cast<int>(-n));
+  if (n < 0) return segment_io_error("L3 segment overwrite", static_cast<int>(-n));
   return {};
 }
 
@@ -164,13 +168,13 @@ result<std::shared_ptr<segment_file>> value_segments::open_file(std::uint64_t id
     if (cfg_.direct_io && errno == EINVAL)
       return error{errc::invalid_argument,
                    "L3 segments: " + cfg_.dir + " refuses O_DIRECT (--l3-direct-io); tmpfs does"};
-    return sys_error("L3 segments: cannot open " + path, errno);
+    return segment_io_error("L3 segments: cannot open " + path, errno);
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    return sys_error("L3 segments: cannot stat " + path, err);
+    return segment_io_error("L3 segments: cannot stat " + path, err);
   }
   return std::make_shared<segment_file>(id, fd, static_cast<std::uint64_t>(st.st_size),
                                         cfg_.direct_io);
@@ -213,7 +217,8 @@ result<value_location> value_segments::append(std::span<const std::byte> bytes) 
       [fd = seg->fd_](const iovec* v, int c, off_t o) { return ::pwritev(fd, v, c, o); }, iov,
       offset);
   if (n < 0)
-    return sys_error(fmt::format("L3 segment {:016x}: write", seg->id()), static_cast<int>(-n));
+    return segment_io_error(fmt::format("L3 segment {:016x}: write", seg->id()),
+                            static_cast<int>(-n));
   seg->unsynced_.store(true, std::memory_order_release);  // after the write: sync() covers it
   return value_location{seg->id(), offset};
 }
@@ -263,7 +268,7 @@ status value_segments::sync() {
     f->unsynced_.store(false, std::memory_order_release);
     if (::fdatasync(f->fd_) != 0) {
       f->unsynced_.store(true, std::memory_order_release);
-      return sys_error(fmt::format("L3 segment {:016x}: fdatasync", f->id()), errno);
+      return segment_io_error(fmt::format("L3 segment {:016x}: fdatasync", f->id()), errno);
     }
   }
   return {};

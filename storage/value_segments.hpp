@@ -35,11 +35,17 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "actors/common/status.hpp"
 
 namespace hc {
+
+/// The store's error for a system call on its segments that failed with `err`:
+/// out_of_memory for no space (ENOSPC, or EDQUOT: a quota — the store then drops its oldest
+/// values to make room), io_error otherwise; the message is `what` and the reason.
+error segment_io_error(std::string_view what, int err);
 
 struct value_location {
   std::uint64_t segment = 0;  ///< 0 = none; segments are numbered from 1

@@ -230,6 +230,7 @@ msg::storage_actor::behavior_type host_storage_actor(msg::storage_actor::pointer
         if (st->store) {
           const l3_usage u = st->store->usage();
           l3 = {{"loading", u.loading},
+                {"index_failing", u.index_failing},
                 {"bytes", u.bytes},
                 {"values", u.values},
                 {"capacity", u.capacity},

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <set>
 #include <thread>
 
 #include <rocksdb/db.h>
@@ -23,6 +24,7 @@
 #include "storage/rocksdb_store.hpp"
 #include "storage/value_codec.hpp"
 #include "tests/support/damaged_index.hpp"
+#include "tests/support/failing_table_files.hpp"
 #include "tests/support/l3_format_marker.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -370,6 +372,100 @@ TEST(RocksdbStore, APutWhoseIndexWriteFailsLeavesNoValue) {
   std::vector<std::byte> out;
   ASSERT_TRUE(s->get(l3_pool::kv_page, "b", out).ok());
   EXPECT_EQ(out, bytes('b', 100));
+}
+
+// A write that finds no space — a full disk, or a full quota (EDQUOT: the user's, or the
+// data dir's project quota) — is out_of_memory, which makes the store drop its oldest
+// segment and write (AFullDiskDropsTheOldestSegmentAndTakesThePut); any other error is an
+// io_error. A full quota was an io_error: every put failed until values were erased.
+TEST(ValueSegments, NoSpaceAndAFullQuotaAreOutOfMemoryAndOtherErrorsAreIoErrors) {
+  const error full = segment_io_error("L3 segment 1: write", ENOSPC);
+  EXPECT_EQ(full.code, errc::out_of_memory);
+  EXPECT_EQ(full.message, "L3 segment 1: write: disk full");
+  const error quota = segment_io_error("L3 segment 1: write", EDQUOT);
+  EXPECT_EQ(quota.code, errc::out_of_memory);
+  EXPECT_EQ(quota.message, "L3 segment 1: write: disk quota exceeded");
+  const error bad = segment_io_error("L3 segment 1: write", EIO);
+  EXPECT_EQ(bad.code, errc::io_error);
+  EXPECT_EQ(bad.message, "L3 segment 1: write: Input/output error");
+}
+
+// A flush whose table file cannot be written (an I/O error: a bad spell of the disk, a
+// disk quota) is retried by RocksDB until the disk writes again; the store's puts go on
+// meanwhile (or fail alone, never wait), its own timed flushes wait for RocksDB's, and
+// everything the store accepted is on disk after a restart. Before, such an error was
+// fatal to RocksDB: it refused every later write until the node restarted, and the index
+// records it held in memory (no WAL) were lost at that restart with their values.
+TEST(RocksdbStore, AFlushThatCannotWriteIsRetriedAndLosesNothing) {
+  temp_dir dir;
+  const std::string path = dir.sub("l3");
+  auto fs = std::make_shared<failing_table_files>();
+  std::unique_ptr<rocksdb::Env> env = env_over(fs);
+  rocksdb_store_config cfg;
+  cfg.path = path;
+  cfg.capacity_bytes = 1 << 20;
+  cfg.flush_interval = std::chrono::milliseconds(20);
+  cfg.env = env.get();
+  std::set<std::string> accepted;
+  const auto put = [&](rocksdb_store& s, const std::string& key) {
+    if (s.set(l3_pool::kv_page, key, bytes(key[0], 100)).ok()) accepted.insert(key);
+  };
+  ::testing::internal::CaptureStderr();
+  {
+    auto st = rocksdb_store::open(cfg);
+    ASSERT_TRUE(st.ok()) << st.err().message;
+    rocksdb_store& s = **st;
+    put(s, "before");
+    fs->failing = true;  // the disk fails every table-file write from here
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (int i = 0; fs->failures.load() == 0 && std::chrono::steady_clock::now() < give_up; ++i) {
+      put(s, "during-" + std::to_string(i));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_GT(fs->failures.load(), 0) << "no flush wrote a table file";
+    // RocksDB retries every second meanwhile; puts go on, or fail at once.
+    for (int i = 0; i < 100; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      put(s, "failing-" + std::to_string(i));
+      EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5))
+          << "a put waited for the failing disk";
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_TRUE(s.index_failing());
+    EXPECT_TRUE(s.usage().index_failing) << "what inspect shows";
+    fs->failing = false;  // the disk writes again
+    bool written = false;
+    for (int i = 0; std::chrono::steady_clock::now() < give_up && !written; ++i) {
+      const std::string key = "after-" + std::to_string(i);
+      put(s, key);
+      written = accepted.count(key) != 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_TRUE(written) << "the store refused every put after the disk recovered";
+    EXPECT_GE(accepted.size(), 3u);
+    EXPECT_EQ(s.check_index(), "");
+    for (const std::string& k : accepted)
+      EXPECT_TRUE(s.exists(l3_pool::kv_page, k)) << k;
+    // RocksDB's retries succeed within a few seconds once the disk writes.
+    const auto recovered = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (s.index_failing() && std::chrono::steady_clock::now() < recovered)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_FALSE(s.index_failing()) << "RocksDB did not recover";
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("L3 store: its index cannot write to its disk (IO error: injected"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("L3 store: its index writes to its disk again"), std::string::npos) << log;
+  cfg.env = nullptr;
+  auto again = rocksdb_store::open(cfg);
+  ASSERT_TRUE(again.ok()) << again.err().message;
+  EXPECT_EQ((*again)->usage().values, accepted.size());
+  std::vector<std::byte> out;
+  for (const std::string& k : accepted) {
+    EXPECT_TRUE((*again)->get(l3_pool::kv_page, k, out).ok()) << k << " lost at the restart";
+    EXPECT_EQ(out, bytes(k[0], 100)) << k;
+  }
 }
 
 // An erase whose delete cannot be written says so; the value is gone from this process

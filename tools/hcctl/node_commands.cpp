@@ -43,6 +43,10 @@ void print_l3(const json& l3) {
   fmt::print("L3 store: {} values, {} of {}{}\n", n("values"), human_bytes(n("bytes")),
              human_bytes(n("capacity")),
              l3.value("loading", false) ? " (reading its index: misses until it has)" : "");
+  if (l3.value("index_failing", false))
+    fmt::print(
+        "  its index cannot write to its disk: RocksDB retries every second, L3 writes may "
+        "fail meanwhile (the node's log says why)\n");
   fmt::print("  backups: {} ({} failed, {} skipped while its index loaded), {} pages written\n",
              n("backups"), n("backup_failures"), n("backups_skipped_loading"), n("pages_written"));
   fmt::print("  prefetch reads: {}, {} pages read; values evicted: {}, found corrupt: {}\n",
