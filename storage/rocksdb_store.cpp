@@ -169,6 +169,11 @@ class index_health final : public rocksdb::EventListener {
                  info.new_bg_error.ToString() + "); L3 writes fail until the node restarts");
       return;
     }
+    writes_again();
+  }
+  /// RocksDB recovered, or a flush of the store's own succeeded (whatever RocksDB
+  /// announced): the index writes to its disk.
+  void writes_again() {
     if (failing_.exchange(false)) log::info("L3 store: its index writes to its disk again");
   }
 
@@ -322,6 +327,7 @@ void rocksdb_store::flush_loop() {
   using clock = std::chrono::steady_clock;
   const bool timed = cfg_.flush_interval.count() > 0;
   auto next_flush = clock::now() + cfg_.flush_interval;
+  auto next_flush_while_failing = clock::now() + std::chrono::minutes(1);
   std::unique_lock lk(flush_mu_);
   for (;;) {
     if (background_held_) {  // hold_background(): no work until released or closed
@@ -349,11 +355,17 @@ void rocksdb_store::flush_loop() {
       // Values first, then the index that names them. db_ lives until close() joined this
       // thread. A failed sync or flush is retried next time.
       // While the index cannot write to its disk, RocksDB retries its own flush: another
-      // here would only pile up memtables until writes stop.
-      if (!health_->failing() && dirty_.exchange(false)) {
+      // here would only pile up memtables until writes stop — but one a minute, so that a
+      // recovery RocksDB did not announce cannot stop these flushes for good.
+      const bool failing = health_->failing();
+      if ((!failing || clock::now() >= next_flush_while_failing) && dirty_.exchange(false)) {
+        if (failing) next_flush_while_failing = clock::now() + std::chrono::minutes(1);
         rocksdb::FlushOptions fo;
         fo.allow_write_stall = true;  // never wait behind the writers it is flushing for
-        if (!segments_->sync() || !db_->Flush(fo, {meta_}).ok()) dirty_ = true;
+        if (!segments_->sync() || !db_->Flush(fo, {meta_}).ok())
+          dirty_ = true;
+        else if (failing)
+          health_->writes_again();
       }
     }
     lk.lock();

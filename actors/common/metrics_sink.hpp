@@ -64,8 +64,8 @@ class metrics_sink {
   virtual void fault(std::string_view kind) = 0;
 };
 
-/// A sink that drops everything (tests, tools).
-class null_metrics final : public metrics_sink {
+/// A sink that drops everything (tests, tools); a test overrides what it counts.
+class null_metrics : public metrics_sink {
  public:
   void l1_match(std::uint64_t, std::uint64_t) override {}
   void inserted_tokens(std::uint64_t) override {}

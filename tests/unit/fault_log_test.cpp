@@ -47,25 +47,10 @@ TEST(FaultLines, AtTheIntervalIsPastIt) {
 }
 
 /// Counts faults by kind; everything else dropped.
-class fault_counts final : public metrics_sink {
+class fault_counts final : public null_metrics {
  public:
   std::map<std::string, int, std::less<>> n;
   void fault(std::string_view kind) override { ++n[std::string(kind)]; }
-  void l1_match(std::uint64_t, std::uint64_t) override {}
-  void inserted_tokens(std::uint64_t) override {}
-  void evicted(std::string_view, std::uint64_t, std::uint64_t) override {}
-  void tombstones(std::string_view, std::uint64_t) override {}
-  void forward_ops(std::uint64_t, std::uint64_t, std::uint64_t) override {}
-  void command_error(std::string_view) override {}
-  void fence_wait(double) override {}
-  void pools(std::uint64_t, const pool_gauges&) override {}
-  void instance_closed(std::uint64_t) override {}
-  void sessions(std::int64_t) override {}
-  void rpc(std::string_view, double) override {}
-  void l2_hit(std::uint64_t) override {}
-  void prefetch(std::string_view, std::uint64_t, std::uint64_t, double) override {}
-  void tier_bytes(std::string_view, std::string_view, std::uint64_t, double) override {}
-  void backup(double, bool) override {}
 };
 
 TEST(FaultReporter, CountsEveryFaultAndLogsThemOncePerIntervalOnItsClock) {

@@ -33,13 +33,18 @@ std::string human_bytes(std::uint64_t b) {
   return fmt::format("{:.1f} {}", v, units[u]);
 }
 
+/// A counter of an inspect document (0 when absent).
+std::uint64_t count_of(const json& j, const char* key) {
+  return j.value(key, std::uint64_t{0});
+}
+
 /// The node's L3 store, as inspect's "host_storage" has it (null: a node without one).
 void print_l3(const json& l3) {
   if (!l3.is_object()) {
     fmt::print("L3 store: none (the node runs with --l3 false)\n");
     return;
   }
-  const auto n = [&](const char* k) { return l3.value(k, std::uint64_t{0}); };
+  const auto n = [&](const char* k) { return count_of(l3, k); };
   fmt::print("L3 store: {} values, {} of {}{}\n", n("values"), human_bytes(n("bytes")),
              human_bytes(n("capacity")),
              l3.value("loading", false) ? " (reading its index: misses until it has)" : "");
@@ -57,7 +62,7 @@ void print_l3(const json& l3) {
 
 /// What an instance served (inspect's tree.served).
 void print_served(const json& s) {
-  const auto n = [&](const char* k) { return s.value(k, std::uint64_t{0}); };
+  const auto n = [&](const char* k) { return count_of(s, k); };
   fmt::print(
       "  served: {} steps, {} commands ({} errors), {} matches ({} KV / {} resumable tokens "
       "hit), {} lookups, {} tokens inserted\n",
@@ -72,7 +77,7 @@ void print_served(const json& s) {
 
 /// An instance's host tier (inspect's tree.host), if it has one.
 void print_host_tier(const json& h) {
-  const auto n = [&](const char* k) { return h.value(k, std::uint64_t{0}); };
+  const auto n = [&](const char* k) { return count_of(h, k); };
   fmt::print(
       "  L2 pools: KV tokens {} free of {}, slots {} free of {}; the tree holds {} tokens and {} "
       "slots there\n",
