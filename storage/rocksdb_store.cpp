@@ -18,8 +18,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 
+#include "actors/common/fault_log.hpp"
 #include "actors/common/log.hpp"
 #include "actors/common/thread_name.hpp"
 #include "storage/rocksdb_retryable_writes.hpp"
@@ -126,6 +128,9 @@ rocksdb::ReadOptions read_options() {
 /// RocksDB's warnings and errors, in the node's log. Its default is a LOG file in the
 /// index directory, on the disk the store fills: once a write to it failed (disk full),
 /// Debian's build — assertions on — aborted the process at the next line it logged.
+/// Lines from one place of RocksDB's source ("[db/error_handler.cc:397] ...") reach the log
+/// at most once a minute: while its disk fails, RocksDB retries a flush every second and
+/// says so twice each time.
 class node_log_forwarder final : public rocksdb::Logger {
  public:
   node_log_forwarder() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
@@ -140,12 +145,25 @@ class node_log_forwarder final : public rocksdb::Logger {
     std::string message = std::string("L3 store (RocksDB): ") + line.data();
     while (message.back() == '\n')
       message.pop_back();
+    {
+      const std::string_view text(line.data());
+      const std::size_t tag = text.starts_with('[') ? text.find(']') : std::string_view::npos;
+      std::lock_guard lk(mu_);  // RocksDB logs from its own threads and the store's
+      auto admitted = repeats_.line(tag == std::string_view::npos ? text : text.substr(0, tag + 1),
+                                    message, steady().now());
+      if (!admitted) return;
+      message = std::move(*admitted);
+    }
     if (level >= rocksdb::InfoLogLevel::ERROR_LEVEL) {
       log::error(message);
     } else {
       log::warn(message);
     }
   }
+
+ private:
+  std::mutex mu_;
+  line_limiter repeats_{std::chrono::minutes(1)};
 };
 
 }  // namespace
@@ -324,16 +342,16 @@ result<std::unique_ptr<rocksdb_store>> rocksdb_store::open_as_is(const rocksdb_s
 
 void rocksdb_store::flush_loop() {
   name_this_thread("hc-l3-flush");
-  using clock = std::chrono::steady_clock;
+  using steady_clock = std::chrono::steady_clock;
   const bool timed = cfg_.flush_interval.count() > 0;
-  auto next_flush = clock::now() + cfg_.flush_interval;
-  auto next_flush_while_failing = clock::now() + std::chrono::minutes(1);
+  auto next_flush = steady_clock::now() + cfg_.flush_interval;
+  auto next_flush_while_failing = steady_clock::now() + std::chrono::minutes(1);
   std::unique_lock lk(flush_mu_);
   for (;;) {
     if (background_held_) {  // hold_background(): no work until released or closed
       flush_cv_.wait(lk, [this] { return stopping_ || !background_held_; });
       if (stopping_) return;
-      next_flush = clock::now() + cfg_.flush_interval;
+      next_flush = steady_clock::now() + cfg_.flush_interval;
     }
     auto woken = [this] { return stopping_ || background_held_ || gc_wanted_ || recency_wanted_; };
     if (timed) {
@@ -348,8 +366,8 @@ void rocksdb_store::flush_loop() {
     lk.unlock();  // the work below takes mu_; wake_gc and touch_unlocking take flush_mu_ under mu_
     if (recency) drain_recency();
     if (gc) (void)collect_garbage();
-    if (timed && clock::now() >= next_flush) {
-      next_flush = clock::now() + cfg_.flush_interval;
+    if (timed && steady_clock::now() >= next_flush) {
+      next_flush = steady_clock::now() + cfg_.flush_interval;
       drain_recency();
       keep_min_free();
       // Values first, then the index that names them. db_ lives until close() joined this
@@ -358,8 +376,8 @@ void rocksdb_store::flush_loop() {
       // here would only pile up memtables until writes stop — but one a minute, so that a
       // recovery RocksDB did not announce cannot stop these flushes for good.
       const bool failing = health_->failing();
-      if ((!failing || clock::now() >= next_flush_while_failing) && dirty_.exchange(false)) {
-        if (failing) next_flush_while_failing = clock::now() + std::chrono::minutes(1);
+      if ((!failing || steady_clock::now() >= next_flush_while_failing) && dirty_.exchange(false)) {
+        if (failing) next_flush_while_failing = steady_clock::now() + std::chrono::minutes(1);
         rocksdb::FlushOptions fo;
         fo.allow_write_stall = true;  // never wait behind the writers it is flushing for
         if (!segments_->sync() || !db_->Flush(fo, {meta_}).ok())

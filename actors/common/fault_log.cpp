@@ -5,19 +5,19 @@
 
 namespace hc {
 
-std::optional<std::string> fault_lines::line(std::string_view kind, std::string_view detail,
-                                             clock_ns now) {
+std::optional<std::string> line_limiter::line(std::string_view kind, std::string_view text,
+                                              clock_ns now) {
   auto it = kinds_.find(kind);
   if (it == kinds_.end()) {
     kinds_.emplace(std::string(kind), streak{now, 0});
-    return "fault " + std::string(kind) + ": " + std::string(detail);
+    return std::string(text);
   }
   streak& s = it->second;
   if (now - s.last_line < interval_) {
     ++s.unlogged;
     return std::nullopt;
   }
-  std::string out = "fault " + std::string(kind) + ": " + std::string(detail);
+  std::string out(text);
   if (s.unlogged > 0)
     out += " (and " + std::to_string(s.unlogged) + " more of this kind, not logged, in the " +
            std::to_string(
@@ -29,7 +29,9 @@ std::optional<std::string> fault_lines::line(std::string_view kind, std::string_
 
 void fault_reporter::operator()(std::string_view kind, std::string_view detail) {
   metrics_->fault(kind);
-  if (auto text = lines_.line(kind, detail, time_->now())) log::warn(*text);
+  if (auto text = lines_.line(kind, "fault " + std::string(kind) + ": " + std::string(detail),
+                              time_->now()))
+    log::warn(*text);
 }
 
 }  // namespace hc

@@ -3,7 +3,8 @@
 // wrong: the metrics count them, a line says which file, which errno, which client. A
 // failing disk or a flood of bad clients gives a fault per call, so each kind is logged at
 // most once per interval: the first of a streak at once, then the latest with how many
-// went unlogged since. Pure: standard library only.
+// went unlogged since (line_limiter, which the L3 store's RocksDB lines go through too).
+// Pure: standard library only.
 
 #include <cstdint>
 #include <map>
@@ -17,22 +18,24 @@ namespace hc {
 
 class metrics_sink;
 
-/// Which faults to log, and their lines ("fault KIND: DETAIL"). Not thread-safe; times
-/// are given, so tests choose them.
-class fault_lines {
+/// Log lines of a kind (a fault's kind, a RocksDB message's source) at most once per
+/// interval: the first at once, then, an interval after the last line, the latest — with
+/// how many of its kind were not logged meanwhile. Not thread-safe; times are given, so
+/// tests choose them.
+class line_limiter {
  public:
   /// interval: the least time between two lines of one kind.
-  explicit fault_lines(clock_ns interval) noexcept : interval_(interval) {}
+  explicit line_limiter(clock_ns interval) noexcept : interval_(interval) {}
 
-  /// The line to log for a fault of `kind` at `now`, or nullopt when a line of its kind
-  /// was logged less than the interval before (the fault is then counted, and the next
-  /// line of the kind says how many such were not logged).
-  std::optional<std::string> line(std::string_view kind, std::string_view detail, clock_ns now);
+  /// `text` to log now for a line of `kind`, with " (and N more of this kind, not logged,
+  /// in the S s before it)" when some were held back; nullopt while a line of its kind was
+  /// logged less than the interval before (this one is then counted).
+  std::optional<std::string> line(std::string_view kind, std::string_view text, clock_ns now);
 
  private:
   struct streak {
     clock_ns last_line{};        ///< when a line of this kind was last logged
-    std::uint64_t unlogged = 0;  ///< faults of this kind since, not logged
+    std::uint64_t unlogged = 0;  ///< lines of this kind since, not logged
   };
   clock_ns interval_;
   std::map<std::string, streak, std::less<>> kinds_;
@@ -43,7 +46,7 @@ inline constexpr clock_ns fault_log_interval = std::chrono::seconds(10);
 
 /// Reports the faults of one component (an actor, the RPC thread): counts each in the
 /// metrics (metrics_sink::fault) and logs it as a warning with what failed and why, at
-/// most one line per kind per interval (fault_lines). Used from one thread at a time, as
+/// most one line per kind per interval (line_limiter). Used from one thread at a time, as
 /// its owner runs; the metrics and the clock must outlive it.
 class fault_reporter {
  public:
@@ -57,7 +60,7 @@ class fault_reporter {
  private:
   metrics_sink* metrics_;
   const clock* time_;
-  fault_lines lines_;
+  line_limiter lines_;
 };
 
 }  // namespace hc

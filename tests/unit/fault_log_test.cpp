@@ -1,4 +1,4 @@
-// fault_lines / fault_reporter: every fault is counted; the log gets the first of each kind
+// line_limiter / fault_reporter: every fault is counted; the log gets the first of each kind
 // at once and then at most one line per kind per interval, which says how many went
 // unlogged since — a failing disk (a fault per read) floods no log.
 #include <gtest/gtest.h>
@@ -18,29 +18,28 @@ namespace {
 
 using std::chrono::seconds;
 
-TEST(FaultLines, TheFirstOfAKindIsLoggedAtOnceAndTheRestOncePerInterval) {
-  fault_lines lines(seconds(10));
+TEST(LineLimiter, TheFirstOfAKindIsLoggedAtOnceAndTheRestOncePerInterval) {
+  line_limiter lines(seconds(10));
   const clock_ns t0 = seconds(100);
   EXPECT_EQ(lines.line("l3_read_error", "pread x: Input/output error", t0),
-            "fault l3_read_error: pread x: Input/output error");
+            "pread x: Input/output error");
   for (int i = 1; i <= 5; ++i)
     EXPECT_EQ(lines.line("l3_read_error", "again", t0 + seconds(i)), std::nullopt) << i;
   // Another kind has its own streak.
-  EXPECT_EQ(lines.line("client_gone", "session 3 ...", t0 + seconds(5)),
-            "fault client_gone: session 3 ...");
+  EXPECT_EQ(lines.line("client_gone", "session 3 ...", t0 + seconds(5)), "session 3 ...");
   // An interval after the last line: the latest, with the count of those not logged.
   EXPECT_EQ(lines.line("l3_read_error", "pread y: Input/output error", t0 + seconds(12)),
-            "fault l3_read_error: pread y: Input/output error (and 5 more of this kind, not "
-            "logged, in the 12 s before it)");
+            "pread y: Input/output error (and 5 more of this kind, not logged, in the 12 s "
+            "before it)");
   EXPECT_EQ(lines.line("l3_read_error", "z", t0 + seconds(13)), std::nullopt);
-  // After a quiet spell with nothing unlogged, a fault is logged at once and plainly.
-  fault_lines quiet(seconds(10));
+  // After a quiet spell with nothing held back, a line is logged at once and plainly.
+  line_limiter quiet(seconds(10));
   ASSERT_TRUE(quiet.line("l3_timeout", "a", t0).has_value());
-  EXPECT_EQ(quiet.line("l3_timeout", "b", t0 + seconds(60)), "fault l3_timeout: b");
+  EXPECT_EQ(quiet.line("l3_timeout", "b", t0 + seconds(60)), "b");
 }
 
-TEST(FaultLines, AtTheIntervalIsPastIt) {
-  fault_lines lines(seconds(10));
+TEST(LineLimiter, AtTheIntervalIsPastIt) {
+  line_limiter lines(seconds(10));
   ASSERT_TRUE(lines.line("k", "a", seconds(0)).has_value());
   EXPECT_FALSE(lines.line("k", "b", seconds(10) - clock_ns(1)).has_value());
   EXPECT_TRUE(lines.line("k", "c", seconds(10)).has_value());
