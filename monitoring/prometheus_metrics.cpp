@@ -182,9 +182,9 @@ struct prometheus_metrics::impl {
           .Help("Faults the node survived, by kind (metrics_sink::fault; README, Reliability)")
           .Register(*reg);
   static constexpr const char* fault_kinds[] = {
-      "l3_write_error",   "l3_full",          "l3_read_error",    "l3_corrupt_value",
-      "l3_timeout",       "client_gone",      "shm_removed",      "l3_corrupt_store",
-      "rpc_accept_error", "rpc_backpressure", "rpc_login_refused"};
+      "l3_write_error",   "l3_full",          "l3_read_error",     "l3_corrupt_value",
+      "l3_timeout",       "client_gone",      "shm_removed",       "l3_corrupt_store",
+      "rpc_accept_error", "rpc_backpressure", "rpc_login_refused", "l3_index_write_error"};
   /// The RPCs the server times (schema/server: `timed` and ping).
   static constexpr const char* rpc_methods[] = {
       "ping",        "open",         "step",        "close",     "begin_forward",

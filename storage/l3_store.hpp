@@ -38,6 +38,9 @@ struct l3_usage {
   std::uint64_t corrupt = 0;   ///< values found corrupt (and deleted) since start
   bool loading = false;        ///< still reading its index: misses, refuses sets (loading_store)
   bool index_failing = false;  ///< its index cannot write to its disk (rocksdb_store)
+  /// Times since start its index could not write to its disk (a fault each: while it
+  /// cannot, what it holds in memory is lost in a crash)
+  std::uint64_t index_failures = 0;
 };
 
 class l3_store {

@@ -175,9 +175,12 @@ class node_log_forwarder final : public rocksdb::Logger {
 class index_health final : public rocksdb::EventListener {
  public:
   bool failing() const noexcept { return failing_.load(std::memory_order_relaxed); }
+  /// Times it began to fail since open.
+  std::uint64_t failures() const noexcept { return failures_.load(std::memory_order_relaxed); }
 
   void OnBackgroundError(rocksdb::BackgroundErrorReason, rocksdb::Status* e) override {
     if (e == nullptr || e->ok() || failing_.exchange(true)) return;
+    failures_.fetch_add(1, std::memory_order_relaxed);
     log::warn("L3 store: its index cannot write to its disk (" + e->ToString() +
               "); RocksDB retries, and L3 writes may fail until it can");
   }
@@ -197,6 +200,7 @@ class index_health final : public rocksdb::EventListener {
 
  private:
   std::atomic<bool> failing_{false};
+  std::atomic<std::uint64_t> failures_{0};
 };
 
 namespace {
@@ -1081,6 +1085,7 @@ l3_usage rocksdb_store::usage() const {
   std::lock_guard lk(mu_);
   l3_usage u = usage_;
   u.index_failing = index_failing();
+  u.index_failures = health_ ? health_->failures() : 0;
   return u;
 }
 

@@ -56,6 +56,8 @@ class metrics_sink {
   /// slow I/O), "client_gone" (a session whose connection closed without close()),
   /// "shm_removed" (an instance's L1 shared-memory names were removed from under the node),
   /// "l3_corrupt_store" (the L3 index was corrupt at start: moved aside, the store empty),
+  /// "l3_index_write_error" (the L3 index began to fail writing to its disk: RocksDB
+  /// retries; what it holds in memory meanwhile is lost in a crash),
   /// "rpc_accept_error" (a streak of failed accepts began: out of file descriptors),
   /// "rpc_backpressure" (the server stopped reading a connection: too many calls
   /// unanswered or replies unread — a client that floods calls or does not read),

@@ -23,13 +23,19 @@ struct state {
   std::uint64_t writes_skipped = 0;  ///< backups not written: the store was reading its index
   std::uint64_t ext_calls = 0, ext_gets = 0, ext_hits = 0, ext_sets = 0;
   std::vector<std::byte> scratch;
-  std::uint64_t corrupt_seen = 0;        ///< the store's corrupt count already reported
-  std::optional<fault_reporter> faults;  ///< counts and logs the faults (set with metrics)
+  std::uint64_t corrupt_seen = 0;         ///< the store's corrupt count already reported
+  std::uint64_t index_failures_seen = 0;  ///< the store's index_failures already reported
+  std::optional<fault_reporter> faults;   ///< counts and logs the faults (set with metrics)
 
-  /// Reports the values the store found corrupt since the last call (each a fault).
-  void report_corrupt() {
-    const std::uint64_t now = store->usage().corrupt;
-    for (; corrupt_seen < now; ++corrupt_seen)
+  /// Reports the values the store found corrupt, and the times its index began to fail,
+  /// since the last call (each a fault).
+  void report_store_faults() {
+    const l3_usage u = store->usage();
+    for (; index_failures_seen < u.index_failures; ++index_failures_seen)
+      (*faults)("l3_index_write_error",
+                "the L3 index cannot write to its disk: RocksDB retries every second, L3 writes "
+                "go on in memory, and a crash meanwhile loses them (the log has RocksDB's error)");
+    for (; corrupt_seen < u.corrupt; ++corrupt_seen)
       (*faults)("l3_corrupt_value",
                 "an L3 value failed its checksum when read: deleted, never served (damaged "
                 "on the disk, or by a crash)");
@@ -161,6 +167,7 @@ void write(state& st, l3_write_job& j) {
                      std::to_string(j.keys.size()) + " pages: " + j.report.err.message);
   }
   st.pages_written += j.report.pages_written;
+  st.report_store_faults();
   j.seconds = st.since(t0);
   st.metrics->tier_bytes("l3", "write", j.bytes, j.seconds);
   st.metrics->backup(j.seconds, j.report.failed);
@@ -188,7 +195,7 @@ void read(state& st, l3_read_job& j) {
   j.bytes = j.report.pages_read * p * h.kv_bytes_per_token() +
             (j.report.state_read ? h.state_bytes() : 0);
   st.pages_read += j.report.pages_read;
-  st.report_corrupt();
+  st.report_store_faults();
   if (j.report.timed_out)
     (*st.faults)("l3_timeout", "a prefetch ran past its deadline with " +
                                    std::to_string(j.report.pages_read) + " of " +
@@ -222,7 +229,7 @@ msg::storage_actor::behavior_type host_storage_actor(msg::storage_actor::pointer
       },
       [st](msg::ext_store_atom, const msg::store_ptr& j) {
         external(*st, *j);
-        if (st->store) st->report_corrupt();
+        if (st->store) st->report_store_faults();
         j->complete();
       },
       [st](msg::inspect_atom) -> std::string {

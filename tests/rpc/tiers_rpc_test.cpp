@@ -292,6 +292,26 @@ TEST_F(TiersRpc, FailedL3WritesAreCountedAndLaterBackupsStillRun) {
   w->abort_and_check_idle(2);
 }
 
+// The store's index began to fail writing to its disk (rocksdb_store: RocksDB retries,
+// the writes go on in memory): a fault at the next L3 work, once per time it began, with a
+// line that says what it means — writes still succeed, so no other fault would tell.
+TEST_F(TiersRpc, AnIndexThatCannotWriteToItsDiskIsAFaultOnce) {
+  toy_worker& wk = open();
+  faults.index_failures = 1;
+  ::testing::internal::CaptureStderr();
+  wk.serve(1);
+  ASSERT_TRUE(after_drain(
+      *c, [&] { return metric(R"(hybridcache_faults_total{kind="l3_index_write_error"})") >= 1; }));
+  wk.K = iota_tokens(5000, prompt_len);
+  wk.serve(3);  // more L3 work: the same failure is not counted again
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="l3_index_write_error"})"), 1);
+  EXPECT_NE(log.find("warn  fault l3_index_write_error: the L3 index cannot write to its disk"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(metric(R"(hybridcache_faults_total{kind="l3_write_error"})"), 0);
+}
+
 TEST_F(TiersRpc, AFullStoreIsCountedAndTheNodeKeepsServing) {
   faults.fail_writes_after = 0;
   faults.write_error = errc::out_of_memory;  // what rocksdb_store says when the disk is full

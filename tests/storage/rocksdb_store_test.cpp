@@ -433,6 +433,7 @@ TEST(RocksdbStore, AFlushThatCannotWriteIsRetriedAndLosesNothing) {
     }
     EXPECT_TRUE(s.index_failing());
     EXPECT_TRUE(s.usage().index_failing) << "what inspect shows";
+    EXPECT_EQ(s.usage().index_failures, 1u) << "one fault (l3_index_write_error) for the spell";
     fs->failing = false;  // the disk writes again
     bool written = false;
     for (int i = 0; std::chrono::steady_clock::now() < give_up && !written; ++i) {

@@ -28,6 +28,8 @@ class faulty_store final : public l3_store {
   errc write_error = errc::io_error;
   /// Reads of these keys fail with io_error.
   std::set<std::string> fail_reads;
+  /// What usage() says of the index's failures to write (rocksdb_store's; 0 here).
+  std::atomic<std::uint64_t> index_failures{0};
   /// Every read advances the manual clock by this much first.
   std::chrono::milliseconds read_delay{0};
 
@@ -70,7 +72,11 @@ class faulty_store final : public l3_store {
   result<std::size_t> erase_prefix(std::string_view prefix) override {
     return inner_.erase_prefix(prefix);
   }
-  l3_usage usage() const override { return inner_.usage(); }
+  l3_usage usage() const override {
+    l3_usage u = inner_.usage();
+    u.index_failures = index_failures;
+    return u;
+  }
 
  private:
   void set_held(bool& which, bool held) {
