@@ -9,6 +9,7 @@ std::optional<std::string> line_limiter::line(std::string_view kind, std::string
                                               clock_ns now) {
   auto it = kinds_.find(kind);
   if (it == kinds_.end()) {
+    if (kinds_.size() >= max_kinds) kinds_.clear();
     kinds_.emplace(std::string(kind), streak{now, 0});
     return std::string(text);
   }

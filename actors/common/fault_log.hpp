@@ -6,6 +6,7 @@
 // went unlogged since (line_limiter, which the L3 store's RocksDB lines go through too).
 // Pure: standard library only.
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -31,6 +32,12 @@ class line_limiter {
   /// in the S s before it)" when some were held back; nullopt while a line of its kind was
   /// logged less than the interval before (this one is then counted).
   std::optional<std::string> line(std::string_view kind, std::string_view text, clock_ns now);
+
+  /// Kinds it remembers: at most max_kinds — past them it forgets them all and starts
+  /// again, so kinds drawn from text (a RocksDB line without its source tag) cannot grow it
+  /// without bound.
+  std::size_t kinds() const noexcept { return kinds_.size(); }
+  static constexpr std::size_t max_kinds = 1024;
 
  private:
   struct streak {

@@ -45,6 +45,14 @@ TEST(LineLimiter, AtTheIntervalIsPastIt) {
   EXPECT_TRUE(lines.line("k", "c", seconds(10)).has_value());
 }
 
+TEST(LineLimiter, RemembersABoundedNumberOfKinds) {
+  line_limiter lines(seconds(10));
+  for (std::size_t i = 0; i < 3 * line_limiter::max_kinds; ++i) {
+    EXPECT_TRUE(lines.line("kind " + std::to_string(i), "x", seconds(1)).has_value()) << i;
+    EXPECT_LE(lines.kinds(), line_limiter::max_kinds);
+  }
+}
+
 /// Counts faults by kind; everything else dropped.
 class fault_counts final : public null_metrics {
  public:
