@@ -360,6 +360,8 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
           [self, &st, job, fp, id = in.id, radix = in.radix](msg::stream_actor stream) {
             auto at = st.instances.find(fp);
             if (at != st.instances.end() && at->second.id == id) at->second.stream = stream;
+            log::debug("session " + std::to_string(job->session) + " opened on instance " +
+                       std::to_string(id));
             {
               std::lock_guard lk(st.registry->mu);
               st.registry->sessions.emplace(job->session, session_route{radix, stream});
@@ -554,6 +556,8 @@ msg::scheduler_actor_type::behavior_type scheduler_actor(msg::scheduler_actor_ty
       },
       [self, st](msg::drain_atom, const msg::drain_ptr& job) { drain(self, *st, job); },
       [self, st](msg::detached_atom, std::uint64_t instance_id, const msg::close_ptr& job) {
+        log::debug("session " + std::to_string(job->session) + " of instance " +
+                   std::to_string(instance_id) + " closed");
         session_detached(self, *st, instance_id);
         job->complete();
       },

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "actors/common/log.hpp"
 #include "actors/common/printable_text.hpp"
 #include "schema/convert.hpp"
 
@@ -23,7 +24,13 @@ class store_impl final : public wire::Store::Server {
       : ctx_(ctx),
         identity_(std::move(identity)),
         arena_(std::move(arena)),
-        connection_(connection) {}
+        connection_(connection) {
+    log::debug("Store client opened (identity \"" + identity_ + "\", arena " + arena_->name() +
+               ")");
+  }
+  ~store_impl() noexcept(false) {
+    log::debug("Store client closed (identity \"" + identity_ + "\")");
+  }
 
   kj::Promise<void> arena(ArenaContext c) override {
     wc::put_error(c.getResults().initError(), {});

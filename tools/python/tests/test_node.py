@@ -857,6 +857,27 @@ class CgroupMemoryTest(OwnNodeTest):
         self.assertIn("L3 index may take 64 MiB", self.node_process.log_text())
 
 
+class DebugLogTest(OwnNodeTest):
+    """--log-level debug names every session and Store client as it opens and closes (it
+    logged nothing more than info before: no line of the node was at debug)."""
+
+    NODE_ARGS = ("--log-level", "debug")
+
+    def test_sessions_and_store_clients_are_named_as_they_open_and_close(self):
+        with hybridcache.connect(socket=self.node_process.socket, timeout=30) as node:
+            with node.open(small_spec("py-debug")) as s:
+                s.step([cmd.Check()])
+            with node.store("py-debug-store"):
+                pass
+            node.ping()  # the closes above have been handled by now
+        log = self.node_process.log_text()
+        opened = re.search(r"debug session ([0-9]+) opened on instance ([0-9]+)\n", log)
+        self.assertIsNotNone(opened, log[-2000:])
+        self.assertIn("debug session %s of instance %s closed\n" % opened.groups(), log)
+        self.assertRegex(log, r'debug Store client opened \(identity "py-debug-store", arena /')
+        self.assertIn('debug Store client closed (identity "py-debug-store")', log)
+
+
 class FullDiskTest(OwnNodeTest):
     """A data disk smaller than --l3-capacity (64 GiB by default): once it is full, a put
     drops the values of the oldest segment and is written. The store once refused every put
