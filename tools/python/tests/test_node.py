@@ -1018,10 +1018,33 @@ class InterruptTest(OwnNodeTest):
     TIMEOUT = 120
 
     def stopped_node(self):
-        """The node stopped until the test ends (or resume() is called)."""
+        """The node stopped until the test ends (or resume() is called).
+
+        kill() returns before the process has stopped: the kernel wakes one of its threads to
+        take SIGSTOP and stop the others, and on a loaded host that thread may wait for a
+        CPU while another — the RPC thread, woken by a call — answers it. So this waits
+        until every thread of the node is stopped (state T); a call made before then was
+        answered in CI (a ping returned in 0.0 s from a "stopped" node)."""
         pid = self.node_process.proc.pid
         os.kill(pid, signal.SIGSTOP)
         self.addCleanup(os.kill, pid, signal.SIGCONT)
+
+        def states():
+            found = set()
+            for task in os.listdir("/proc/%d/task" % pid):
+                try:
+                    with open("/proc/%d/task/%s/stat" % (pid, task)) as f:
+                        found.add(f.read().rsplit(") ", 1)[1][0])
+                except FileNotFoundError:  # a thread that ended meanwhile
+                    pass
+            return found
+
+        # A bounded wait for the kernel's group stop (not a correctness timing).
+        for _ in range(2000):
+            if states() == {"T"}:
+                break
+            time.sleep(0.005)
+        self.assertEqual(states(), {"T"}, "the node's threads did not all stop")
         return lambda: os.kill(pid, signal.SIGCONT)
 
     def signal_soon(self, handler, seconds=0.3):
