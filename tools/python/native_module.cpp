@@ -28,6 +28,7 @@
 #include "schema/client.hpp"
 #include "tools/python/call_site.hpp"
 #include "tools/python/errors.hpp"
+#include "tools/python/token_list.hpp"
 
 namespace py = pybind11;
 
@@ -338,15 +339,25 @@ void bind_request_command(py::module_& m, const char* name, const char* doc) {
 
 /// `at` and `count` of a Create / Append: both (a range of the session's token arena) or
 /// neither (the tokens in the command).
-std::optional<cmd::token_range> token_range_of(const std::vector<token_id>& tokens,
+std::optional<cmd::token_range> token_range_of(const token_list& tokens,
                                                std::optional<std::uint64_t> at,
                                                std::optional<std::uint64_t> count) {
   if (at.has_value() != count.has_value())
     throw py::value_error("give both `at` and `count` (a range of the token arena) or neither");
   if (!at) return std::nullopt;
-  if (!tokens.empty())
+  if (!tokens.ids.empty())
     throw py::value_error("give `tokens` or a range of the token arena (`at`, `count`), not both");
   return cmd::token_range{*at, *count};
+}
+
+/// A command's `tokens` field: read back as a list, set from what a constructor takes.
+template <class C>
+const std::vector<token_id>& tokens_of(const C& c) {
+  return c.tokens;
+}
+template <class C>
+void set_tokens(C& c, token_list tokens) {
+  c.tokens = std::move(tokens.ids);
 }
 
 /// A command's range of the token arena as Python reads it back: (at, count), or None.
@@ -361,18 +372,18 @@ py::object shared_range_of(const C& c) {
 template <class C>
 void bind_token_command(py::module_& m, const char* name, const char* doc) {
   py::class_<C>(m, name, doc)
-      .def(py::init([](request_handle req, std::vector<token_id> tokens,
-                       std::optional<std::uint64_t> at, std::optional<std::uint64_t> count) {
+      .def(py::init([](request_handle req, token_list tokens, std::optional<std::uint64_t> at,
+                       std::optional<std::uint64_t> count) {
              C c;
              c.req = req;
              c.shared = token_range_of(tokens, at, count);
-             c.tokens = std::move(tokens);
+             c.tokens = std::move(tokens.ids);
              return c;
            }),
-           py::arg("req"), py::arg("tokens") = std::vector<token_id>{}, py::kw_only(),
+           py::arg("req"), py::arg("tokens") = token_list{}, py::kw_only(),
            py::arg("at") = py::none(), py::arg("count") = py::none())
       .def_readwrite("req", &C::req)
-      .def_readwrite("tokens", &C::tokens)
+      .def_property("tokens", &tokens_of<C>, &set_tokens<C>)
       .def_property_readonly("shared", &shared_range_of<C>)
       .def(py::self == py::self);
 }
@@ -480,17 +491,17 @@ void bind_commands(py::module_& m) {
                           "Matches `tokens` (or the `count` tokens at `at` of the session's "
                           "token arena) without a request (no COW, no lock); "
                           "`without_indices`: the result's `indices` left empty.")
-      .def(py::init([](std::vector<token_id> tokens, bool without_indices,
-                       std::optional<std::uint64_t> at, std::optional<std::uint64_t> count) {
+      .def(py::init([](token_list tokens, bool without_indices, std::optional<std::uint64_t> at,
+                       std::optional<std::uint64_t> count) {
              cmd::lookup c;
              c.shared = token_range_of(tokens, at, count);
-             c.tokens = std::move(tokens);
+             c.tokens = std::move(tokens.ids);
              c.without_indices = without_indices;
              return c;
            }),
-           py::arg("tokens") = std::vector<token_id>{}, py::arg("without_indices") = false,
-           py::kw_only(), py::arg("at") = py::none(), py::arg("count") = py::none())
-      .def_readwrite("tokens", &cmd::lookup::tokens)
+           py::arg("tokens") = token_list{}, py::arg("without_indices") = false, py::kw_only(),
+           py::arg("at") = py::none(), py::arg("count") = py::none())
+      .def_property("tokens", &tokens_of<cmd::lookup>, &set_tokens<cmd::lookup>)
       .def_readwrite("without_indices", &cmd::lookup::without_indices)
       .def_property_readonly("shared", &shared_range_of<cmd::lookup>)
       .def(py::self == py::self);

@@ -5,6 +5,10 @@ from typing import Any, List, Optional, Sequence, Tuple, Union, overload
 
 __version__: str
 
+#: A command's tokens: a sequence of ints (a list, a tuple, a range), or a 1-D integer array
+#: (NumPy, array.array, a CPU torch tensor), each a token id (int32). Read back as a list.
+Tokens = Union[Sequence[int], Any]
+
 class Error(Exception): ...
 class InvalidArgument(Error): ...
 class InvalidConfig(Error): ...
@@ -101,13 +105,13 @@ class cmd:
         req: int
         tokens: List[int]
         shared: Optional[Tuple[int, int]]
-        def __init__(self, req: int, tokens: Sequence[int] = ..., *,
+        def __init__(self, req: int, tokens: Tokens = ..., *,
                      at: Optional[int] = None, count: Optional[int] = None) -> None: ...
     class Append:
         req: int
         tokens: List[int]
         shared: Optional[Tuple[int, int]]
-        def __init__(self, req: int, tokens: Sequence[int] = ..., *,
+        def __init__(self, req: int, tokens: Tokens = ..., *,
                      at: Optional[int] = None, count: Optional[int] = None) -> None: ...
     class Match:
         req: int
@@ -177,7 +181,7 @@ class cmd:
         tokens: List[int]
         without_indices: bool
         shared: Optional[Tuple[int, int]]
-        def __init__(self, tokens: Sequence[int] = ..., without_indices: bool = False, *,
+        def __init__(self, tokens: Tokens = ..., without_indices: bool = False, *,
                      at: Optional[int] = None, count: Optional[int] = None) -> None: ...
     class Prefetch:
         req: int

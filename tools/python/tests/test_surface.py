@@ -12,7 +12,7 @@ import unittest
 
 import hybridcache
 import hybridcache.sglang
-from hybridcache import _native
+from hybridcache import _native, cmd
 
 
 def stub_names():
@@ -107,7 +107,7 @@ class SurfaceTest(unittest.TestCase):
                     if kind == "bool":
                         given[a.arg] = not (isinstance(defaults.get(a.arg), ast.Constant)
                                             and defaults[a.arg].value)
-                    elif kind.startswith(("Sequence", "List")):
+                    elif kind.startswith(("Sequence", "List", "Tokens")):
                         given[a.arg] = [unique, unique + 1]
                     else:
                         given[a.arg] = unique
@@ -123,6 +123,85 @@ class SurfaceTest(unittest.TestCase):
                         if isinstance(default, ast.Constant) and default.value is not ...:
                             self.assertEqual(getattr(obj, name), default.value, name)
         self.assertGreaterEqual(forms, len(public(_native.cmd)), "every command has a form")
+
+
+class TokensTest(unittest.TestCase):
+    """A command's tokens: every form a caller may hold a prompt in reads back as the same
+    list of ints; what is not tokens is refused with an error that names what is wrong."""
+
+    def forms_of(self, values):
+        import array
+        import numpy
+        out = {"list": list(values), "tuple": tuple(values),
+               "array.array": array.array("q", values)}
+        for dtype in (numpy.int8, numpy.uint16, numpy.int32, numpy.uint32, numpy.int64,
+                      numpy.uint64):
+            out[f"numpy {numpy.dtype(dtype).name}"] = numpy.array(values, dtype=dtype)
+        out["numpy strided"] = numpy.array([v for v in values for _ in (0, 1)],
+                                           dtype=numpy.int64)[::2]
+        out["numpy scalars"] = list(numpy.array(values, dtype=numpy.int64))
+        try:
+            import torch
+        except ImportError:
+            return out
+        out["torch int64"] = torch.tensor(values, dtype=torch.int64)
+        out["torch int32"] = torch.tensor(values, dtype=torch.int32)
+        out["torch scalars"] = [torch.tensor(v) for v in values]
+        return out
+
+    def test_every_form_of_a_prompt_reads_back_as_its_tokens(self):
+        values = [0, 1, 2, 100, 3, 127]
+        for name, tokens in self.forms_of(values).items():
+            with self.subTest(form=name):
+                for command in (cmd.Create(req=1, tokens=tokens), cmd.Append(1, tokens),
+                                cmd.Lookup(tokens)):
+                    self.assertEqual(command.tokens, values)
+                    self.assertIs(type(command.tokens[0]), int)
+                command = cmd.Create(req=1)
+                command.tokens = tokens  # the field takes what the constructor takes
+                self.assertEqual(command.tokens, values)
+        self.assertEqual(cmd.Lookup(range(3, 6)).tokens, [3, 4, 5])
+        self.assertEqual(cmd.Lookup([]).tokens, [])
+
+    def test_the_edges_of_a_token_id(self):
+        import numpy
+        edges = [-2**31, 2**31 - 1]
+        self.assertEqual(cmd.Create(1, edges).tokens, edges)
+        self.assertEqual(cmd.Create(1, numpy.array(edges, dtype=numpy.int64)).tokens, edges)
+        for beyond in ([2**31], [5, -2**31 - 1], numpy.array([0, 2**31]),
+                       numpy.array([2**32], dtype=numpy.uint64),
+                       [2**70]):
+            with self.subTest(tokens=beyond):
+                with self.assertRaisesRegex(ValueError, r"tokens\[\d\] = -?\d+ does not fit a "
+                                                        r"token id"):
+                    cmd.Create(1, beyond)
+
+    def test_what_is_not_tokens_is_refused_naming_it(self):
+        import numpy
+        cases = [("abc", "expected a sequence of ints or a 1-D integer array, got str$"), (b"ab", "expected a sequence of ints or a 1-D integer array, got bytes$"),
+                 (None, "expected a sequence of ints or a 1-D integer array, got NoneType$"), ({1, 2}, "expected a sequence of ints or a 1-D integer array, got set$"),
+                 ({1: 2}, "expected a sequence of ints or a 1-D integer array, got dict$"), (5, "got int$"),
+                 ([1, 2.5], r"tokens\[1\] is a float \(2.5\), not an int"),
+                 ([1, "2"], r"tokens\[1\] is a str"),
+                 (numpy.arange(3.0), "tokens are integers .convert with .astype"),
+                 (numpy.array([True]), "tokens are integers"),
+                 (numpy.zeros((2, 2), dtype=numpy.int32), "a 2-dimensional array"),
+                 (numpy.arange(3).astype(">i4" if sys.byteorder == "little" else "<i4"),
+                  "the other byte order")]
+        try:
+            import torch
+            cases += [(torch.arange(3.0), "tokens are integers"),
+                      (torch.tensor(3), "a 0-dimensional array"),
+                      (torch.arange(3, device="meta"), "cannot read this Tensor as an array: "
+                                                       ".*Tensor.cpu()")]
+        except ImportError:
+            pass
+        for tokens, message in cases:
+            with self.subTest(tokens=type(tokens).__name__, message=message):
+                with self.assertRaisesRegex(TypeError, message):
+                    cmd.Lookup(tokens)
+                with self.assertRaisesRegex(TypeError, message):
+                    cmd.Create(1).tokens = tokens
 
 
 class ImportTest(unittest.TestCase):
