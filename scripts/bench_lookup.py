@@ -5,7 +5,9 @@
 Starts a hybridcached (--daemon, default the release build's) on a private socket, caches
 --lookups finished requests of --tokens random tokens each, then times --reps steps of
 --lookups lookups (one per cached prompt, every prompt wholly cached), the two forms
-alternated step by step, and prints one JSON object: p50 / p99 per form in microseconds.
+alternated step by step, and prints one JSON object: p50 / p99 per form in microseconds,
+and the p50 of reading a with-ids step's ids in Python, as lists (`indices`) and as NumPy
+arrays (`indices_array`; BENCHMARKS.md §4.18).
 
   /usr/bin/python3 scripts/bench_lookup.py --tokens 65536
 """
@@ -39,7 +41,11 @@ def main():
         prompts = [[rnd.randrange(1, 150000) for _ in range(a.tokens)] for _ in range(a.lookups)]
         steps = {form: [cmd.Lookup(tokens=p, without_indices=form) for p in prompts]
                  for form in (False, True)}
+        for step in steps.values():  # not timed: the first steps' page faults on both sides
+            for _ in range(3):
+                s.step(step)
         times = {False: [], True: []}
+        reads = {"list": [], "array": []}
         for _ in range(a.reps):
             for form, step in steps.items():
                 t0 = time.perf_counter()
@@ -47,6 +53,17 @@ def main():
                 times[form].append((time.perf_counter() - t0) * 1e6)
                 if any(x.body.prefix_len != a.tokens for x in r):
                     sys.exit("a lookup did not find its whole cached prompt")
+        for _ in range(a.reps):  # apart: the lists' half a million ints would slow the steps
+            bodies = [x.body for x in s.step(steps[False])]
+            t0 = time.perf_counter()
+            lists = [b.indices for b in bodies]
+            t1 = time.perf_counter()
+            arrays = [b.indices_array for b in bodies]
+            t2 = time.perf_counter()
+            reads["list"].append((t1 - t0) * 1e6)
+            reads["array"].append((t2 - t1) * 1e6)
+            if any(len(ids) != a.tokens or ids != arr.tolist() for ids, arr in zip(lists, arrays)):
+                sys.exit("a step's ids read differently as a list and as an array")
 
         def q(v, f):
             return round(sorted(v)[min(len(v) - 1, int(f * len(v)))], 1)
@@ -57,6 +74,7 @@ def main():
                                 "p99": q(times[False], 0.99)},
             "without_indices_us": {"p50": round(statistics.median(times[True]), 1),
                                    "p99": q(times[True], 0.99)},
+            "read_ids_us": {form: round(statistics.median(v), 1) for form, v in reads.items()},
         }))
     finally:
         node.stop()

@@ -107,8 +107,9 @@ def _give_reprs() -> None:
     for module, names, prefix in kinds:
         for name in names:
             cls = getattr(module, name)
-            fields = tuple(k for k, v in vars(cls).items()
-                           if isinstance(v, property) and not k.startswith("_"))
+            fields = tuple(k for k, v in vars(cls).items()  # not a list's NumPy copy
+                           if isinstance(v, property) and not k.startswith("_")
+                           and not k.endswith("_array"))
 
             def __repr__(self, _name=prefix + name, _fields=fields) -> str:
                 return _name + "(" + ", ".join(

@@ -198,6 +198,7 @@ class res:
         prefix_len: int
         kv_matched: int
         indices: List[int]
+        indices_array: Any  # numpy.ndarray of int32, a copy at each read
         node_slot: int
         branching: Optional[int]
         working: int
@@ -206,6 +207,7 @@ class res:
         prefix_len: int
         kv_matched: int
         indices: List[int]
+        indices_array: Any  # numpy.ndarray of int32, a copy at each read
         node_slot: int
         branching: Optional[int]
     class AllocReq:
@@ -214,6 +216,7 @@ class res:
         pingpong: Optional[Tuple[int, int]]
     class AllocKv:
         indices: List[int]
+        indices_array: Any  # numpy.ndarray of int32, a copy at each read
     class Track:
         keep_slot: int
     class PrepareExtend:
@@ -227,6 +230,7 @@ class res:
         inserted: bool
         protected_len: int
         prefix: List[int]
+        prefix_array: Any  # numpy.ndarray of int32, a copy at each read
         node_slot: int
     class Finish:
         inserted: bool

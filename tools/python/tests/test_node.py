@@ -134,6 +134,34 @@ class NodeTest(OwnNodeTest):
             self.assertEqual(check.pools.full_protected, 0)
             self.assertTrue(s.pools.ssm_shm.startswith("/"))
 
+    def test_a_numpy_prompt_is_cached_and_its_ids_read_as_numpy_arrays(self):
+        """A prompt given as a NumPy array is cached as its list would be, and every result's
+        `*_array` holds its list's ids as int32 (what torch.from_numpy takes as it is)."""
+        import numpy
+        prompt = numpy.arange(1, 33, dtype=numpy.int64) * 1000
+        with self.connect() as node, node.open(small_spec("py-ids-array")) as s:
+            r = s.step([cmd.Create(req=1, tokens=prompt), cmd.Match(req=1), cmd.AllocReq(req=1),
+                        cmd.AllocKv(req=1, start=0, count=16), cmd.CacheUnfinished(req=1, fill_len=16),
+                        cmd.AllocKv(req=1, start=16, count=16), cmd.Finish(req=1)])
+            self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+            self.assertEqual(r[4].body.prefix, r[3].body.indices)
+            bodies = [(r[1].body, "indices"), (r[3].body, "indices"), (r[4].body, "prefix"),
+                      (r[5].body, "indices")]
+            look = s.step([cmd.Lookup(tokens=prompt.tolist())])[0].body
+            self.assertEqual(look.prefix_len, 32, "the array's prompt was cached")
+            self.assertEqual(look.indices, r[3].body.indices + r[5].body.indices)
+            bodies.append((look, "indices"))
+            for body, field in bodies:
+                with self.subTest(result=type(body).__name__, field=field):
+                    array = getattr(body, field + "_array")
+                    self.assertIsInstance(array, numpy.ndarray)
+                    self.assertEqual(array.dtype, numpy.int32)
+                    self.assertEqual(array.tolist(), getattr(body, field))
+                    array[:] = -1  # a copy: the result keeps its ids
+                    self.assertNotIn(-1, getattr(body, field))
+            self.assertEqual(len(look.indices_array), 32)
+            self.assertNotIn("_array", repr(look))
+
     def test_the_pools_are_mapped_without_copies(self):
         with self.connect() as node, node.open(small_spec("py-pools")) as s:
             info = s.pools
