@@ -11,14 +11,17 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "actors/common/log.hpp"
 #include "actors/common/thread_name.hpp"
+#include "actors/daemon/check_config.hpp"
 #include "actors/daemon/daemon_options.hpp"
 #include "actors/daemon/l3_start.hpp"
 #include "actors/node/host_memory.hpp"
@@ -221,6 +224,43 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   return actor_failed ? kActorFailedStatus : 0;
 }
 
+/// What the defaults decided at start come to on this machine (--check-config prints them).
+std::vector<hc::decided_default> decided_defaults(const hc::daemon_options& o) {
+  namespace fs = std::filesystem;
+  std::vector<hc::decided_default> decided;
+  const std::uint64_t memory = hc::memory_this_node_may_use();
+  if (o.max_request_tokens == hc::max_request_tokens_auto)
+    decided.push_back({"max-request-tokens", std::to_string(hc::request_tokens_for(memory)),
+                       "a quarter of the memory this node may use, at 8 bytes a token"});
+  if (o.l3_index_memory == hc::l3_index_memory_auto)
+    decided.push_back({"l3-index-memory", std::to_string(hc::l3_index_memory_for(memory)),
+                       "1 GiB, or a sixteenth of the memory this node may use where less"});
+  if (o.l3_min_free == hc::l3_min_free_auto) {
+    // The filesystem the store would be on: that of its nearest directory that exists.
+    std::error_code ec;
+    fs::path where = fs::absolute(fs::path(o.data_dir) / "l3", ec).lexically_normal();
+    while (!where.empty() && !fs::exists(where, ec) && where != where.parent_path())
+      where = where.parent_path();
+    const fs::space_info fsys = fs::space(where, ec);
+    decided.push_back({"l3-min-free", ec ? "?" : std::to_string(hc::l3_min_free_for(fsys.capacity)),
+                       "5% of the filesystem of " + where.string() + ", at most 4 GiB"});
+  }
+  return decided;
+}
+
+/// --check-config: prints the settings (stdout) and what would keep the node from starting
+/// (stderr); exit status 0 when nothing would, else 2. Starts nothing.
+int check_config(const CLI::App& app, const hc::daemon_options& o) {
+  std::fputs(hc::effective_config(app, decided_defaults(o)).c_str(), stdout);
+  std::fflush(stdout);
+  const std::vector<std::string> problems = hc::start_problems(o);
+  for (const std::string& p : problems)
+    hc::log::error(p);
+  if (!problems.empty()) return 2;
+  hc::log::info("the configuration is valid (--check-config: nothing was started)");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,11 +286,20 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", hc::rpc::version_line("hybridcached"),
                        "Print the version (and the protocol it speaks) and exit");
   hc::add_daemon_flags(app, o);
+  bool check_only = false;
+  app.add_flag("--check-config", check_only,
+               "Check the settings (command line and --config file) and exit: print them as a "
+               "config file, with the defaults decided at start as they come out here, and "
+               "whether the node could start on them (its socket's directory, --token-file, "
+               "--data-dir); exit status 0, or 2 naming each problem. Starts, binds and creates "
+               "nothing, so it may run beside the node it checks")
+      ->configurable(false);
   if (const int rc = hc::cli::parse_command_line(app, argc, argv); rc >= 0) return rc;
   if (hc::status s = hc::check_daemon_options(o); !s) {
     hc::log::error(s.err().message);
     return 2;
   }
   hc::log::set_level(*hc::log::parse_level(o.log_level));
+  if (check_only) return check_config(app, o);
   return run(o, signals);
 }

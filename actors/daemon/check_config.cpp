@@ -1,0 +1,143 @@
+#include "actors/daemon/check_config.hpp"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+
+#include "cli/token_file.hpp"
+
+namespace hc {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Whether this process may create files in the directory `dir`.
+bool writable_directory(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_directory(dir, ec) && ::access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
+/// Why a Unix socket cannot be bound at `path`, or "": `option` and `value` (the path, or an
+/// ipc:// endpoint) name it.
+std::string socket_path_problem(const std::string& option, const std::string& value,
+                                const std::string& path) {
+  constexpr std::size_t most = sizeof(sockaddr_un::sun_path) - 1;
+  if (path.size() > most)
+    return fmt::format("{} {}: a Unix socket path has at most {} bytes, this one has {}", option,
+                       value, most, path.size());
+  const fs::path parent =
+      fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(parent, ec))
+    return fmt::format("{} {}: no directory {} to create it in", option, value, parent.string());
+  if (!writable_directory(parent))
+    return fmt::format("{} {}: the directory {} is not writable by this user", option, value,
+                       parent.string());
+  struct stat sb {};
+  if (::lstat(path.c_str(), &sb) == 0 && !S_ISSOCK(sb.st_mode))
+    return fmt::format("{} {}: a file that is not a socket is there", option, value);
+  return {};
+}
+
+/// Why the node could not use `dir` as its --data-dir (creating it if missing), or "".
+std::string data_dir_problem(const std::string& dir) {
+  std::error_code ec;
+  for (const fs::path& where : {fs::path(dir), fs::path(dir) / "l3"}) {
+    if (!fs::exists(where, ec)) continue;
+    if (!fs::is_directory(where, ec))
+      return fmt::format("--data-dir {}: {} is not a directory", dir, where.string());
+    if (!writable_directory(where))
+      return fmt::format("--data-dir {}: {} is not writable by this user", dir, where.string());
+  }
+  if (fs::exists(dir, ec)) return {};
+  fs::path ancestor = fs::absolute(dir, ec).lexically_normal().parent_path();
+  while (!ancestor.empty() && !fs::exists(ancestor, ec) && ancestor != ancestor.parent_path())
+    ancestor = ancestor.parent_path();
+  if (!writable_directory(ancestor))
+    return fmt::format("--data-dir {}: cannot be created: {} is not a writable directory", dir,
+                       ancestor.string());
+  return {};
+}
+
+/// A value of `opt` as given, a boolean spelt one way (the command line's `1`, `0`, `on`,
+/// a config file's `true` all read back alike).
+std::string value_of(const CLI::Option& opt, std::string value) {
+  if (opt.get_type_name() != "BOOLEAN") return value;
+  try {  // CLI11's reading: 1 / true / on / yes ... > 0, 0 / false / off / no ... < 0
+    return CLI::detail::to_flag_value(value) > 0 ? "true" : "false";
+  } catch (const std::exception&) {  // not a boolean the parse would have taken
+    return value;
+  }
+}
+
+/// `value` as a config file line's value reads it back: quoted where it would not be.
+std::string config_value(const std::string& value) {
+  const bool plain = !value.empty() && value.front() != ' ' && value.back() != ' ' &&
+                     value.front() != '"' && value.front() != '\'' &&
+                     value.find(" #") == std::string::npos &&
+                     value.find("\t#") == std::string::npos;
+  if (plain) return value;
+  return value.find('"') == std::string::npos ? '"' + value + '"' : '\'' + value + '\'';
+}
+
+}  // namespace
+
+std::vector<std::string> start_problems(const daemon_options& o) {
+  std::vector<std::string> problems;
+  const auto note = [&](std::string p) {
+    if (!p.empty()) problems.push_back(std::move(p));
+  };
+  if (!o.socket.empty()) note(socket_path_problem("--socket", o.socket, o.socket));
+  for (const auto& [option, endpoint] : {std::pair{"--kv-events", &o.kv_events},
+                                         std::pair{"--kv-events-replay", &o.kv_events_replay}})
+    if (endpoint->starts_with("ipc://") && endpoint->size() > 6 && (*endpoint)[6] != '@')
+      note(socket_path_problem(option, *endpoint, endpoint->substr(6)));
+  if (!o.tcp.empty()) {
+    const auto secret = cli::read_token_file(o.token_file);
+    if (!secret)
+      note(fmt::format("--token-file {}: cannot be read (or holds no line)", o.token_file));
+    else if (secret->size() < 16)
+      note(
+          fmt::format("--token-file {}: the secret on its first line has {} characters; it "
+                      "needs at least 16",
+                      o.token_file, secret->size()));
+  }
+  if (o.l3) note(data_dir_problem(o.data_dir));
+  return problems;
+}
+
+std::string effective_config(const CLI::App& app, const std::vector<decided_default>& decided) {
+  std::string out =
+      "# hybridcached --check-config: the settings this node starts with, as a --config file\n";
+  for (const CLI::Option* opt : app.get_options()) {
+    const std::string name = opt->get_single_name();
+    // Flags (--help, --version, --check-config) and --config itself are no settings.
+    if (!opt->get_configurable() || opt->get_lnames().empty() || opt->get_type_size() == 0)
+      continue;
+    const auto decided_here = std::find_if(
+        decided.begin(), decided.end(), [&](const decided_default& d) { return d.name == name; });
+    if (opt->count() > 0) {
+      std::string value;
+      for (const std::string& r : opt->results())
+        value += (value.empty() ? "" : " ") + r;
+      out += fmt::format("{} = {}\n", name, config_value(value_of(*opt, value)));
+    } else if (decided_here != decided.end()) {
+      out += fmt::format("# {} = {}  (the default here: {})\n", name, decided_here->value,
+                         decided_here->rule);
+    } else if (opt->get_default_str().empty()) {
+      out += fmt::format("# {} = (not set)\n", name);
+    } else {
+      out += fmt::format("{} = {}\n", name, config_value(value_of(*opt, opt->get_default_str())));
+    }
+  }
+  return out;
+}
+
+}  // namespace hc
