@@ -1,5 +1,6 @@
 #include "monitoring/prometheus_metrics.hpp"
 #include "monitoring/metrics_address.hpp"
+#include "monitoring/process_metrics.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
@@ -87,6 +88,7 @@ constexpr const char* pool_states[] = {"capacity", "used", "evictable", "protect
 struct prometheus_metrics::impl {
   std::shared_ptr<pm::Registry> reg = std::make_shared<pm::Registry>();
   std::shared_ptr<invariant_count> invariants = std::make_shared<invariant_count>();
+  std::shared_ptr<process_metrics> process = std::make_shared<process_metrics>();
   std::unique_ptr<pm::Exposer> exposer;
   std::string bound;
 
@@ -176,6 +178,10 @@ struct prometheus_metrics::impl {
                                   "serving (the L3 tier misses meanwhile), else 0")
                               .Register(*reg)
                               .Add({});
+  pm::Family<pm::Gauge>& build = pm::BuildGauge()
+                                     .Name("hybridcache_build_info")
+                                     .Help("1, labelled with the node's release and protocol")
+                                     .Register(*reg);
   pm::Family<pm::Counter>& faults =
       pm::BuildCounter()
           .Name("hybridcache_faults_total")
@@ -276,6 +282,7 @@ status prometheus_metrics::serve(const std::string& address) {
         "listening_ports", address, "num_threads", "4", "request_timeout_ms", "3000"});
     impl_->exposer->RegisterCollectable(impl_->reg);
     impl_->exposer->RegisterCollectable(impl_->invariants);
+    impl_->exposer->RegisterCollectable(impl_->process);
     auto ports = impl_->exposer->GetListeningPorts();
     const std::string host = address.substr(0, address.rfind(':'));
     impl_->bound = host + ":" + (ports.empty() ? std::string("?") : std::to_string(ports.front()));
@@ -295,6 +302,8 @@ std::string prometheus_metrics::address() const {
 std::string prometheus_metrics::text() const {
   std::vector<pm::MetricFamily> families = impl_->reg->Collect();
   for (pm::MetricFamily& f : impl_->invariants->Collect())
+    families.push_back(std::move(f));
+  for (pm::MetricFamily& f : impl_->process->Collect())
     families.push_back(std::move(f));
   return pm::TextSerializer().Serialize(families);
 }
@@ -395,6 +404,11 @@ void prometheus_metrics::fault(std::string_view kind) {
 
 void prometheus_metrics::l3_loading(bool loading) {
   impl_->l3_loading.Set(loading ? 1 : 0);
+}
+
+void prometheus_metrics::build_info(std::string_view version, std::uint32_t protocol) {
+  impl_->build.Add({{"version", std::string(version)}, {"protocol", std::to_string(protocol)}})
+      .Set(1);
 }
 
 }  // namespace hc

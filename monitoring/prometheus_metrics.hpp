@@ -23,9 +23,14 @@
 //   hybridcache_tier_bytes_total{tier="l2"|"l3",direction="read"|"write"} counter
 //   hybridcache_tier_bandwidth_bytes_per_second{tier,direction} gauge (last timed transfer)
 //   (L2 / L3 hits: hybridcache_match_requests_total and _hit_tokens_total, tier="l2"|"l3")
+//   hybridcache_build_info{version,protocol}                   gauge (1)
+//   process_*: the process's CPU, memory, file descriptors, threads and start time
+//       (monitoring/process_metrics.hpp)
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "actors/common/metrics_sink.hpp"
 #include "actors/common/status.hpp"
@@ -65,6 +70,9 @@ class prometheus_metrics final : public metrics_sink {
   /// hybridcache_l3_loading: 1 while the L3 store reads its index with the node serving
   /// (hybridcached's start, actors/daemon/l3_start.hpp), else 0.
   void l3_loading(bool loading);
+  /// hybridcache_build_info{version,protocol} = 1: which release a node runs (a fleet in a
+  /// rolling upgrade: `count by (version) (hybridcache_build_info)`). Once, at start.
+  void build_info(std::string_view version, std::uint32_t protocol);
 
  private:
   struct impl;

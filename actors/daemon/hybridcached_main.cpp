@@ -21,6 +21,7 @@
 
 #include "actors/common/log.hpp"
 #include "actors/common/thread_name.hpp"
+#include "actors/common/version.hpp"
 #include "actors/daemon/check_config.hpp"
 #include "actors/daemon/daemon_options.hpp"
 #include "actors/daemon/l3_start.hpp"
@@ -65,6 +66,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
 
   // Declared before the L3 store: the store's loading thread counts faults in it.
   hc::prometheus_metrics metrics;
+  metrics.build_info(hc::version(), hc::rpc::protocol_version());
   // What can keep the node from using its --data-dir (another node holds it, another
   // format, a corrupt CURRENT or MANIFEST) is checked here, before it serves; the index is
   // read before it serves if small, else while it serves (start_l3_store: the tier misses

@@ -6,6 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -151,6 +157,57 @@ TEST_F(PrometheusMetrics, PoolGaugesOfManyInstancesFromManyThreads) {
     EXPECT_EQ(at("hybridcache_kv_pool_tokens{instance=\"" + std::to_string(100 * t) +
                  "\",state=\"used\"}"),
               1000 + t);
+}
+
+// The process series follow what the process does: descriptors it opens, memory it
+// touches, a thread it starts; the limit and the start time are the kernel's.
+TEST_F(PrometheusMetrics, ProcessSeriesFollowTheProcess) {
+  const double fds = at("process_open_fds");
+  ASSERT_GE(fds, 3) << m.text();
+  std::vector<int> opened;
+  for (int i = 0; i < 50; ++i)
+    opened.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  EXPECT_EQ(at("process_open_fds"), fds + 50);
+  for (int fd : opened)
+    ::close(fd);
+  EXPECT_EQ(at("process_open_fds"), fds);
+
+  rlimit nofile{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &nofile), 0);
+  EXPECT_EQ(at("process_max_fds"), static_cast<double>(nofile.rlim_cur));
+
+  const double resident = at("process_resident_memory_bytes");
+  constexpr std::size_t touched = std::size_t{64} << 20;
+  std::vector<char> block(touched, 1);  // every page written
+  EXPECT_GE(at("process_resident_memory_bytes"), resident + 0.9 * touched);
+  EXPECT_GE(at("process_virtual_memory_bytes"), at("process_resident_memory_bytes"));
+  block = {};
+
+  const double threads = at("process_threads");
+  std::promise<void> go;
+  std::thread extra([done = go.get_future()]() mutable { done.wait(); });
+  EXPECT_EQ(at("process_threads"), threads + 1);
+  go.set_value();
+  extra.join();
+
+  const double started = at("process_start_time_seconds");
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_LE(started, now + 1);  // the kernel's clock ticks: 10 ms steps
+  EXPECT_GT(started, now - 3600) << "this test's process started within the hour";
+
+  rusage ru{};
+  ASSERT_EQ(::getrusage(RUSAGE_SELF, &ru), 0);
+  const double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                     static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  EXPECT_GE(at("process_cpu_seconds_total"), cpu);
+  EXPECT_NE(m.text().find("# TYPE process_cpu_seconds_total counter"), std::string::npos);
+}
+
+TEST_F(PrometheusMetrics, BuildInfoNamesTheReleaseAndProtocol) {
+  EXPECT_EQ(m.text().find("hybridcache_build_info{"), std::string::npos) << "not before it is set";
+  m.build_info("1.2.3", 7);
+  EXPECT_EQ(at(R"(hybridcache_build_info{protocol="7",version="1.2.3"})"), 1);
 }
 
 }  // namespace
