@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <string>
 
 namespace hc::log {
 namespace {
 
 std::atomic<int> current{static_cast<int>(level::info)};
+std::atomic<line_format> format{nullptr};
 
 const char* name(level l) {
   switch (l) {
@@ -24,7 +26,25 @@ const char* name(level l) {
   return "?    ";
 }
 
+std::string text_line(level l, std::string_view time, std::string_view message) {
+  std::string line;
+  line.reserve(time.size() + message.size() + 8);
+  line.append(time).append(" ").append(name(l)).append(" ").append(message).append("\n");
+  return line;
+}
+
 }  // namespace
+
+std::string_view level_name(level l) noexcept {
+  std::string_view n = name(l);
+  while (!n.empty() && n.back() == ' ')
+    n.remove_suffix(1);
+  return n;
+}
+
+void set_format(line_format f) noexcept {
+  format.store(f);
+}
 
 std::optional<level> parse_level(std::string_view n) noexcept {
   if (n == "error") return level::error;
@@ -52,8 +72,10 @@ void write(level l, std::string_view message) {
   gmtime_r(&t, &tm);
   char ts[32];
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::string line = std::string(ts) + "." + (ms < 100 ? (ms < 10 ? "00" : "0") : "") +
-                     std::to_string(ms) + "Z " + name(l) + " " + std::string(message) + "\n";
+  const std::string time =
+      std::string(ts) + "." + (ms < 100 ? (ms < 10 ? "00" : "0") : "") + std::to_string(ms) + "Z";
+  const line_format f = format.load();
+  const std::string line = f != nullptr ? f(l, time, message) : text_line(l, time, message);
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

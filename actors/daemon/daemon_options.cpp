@@ -62,6 +62,12 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
   app.add_option("--log-level", o.log_level, "error | warn | info | debug")
       ->capture_default_str()
       ->check(CLI::IsMember({"error", "warn", "warning", "info", "debug"}));
+  app.add_option("--log-format", o.log_format,
+                 "text: '2026-11-30T16:00:00.123Z info  message' lines; json: one object a "
+                 "line, {\"time\":..., \"level\":..., \"msg\":...}, for log collectors that "
+                 "parse fields (a message's newlines escaped, so one line is one record)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--max-step-commands", o.max_step_commands, "Most commands in one step")
       ->capture_default_str()
       ->check(hc::cli::positive());

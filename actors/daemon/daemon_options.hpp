@@ -65,6 +65,7 @@ struct daemon_options {
   std::size_t threads = 2;                       ///< actor scheduler threads
   std::size_t actor_poll_attempts = 100;  ///< polls of an idle scheduler thread before it sleeps
   std::string log_level = "info";         ///< error | warn | info | debug
+  std::string log_format = "text";        ///< text | json (one JSON object a line)
   std::size_t max_step_commands = 65536;  ///< commands per step
   std::size_t max_command_tokens = std::size_t{1} << 20;  ///< tokens per command
   std::size_t max_pool_bytes = std::size_t{64} << 30;     ///< bytes per L1 pool

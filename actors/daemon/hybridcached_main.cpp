@@ -24,6 +24,7 @@
 #include "actors/common/version.hpp"
 #include "actors/daemon/check_config.hpp"
 #include "actors/daemon/daemon_options.hpp"
+#include "actors/daemon/json_log.hpp"
 #include "actors/daemon/l3_start.hpp"
 #include "actors/node/host_memory.hpp"
 #include "actors/node/node.hpp"
@@ -297,6 +298,7 @@ int main(int argc, char** argv) {
                "nothing, so it may run beside the node it checks")
       ->configurable(false);
   if (const int rc = hc::cli::parse_command_line(app, argc, argv); rc >= 0) return rc;
+  if (o.log_format == "json") hc::log::set_format(&hc::json_log_line);  // before any line
   if (hc::status s = hc::check_daemon_options(o); !s) {
     hc::log::error(s.err().message);
     return 2;
