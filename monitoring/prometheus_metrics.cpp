@@ -10,6 +10,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <array>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -40,6 +41,58 @@ class invariant_count final : public pm::Collectable {
     f.metric.push_back(m);
     return {f};
   }
+};
+
+/// The L3 store's gauges, read from the store at each scrape (prometheus_metrics::watch_l3).
+class l3_collector final : public pm::Collectable {
+ public:
+  void watch(std::function<l3_figures()> read) {
+    std::lock_guard lk(mu_);
+    read_ = std::move(read);
+  }
+  std::vector<pm::MetricFamily> Collect() const override {
+    std::function<l3_figures()> read;
+    {
+      std::lock_guard lk(mu_);
+      read = read_;
+    }
+    if (!read) return {};
+    const l3_figures f = read();
+    const auto one = [](const char* name, const char* help, pm::MetricType type) {
+      pm::MetricFamily family;
+      family.name = name;
+      family.help = help;
+      family.type = type;
+      return family;
+    };
+    const auto gauge = [](double v, std::vector<pm::ClientMetric::Label> labels = {}) {
+      pm::ClientMetric m;
+      m.label = std::move(labels);
+      m.gauge.value = v;
+      return m;
+    };
+    pm::MetricFamily values =
+        one("hybridcache_l3_values", "Values the L3 store holds", pm::MetricType::Gauge);
+    values.metric.push_back(gauge(static_cast<double>(f.values)));
+    pm::MetricFamily bytes =
+        one("hybridcache_l3_bytes",
+            "L3 store bytes: used (its values, headers included) and capacity (--l3-capacity)",
+            pm::MetricType::Gauge);
+    bytes.metric.push_back(gauge(static_cast<double>(f.bytes), {{"state", "used"}}));
+    bytes.metric.push_back(gauge(static_cast<double>(f.capacity), {{"state", "capacity"}}));
+    pm::MetricFamily evicted = one("hybridcache_l3_evicted_values_total",
+                                   "Values the L3 store evicted to make room (capacity, index "
+                                   "memory or free disk space)",
+                                   pm::MetricType::Counter);
+    pm::ClientMetric e;
+    e.counter.value = static_cast<double>(f.evicted);
+    evicted.metric.push_back(e);
+    return {values, bytes, evicted};
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::function<l3_figures()> read_;
 };
 
 /// The series of one family under one label, resolved once by value: Family::Add builds a
@@ -89,6 +142,7 @@ struct prometheus_metrics::impl {
   std::shared_ptr<pm::Registry> reg = std::make_shared<pm::Registry>();
   std::shared_ptr<invariant_count> invariants = std::make_shared<invariant_count>();
   std::shared_ptr<process_metrics> process = std::make_shared<process_metrics>();
+  std::shared_ptr<l3_collector> l3_store = std::make_shared<l3_collector>();
   std::unique_ptr<pm::Exposer> exposer;
   std::string bound;
 
@@ -283,6 +337,7 @@ status prometheus_metrics::serve(const std::string& address) {
     impl_->exposer->RegisterCollectable(impl_->reg);
     impl_->exposer->RegisterCollectable(impl_->invariants);
     impl_->exposer->RegisterCollectable(impl_->process);
+    impl_->exposer->RegisterCollectable(impl_->l3_store);
     auto ports = impl_->exposer->GetListeningPorts();
     const std::string host = address.substr(0, address.rfind(':'));
     impl_->bound = host + ":" + (ports.empty() ? std::string("?") : std::to_string(ports.front()));
@@ -304,6 +359,8 @@ std::string prometheus_metrics::text() const {
   for (pm::MetricFamily& f : impl_->invariants->Collect())
     families.push_back(std::move(f));
   for (pm::MetricFamily& f : impl_->process->Collect())
+    families.push_back(std::move(f));
+  for (pm::MetricFamily& f : impl_->l3_store->Collect())
     families.push_back(std::move(f));
   return pm::TextSerializer().Serialize(families);
 }
@@ -409,6 +466,10 @@ void prometheus_metrics::l3_loading(bool loading) {
 void prometheus_metrics::build_info(std::string_view version, std::uint32_t protocol) {
   impl_->build.Add({{"version", std::string(version)}, {"protocol", std::to_string(protocol)}})
       .Set(1);
+}
+
+void prometheus_metrics::watch_l3(std::function<l3_figures()> read) {
+  impl_->l3_store->watch(std::move(read));
 }
 
 }  // namespace hc

@@ -24,10 +24,13 @@
 //   hybridcache_tier_bandwidth_bytes_per_second{tier,direction} gauge (last timed transfer)
 //   (L2 / L3 hits: hybridcache_match_requests_total and _hit_tokens_total, tier="l2"|"l3")
 //   hybridcache_build_info{version,protocol}                   gauge (1)
+//   hybridcache_l3_values, hybridcache_l3_bytes{state="used"|"capacity"} gauges,
+//   hybridcache_l3_evicted_values_total counter                (read at each scrape)
 //   process_*: the process's CPU, memory, file descriptors, threads and start time
 //       (monitoring/process_metrics.hpp)
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,6 +39,14 @@
 #include "actors/common/status.hpp"
 
 namespace hc {
+
+/// What the L3 store holds, for its gauges (prometheus_metrics::watch_l3).
+struct l3_figures {
+  std::uint64_t values = 0;    ///< values stored
+  std::uint64_t bytes = 0;     ///< their bytes (headers included)
+  std::uint64_t capacity = 0;  ///< bytes kept before the least recently used are evicted
+  std::uint64_t evicted = 0;   ///< values evicted for room since start
+};
 
 class prometheus_metrics final : public metrics_sink {
  public:
@@ -73,6 +84,11 @@ class prometheus_metrics final : public metrics_sink {
   /// hybridcache_build_info{version,protocol} = 1: which release a node runs (a fleet in a
   /// rolling upgrade: `count by (version) (hybridcache_build_info)`). Once, at start.
   void build_info(std::string_view version, std::uint32_t protocol);
+  /// hybridcache_l3_values, hybridcache_l3_bytes{state="used"|"capacity"} and
+  /// hybridcache_l3_evicted_values_total, from `read` at each scrape — on the scraping
+  /// thread, so `read` must be thread-safe (rocksdb_store::usage takes the store's lock).
+  /// Until it is set (a node without an L3 store), none of them is exposed.
+  void watch_l3(std::function<l3_figures()> read);
 
  private:
   struct impl;

@@ -129,6 +129,12 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
       return 2;
     }
     l3 = std::move(*started);
+    metrics.watch_l3([store = std::weak_ptr<hc::l3_store>(l3)] {
+      const std::shared_ptr<hc::l3_store> s = store.lock();
+      if (!s) return hc::l3_figures{};
+      const hc::l3_usage u = s->usage();
+      return hc::l3_figures{u.values, u.bytes, u.capacity, u.evicted};
+    });
   }
   std::unique_ptr<hc::events::zmq_kv_event_publisher> kv_events;
   // ZeroMQ binds an ipc:// path by replacing whatever socket is there: another node's live

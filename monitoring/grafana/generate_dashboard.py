@@ -86,6 +86,14 @@ PANELS = [
        "last transfer {{tier}} {{direction}}")],
      "Bytes per second moved by the host pools (l2) and the L3 store, averaged, and the "
      "speed of the last timed transfer."),
+    ("Tiers", "L3 store bytes", "bytes",
+     [(f'max by (instance, state) (hybridcache_l3_bytes{{{SEL}}})', "{{state}} {{instance}}")],
+     "What the L3 store holds against --l3-capacity (it evicts its least recently used values "
+     "beyond it, or sooner when its index memory or the disk's free space runs short)."),
+    ("Tiers", "L3 store values and evictions", "short",
+     [(f'max by (instance) (hybridcache_l3_values{{{SEL}}})', "values {{instance}}"),
+      (rate("hybridcache_l3_evicted_values_total", by="instance"), "evicted / s {{instance}}")],
+     "Values held, and values evicted per second to make room."),
     ("Tiers", "L3 store reading its index", "short",
      [(f'max(hybridcache_l3_loading{{{SEL}}})', "reading")],
      "1 while a restarted node reads a large L3 index with the node serving: the L3 tier "

@@ -210,5 +210,23 @@ TEST_F(PrometheusMetrics, BuildInfoNamesTheReleaseAndProtocol) {
   EXPECT_EQ(at(R"(hybridcache_build_info{protocol="7",version="1.2.3"})"), 1);
 }
 
+// The L3 gauges are what the store says at each scrape, and absent without a store.
+TEST_F(PrometheusMetrics, L3SeriesAreReadFromTheStoreAtEachScrape) {
+  for (const char* series :
+       {"hybridcache_l3_values", "hybridcache_l3_bytes", "hybridcache_l3_evicted_values_total"})
+    EXPECT_EQ(m.text().find(series), std::string::npos) << series << ": no store, no series";
+  l3_figures now{3, 3000, 1 << 20, 0};
+  m.watch_l3([&now] { return now; });
+  EXPECT_EQ(at("hybridcache_l3_values"), 3);
+  EXPECT_EQ(at(R"(hybridcache_l3_bytes{state="used"})"), 3000);
+  EXPECT_EQ(at(R"(hybridcache_l3_bytes{state="capacity"})"), 1 << 20);
+  EXPECT_EQ(at("hybridcache_l3_evicted_values_total"), 0);
+  now = {7, 9000, 1 << 20, 2};
+  EXPECT_EQ(at("hybridcache_l3_values"), 7);
+  EXPECT_EQ(at(R"(hybridcache_l3_bytes{state="used"})"), 9000);
+  EXPECT_EQ(at("hybridcache_l3_evicted_values_total"), 2);
+  EXPECT_NE(m.text().find("# TYPE hybridcache_l3_evicted_values_total counter"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hc::test
