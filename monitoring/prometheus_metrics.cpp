@@ -232,6 +232,14 @@ struct prometheus_metrics::impl {
                                   "serving (the L3 tier misses meanwhile), else 0")
                               .Register(*reg)
                               .Add({});
+  pm::Family<pm::Gauge>& host_kv_pool = pm::BuildGauge()
+                                            .Name("hybridcache_host_kv_pool_tokens")
+                                            .Help("L2 host KV pool tokens: capacity and used")
+                                            .Register(*reg);
+  pm::Family<pm::Gauge>& host_ssm_pool = pm::BuildGauge()
+                                             .Name("hybridcache_host_ssm_pool_slots")
+                                             .Help("L2 host SSM pool slots: capacity and used")
+                                             .Register(*reg);
   pm::Family<pm::Gauge>& build = pm::BuildGauge()
                                      .Name("hybridcache_build_info")
                                      .Help("1, labelled with the node's release and protocol")
@@ -276,6 +284,8 @@ struct prometheus_metrics::impl {
   /// Per instance, made at its first pools() and removed when it closes.
   std::mutex pool_mu;
   std::unordered_map<std::uint64_t, pool_series> pool_gauges_of;
+  /// An instance's host pool gauges: KV tokens capacity / used, then SSM slots.
+  std::unordered_map<std::uint64_t, std::array<pm::Gauge*, 4>> host_gauges_of;
 
   tier_series resolve_tier(const char* tier) {
     return {&match_requests.Add({{"tier", tier}}),
@@ -314,6 +324,17 @@ struct prometheus_metrics::impl {
       for (std::size_t i = 0; i < 4; ++i) {
         it->second[i] = &kv_pool.Add({{"instance", id}, {"state", pool_states[i]}});
         it->second[4 + i] = &ssm_pool.Add({{"instance", id}, {"state", pool_states[i]}});
+      }
+    }
+    return it->second;
+  }
+  std::array<pm::Gauge*, 4>& host_pools_of(std::uint64_t instance) {
+    auto [it, made] = host_gauges_of.try_emplace(instance);
+    if (made) {
+      const std::string id = std::to_string(instance);
+      for (std::size_t i = 0; i < 2; ++i) {
+        it->second[i] = &host_kv_pool.Add({{"instance", id}, {"state", pool_states[i]}});
+        it->second[2 + i] = &host_ssm_pool.Add({{"instance", id}, {"state", pool_states[i]}});
       }
     }
     return it->second;
@@ -407,6 +428,12 @@ void prometheus_metrics::pools(std::uint64_t instance, const pool_gauges& g) {
   const pool_series& series = impl_->pools_of(instance);
   for (std::size_t i = 0; i < series.size(); ++i)
     series[i]->Set(static_cast<double>(values[i]));
+  if (!g.host) return;
+  const std::uint64_t host[] = {g.host_kv_capacity, g.host_kv_used, g.host_slot_capacity,
+                                g.host_slot_used};
+  const auto& host_series = impl_->host_pools_of(instance);
+  for (std::size_t i = 0; i < host_series.size(); ++i)
+    host_series[i]->Set(static_cast<double>(host[i]));
 }
 
 void prometheus_metrics::instance_closed(std::uint64_t instance) {
@@ -415,6 +442,10 @@ void prometheus_metrics::instance_closed(std::uint64_t instance) {
   const std::string id = std::to_string(instance);
   for (pm::Family<pm::Gauge>* f : {&impl_->kv_pool, &impl_->ssm_pool})
     for (const char* state : pool_states)
+      f->Remove(&f->Add({{"instance", id}, {"state", state}}));
+  if (impl_->host_gauges_of.erase(instance) == 0) return;
+  for (pm::Family<pm::Gauge>* f : {&impl_->host_kv_pool, &impl_->host_ssm_pool})
+    for (const char* state : {pool_states[0], pool_states[1]})
       f->Remove(&f->Add({{"instance", id}, {"state", state}}));
 }
 

@@ -12,6 +12,9 @@
 //   hybridcache_command_errors_total{command}                  counter
 //   hybridcache_kv_pool_tokens{instance,state}, hybridcache_ssm_pool_slots{instance,state}
 //       gauges; state = capacity | used | evictable | protected
+//   hybridcache_host_kv_pool_tokens{instance,state},
+//   hybridcache_host_ssm_pool_slots{instance,state}
+//       gauges of the L2 host pools (instances with a host tier); state = capacity | used
 //   hybridcache_sessions                                       gauge
 //   hybridcache_rpc_latency_seconds{method}                    histogram
 //   hybridcache_forward_fence_wait_seconds                     histogram

@@ -1,8 +1,8 @@
 """monitoring/grafana: the committed dashboard is what generate_dashboard.py writes, every
 series a panel queries is one the node exports, every series the node exports is on a
 panel and documented in the README, and every series the README documents is exported.
-The exported set is read from a real hybridcached's /metrics after a short hcsim run (the
-pool gauges exist per cache instance).
+The exported set is read from a real hybridcached's /metrics after a short hcsim run with a
+host tier (the pool gauges exist per cache instance, the host pools' per host-tier one).
 
 Usage: /usr/bin/python3 tests/dashboard_test.py HYBRIDCACHED HCSIM"""
 
@@ -44,9 +44,12 @@ def exported_families():
             if url is None:
                 log.seek(0)
                 raise AssertionError("the node did not serve metrics:\n" + log.read().decode())
+            # With a host tier, so that its pools' gauges exist too.
             sim = subprocess.run([HCSIM, "--socket", os.path.join(tmp, "s"), "--ops", "300",
                                   "--workers", "1", "--strategy", "extra_buffer", "--seed", "3",
-                                  "--json", "--progress", "false", "--model", "dashboard"],
+                                  "--json", "--progress", "false", "--model", "dashboard",
+                                  "--host-ratio", "3", "--kv-tokens", "4096", "--slots", "32",
+                                  "--max-context", "1200", "--batch", "4"],
                                  capture_output=True, text=True, timeout=120)
             assert sim.returncode == 0, sim.stdout + sim.stderr
             text = urllib.request.urlopen(url, timeout=10).read().decode()

@@ -148,6 +148,13 @@ void report(state& st, const tree_counters& before, std::span<const command> cmd
   g.slot_used = g.slot_capacity - c.slots().available();
   g.slot_evictable = s.mamba_evictable;
   g.slot_protected = s.mamba_protected;
+  if (c.has_host_tier()) {
+    g.host = true;
+    g.host_kv_capacity = c.host_kv().capacity();
+    g.host_kv_used = g.host_kv_capacity - c.host_kv().available();
+    g.host_slot_capacity = c.host_slots().capacity();
+    g.host_slot_used = g.host_slot_capacity - c.host_slots().available();
+  }
   m.pools(st.instance, g);
 }
 

@@ -86,6 +86,13 @@ PANELS = [
        "last transfer {{tier}} {{direction}}")],
      "Bytes per second moved by the host pools (l2) and the L3 store, averaged, and the "
      "speed of the last timed transfer."),
+    ("Tiers", "L2 host pools", "short",
+     [(f'sum by (exported_instance, state) (hybridcache_host_kv_pool_tokens{{{SEL}}})',
+       "cache {{exported_instance}} KV tokens {{state}}"),
+      (f'sum by (exported_instance, state) (hybridcache_host_ssm_pool_slots{{{SEL}}})',
+       "cache {{exported_instance}} SSM slots {{state}}")],
+     "Capacity and use of each host-tier instance's L2 pools (backups, demoted nodes, "
+     "prefetched prefixes)."),
     ("Tiers", "L3 store bytes", "bytes",
      [(f'max by (instance, state) (hybridcache_l3_bytes{{{SEL}}})', "{{state}} {{instance}}")],
      "What the L3 store holds against --l3-capacity (it evicts its least recently used values "

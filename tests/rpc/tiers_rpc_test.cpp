@@ -204,6 +204,22 @@ TEST_F(TiersRpc, AnEvictedPrefixIsLoadedBackFromTheHostByteForByte) {
   expect_ok(r);
   const res::evict ev = r.as<res::evict>();
   EXPECT_EQ(ev.tokens_freed_total, prompt_len) << "the backed-up prefix is demoted";
+  {  // the host pools' gauges, as the step left them, are what inspect says now
+    const nlohmann::json doc = nlohmann::json::parse(*c->inspect());
+    const std::string id =
+        std::to_string(doc["instances"][0]["tree"]["instance"].get<std::uint64_t>());
+    const nlohmann::json h = host_of_instance();
+    const auto gauge = [&](const char* family, const char* state) {
+      return metric(std::string(family) + "{instance=\"" + id + "\",state=\"" + state + "\"}");
+    };
+    EXPECT_EQ(gauge("hybridcache_host_kv_pool_tokens", "capacity"), h.value("kv_capacity", 0u));
+    EXPECT_EQ(gauge("hybridcache_host_kv_pool_tokens", "used"),
+              h.value("kv_capacity", 0u) - h.value("kv_available", 0u));
+    EXPECT_GE(gauge("hybridcache_host_kv_pool_tokens", "used"), prompt_len);
+    EXPECT_EQ(gauge("hybridcache_host_ssm_pool_slots", "capacity"), h.value("slot_capacity", 0u));
+    EXPECT_EQ(gauge("hybridcache_host_ssm_pool_slots", "used"),
+              h.value("slot_capacity", 0u) - h.value("slot_available", 0u));
+  }
   expect_loaded_back(wk);
   EXPECT_EQ(metric(R"(hybridcache_match_requests_total{tier="l2"})"), 1);
 }

@@ -130,6 +130,23 @@ TEST_F(PrometheusMetrics, AnInstancesPoolGaugesFollowItAndGoWhenItCloses) {
       << "another instance's series stay";
   m.pools(7, g);  // an id seen again gets its series again
   EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="7",state="used"})"), 200);
+
+  EXPECT_EQ(m.text().find("hybridcache_host_kv_pool_tokens{"), std::string::npos)
+      << "no host tier, no host pool series";
+  g.host = true;
+  g.host_kv_capacity = 16384;
+  g.host_kv_used = 512;
+  g.host_slot_capacity = 130;
+  g.host_slot_used = 3;
+  m.pools(7, g);
+  EXPECT_EQ(at(R"(hybridcache_host_kv_pool_tokens{instance="7",state="capacity"})"), 16384);
+  EXPECT_EQ(at(R"(hybridcache_host_kv_pool_tokens{instance="7",state="used"})"), 512);
+  EXPECT_EQ(at(R"(hybridcache_host_ssm_pool_slots{instance="7",state="capacity"})"), 130);
+  EXPECT_EQ(at(R"(hybridcache_host_ssm_pool_slots{instance="7",state="used"})"), 3);
+  EXPECT_EQ(m.text().find("hybridcache_host_kv_pool_tokens{instance=\"8\""), std::string::npos);
+  m.instance_closed(7);
+  EXPECT_EQ(at(R"(hybridcache_host_kv_pool_tokens{instance="7",state="used"})"), -1);
+  EXPECT_EQ(at(R"(hybridcache_host_ssm_pool_slots{instance="7",state="capacity"})"), -1);
 }
 
 // Instances' actors set their gauges from several threads while others open and close.
