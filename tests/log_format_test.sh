@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hybridcached --log-format json (README "Run it"): from the config file, every line the node
 # writes from start to stop — its own, RocksDB's, --check-config's verdict — is one JSON
-# object with time, level and msg; a bad value is refused as at start.
+# object with time, level and msg; the first names the settings given; a bad value is
+# refused as at start.
 #   tests/log_format_test.sh HYBRIDCACHED HCCTL
 set -euo pipefail
 . "$(dirname "$0")/support/wait_for_node.sh"
@@ -49,7 +50,8 @@ wait_for_node "$pid" "$tmp/log"
 stop_node "$pid"
 pid=
 every_line_is_json "$tmp/log" "hybridcached ready" "received SIGTERM, stopping" "stopped" \
-  "L3 store $tmp/data/l3 ready"
+  "L3 store $tmp/data/l3 ready" \
+  "(protocol 2) starting with socket = $tmp/node.sock, metrics = off, data-dir = $tmp/data, log-level = debug, log-format = json (the rest defaults"
 
 "$daemon" --config "$tmp/node.conf" --check-config >/dev/null 2>"$tmp/check" ||
   fail "--check-config: $(cat "$tmp/check")"

@@ -113,6 +113,21 @@ std::vector<std::string> start_problems(const daemon_options& o) {
   return problems;
 }
 
+std::string given_settings(const CLI::App& app) {
+  std::string out;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (!opt->get_configurable() || opt->get_lnames().empty() || opt->get_type_size() == 0 ||
+        opt->count() == 0)
+      continue;
+    std::string value;
+    for (const std::string& r : opt->results())
+      value += (value.empty() ? "" : " ") + r;
+    out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", opt->get_single_name(),
+                       config_value(value_of(*opt, value)));
+  }
+  return out;
+}
+
 std::string effective_config(const CLI::App& app, const std::vector<decided_default>& decided) {
   std::string out =
       "# hybridcached --check-config: the settings this node starts with, as a --config file\n";

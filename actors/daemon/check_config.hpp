@@ -37,4 +37,9 @@ struct decided_default {
 /// default is decided at start are comment lines, the latter with what it comes to here.
 std::string effective_config(const CLI::App& app, const std::vector<decided_default>& decided);
 
+/// The settings of a parsed `app` that were given (command line or config file) as
+/// "key = value" joined by ", " in --help's order ("" when none): the start's log line,
+/// which says what a node runs with beyond its defaults.
+std::string given_settings(const CLI::App& app);
+
 }  // namespace hc

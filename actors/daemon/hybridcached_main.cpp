@@ -311,5 +311,11 @@ int main(int argc, char** argv) {
   }
   hc::log::set_level(*hc::log::parse_level(o.log_level));
   if (check_only) return check_config(app, o);
+  const std::string given = hc::given_settings(app);
+  hc::log::info(hc::rpc::version_line("hybridcached") + " starting" +
+                (given.empty() ? std::string(" on its defaults")
+                               : " with " + given +
+                                     " (the rest defaults: --check-config "
+                                     "prints them all)"));
   return run(o, signals);
 }
