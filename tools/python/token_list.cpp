@@ -95,7 +95,8 @@ token_list from_buffer(py::handle src, const char* what) {
   if (ndim != 1)
     throw py::type_error(
         fmt::format("{}: a {}-dimensional array; tokens are one dimension", what, ndim));
-  std::string_view format = b.view.format ? b.view.format : "B";
+  const std::string_view written = b.view.format ? b.view.format : "B";  // NULL means "B"
+  std::string_view format = written;
   bool native = true;
   if (!format.empty() && std::string_view("@=<>!").find(format.front()) != std::string_view::npos) {
     const char order = format.front();
@@ -106,7 +107,7 @@ token_list from_buffer(py::handle src, const char* what) {
   }
   const auto not_ints = [&] {
     return py::type_error(fmt::format(
-        "{}: an array of '{}' (struct format) items; tokens are integers{}", what, b.view.format,
+        "{}: an array of '{}' (struct format) items; tokens are integers{}", what, written,
         format.size() == 1 && std::string_view("efdg").find(format[0]) != std::string_view::npos
             ? " (convert with .astype(int) where the values are whole)"
             : ""));
@@ -116,7 +117,7 @@ token_list from_buffer(py::handle src, const char* what) {
     throw py::type_error(
         fmt::format("{}: an array in the other byte order ('{}'); give it in "
                     "native order (e.g. numpy's .astype(int))",
-                    what, b.view.format));
+                    what, written));
   const auto size = b.view.itemsize;
   switch (format[0]) {
     case 'b':
