@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <future>
 #include <string>
@@ -219,6 +220,30 @@ TEST_F(PrometheusMetrics, ProcessSeriesFollowTheProcess) {
                      static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   EXPECT_GE(at("process_cpu_seconds_total"), cpu);
   EXPECT_NE(m.text().find("# TYPE process_cpu_seconds_total counter"), std::string::npos);
+}
+
+// Out of descriptors — when the count matters most — a scrape still reports it: it opens
+// no file (the /proc files were opened when the metrics were made).
+TEST_F(PrometheusMetrics, OutOfDescriptorsTheScrapeStillCountsThem) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const double open_now = at("process_open_fds");
+  ASSERT_GT(open_now, 0);
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(open_now) + 32;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> opened;
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;)
+    opened.push_back(fd);
+  const int why = errno;
+  const double counted = at("process_open_fds");
+  const double limit = at("process_max_fds");
+  for (int fd : opened)
+    ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  EXPECT_EQ(why, EMFILE);
+  EXPECT_EQ(limit, static_cast<double>(low.rlim_cur));
+  EXPECT_EQ(counted, static_cast<double>(low.rlim_cur)) << "every descriptor is in use";
 }
 
 TEST_F(PrometheusMetrics, BuildInfoNamesTheReleaseAndProtocol) {
