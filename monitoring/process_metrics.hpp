@@ -10,10 +10,10 @@
 //   process_start_time_seconds         gauge    start time, seconds since the epoch
 //   process_threads                    gauge    threads
 // /proc/self/stat and /proc/self/fd are opened once, when this is made, so that a scrape
-// opens no file: a node out of descriptors — when process_open_fds matters most — still
-// reports them. A value that cannot be read (no /proc) is left out, not reported as 0.
-// Concurrent scrapes are fine (the descriptor listing is read under a lock).
-// Internal to monitoring/ (it includes prometheus-cpp).
+// opens no file: one whose connection took the last free descriptor — when
+// process_open_fds matters most — still reports them (used to leave them out). A value that cannot
+// be read (no /proc) is left out, not reported as 0. Concurrent scrapes are fine (the descriptor
+// listing is read under a lock). Internal to monitoring/ (it includes prometheus-cpp).
 
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
