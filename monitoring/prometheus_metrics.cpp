@@ -131,10 +131,43 @@ struct tier_series {
   pm::Counter* ssm = nullptr;
 };
 
-/// An instance's pool gauges: KV tokens, then SSM slots, each capacity / used / evictable /
-/// protected.
-using pool_series = std::array<pm::Gauge*, 8>;
 constexpr const char* pool_states[] = {"capacity", "used", "evictable", "protected"};
+
+/// Two pools' gauges per instance — KV tokens and SSM slots, each in the first `States` of
+/// pool_states — made on an instance's first report and removed with it. The caller holds
+/// its own lock around every call (the families' Add and Remove take theirs).
+template <std::size_t States>
+class instance_pools {
+ public:
+  instance_pools(pm::Family<pm::Gauge>& kv, pm::Family<pm::Gauge>& slots)
+      : families_{&kv, &slots} {}
+
+  /// Sets `instance`'s gauges: KV tokens' states, then SSM slots'.
+  void set(std::uint64_t instance, const std::array<std::uint64_t, 2 * States>& values) {
+    auto [it, made] = of_.try_emplace(instance);
+    if (made) {
+      const std::string id = std::to_string(instance);
+      for (std::size_t f = 0; f < 2; ++f)
+        for (std::size_t i = 0; i < States; ++i)
+          it->second[f * States + i] =
+              &families_[f]->Add({{"instance", id}, {"state", pool_states[i]}});
+    }
+    for (std::size_t i = 0; i < values.size(); ++i)
+      it->second[i]->Set(static_cast<double>(values[i]));
+  }
+  /// Removes `instance`'s gauges, if it has any.
+  void remove(std::uint64_t instance) {
+    if (of_.erase(instance) == 0) return;
+    const std::string id = std::to_string(instance);
+    for (pm::Family<pm::Gauge>* f : families_)
+      for (std::size_t i = 0; i < States; ++i)
+        f->Remove(&f->Add({{"instance", id}, {"state", pool_states[i]}}));
+  }
+
+ private:
+  std::array<pm::Family<pm::Gauge>*, 2> families_;
+  std::unordered_map<std::uint64_t, std::array<pm::Gauge*, 2 * States>> of_;
+};
 
 }  // namespace
 
@@ -283,9 +316,8 @@ struct prometheus_metrics::impl {
   series_by<pm::Counter> faults_by{faults, "kind"};
   /// Per instance, made at its first pools() and removed when it closes.
   std::mutex pool_mu;
-  std::unordered_map<std::uint64_t, pool_series> pool_gauges_of;
-  /// An instance's host pool gauges: KV tokens capacity / used, then SSM slots.
-  std::unordered_map<std::uint64_t, std::array<pm::Gauge*, 4>> host_gauges_of;
+  instance_pools<4> l1_pools{kv_pool, ssm_pool};  ///< capacity / used / evictable / protected
+  instance_pools<2> l2_pools{host_kv_pool, host_ssm_pool};  ///< capacity / used
 
   tier_series resolve_tier(const char* tier) {
     return {&match_requests.Add({{"tier", tier}}),
@@ -314,30 +346,6 @@ struct prometheus_metrics::impl {
       errors_by.resolve(to_string(static_cast<cmd_kind>(k)));
     for (const char* m : rpc_methods)
       rpc_by.resolve(m, buckets());
-  }
-
-  /// The pool gauges of `instance`, made on first use.
-  pool_series& pools_of(std::uint64_t instance) {
-    auto [it, made] = pool_gauges_of.try_emplace(instance);
-    if (made) {
-      const std::string id = std::to_string(instance);
-      for (std::size_t i = 0; i < 4; ++i) {
-        it->second[i] = &kv_pool.Add({{"instance", id}, {"state", pool_states[i]}});
-        it->second[4 + i] = &ssm_pool.Add({{"instance", id}, {"state", pool_states[i]}});
-      }
-    }
-    return it->second;
-  }
-  std::array<pm::Gauge*, 4>& host_pools_of(std::uint64_t instance) {
-    auto [it, made] = host_gauges_of.try_emplace(instance);
-    if (made) {
-      const std::string id = std::to_string(instance);
-      for (std::size_t i = 0; i < 2; ++i) {
-        it->second[i] = &host_kv_pool.Add({{"instance", id}, {"state", pool_states[i]}});
-        it->second[2 + i] = &host_ssm_pool.Add({{"instance", id}, {"state", pool_states[i]}});
-      }
-    }
-    return it->second;
   }
 };
 
@@ -422,31 +430,18 @@ void prometheus_metrics::fence_wait(double seconds) {
 }
 
 void prometheus_metrics::pools(std::uint64_t instance, const pool_gauges& g) {
-  const std::uint64_t values[] = {g.kv_capacity,   g.kv_used,   g.kv_evictable,   g.kv_protected,
-                                  g.slot_capacity, g.slot_used, g.slot_evictable, g.slot_protected};
   std::lock_guard lk(impl_->pool_mu);
-  const pool_series& series = impl_->pools_of(instance);
-  for (std::size_t i = 0; i < series.size(); ++i)
-    series[i]->Set(static_cast<double>(values[i]));
-  if (!g.host) return;
-  const std::uint64_t host[] = {g.host_kv_capacity, g.host_kv_used, g.host_slot_capacity,
-                                g.host_slot_used};
-  const auto& host_series = impl_->host_pools_of(instance);
-  for (std::size_t i = 0; i < host_series.size(); ++i)
-    host_series[i]->Set(static_cast<double>(host[i]));
+  impl_->l1_pools.set(instance, {g.kv_capacity, g.kv_used, g.kv_evictable, g.kv_protected,
+                                 g.slot_capacity, g.slot_used, g.slot_evictable, g.slot_protected});
+  if (g.host)
+    impl_->l2_pools.set(
+        instance, {g.host_kv_capacity, g.host_kv_used, g.host_slot_capacity, g.host_slot_used});
 }
 
 void prometheus_metrics::instance_closed(std::uint64_t instance) {
   std::lock_guard lk(impl_->pool_mu);
-  impl_->pool_gauges_of.erase(instance);
-  const std::string id = std::to_string(instance);
-  for (pm::Family<pm::Gauge>* f : {&impl_->kv_pool, &impl_->ssm_pool})
-    for (const char* state : pool_states)
-      f->Remove(&f->Add({{"instance", id}, {"state", state}}));
-  if (impl_->host_gauges_of.erase(instance) == 0) return;
-  for (pm::Family<pm::Gauge>* f : {&impl_->host_kv_pool, &impl_->host_ssm_pool})
-    for (const char* state : {pool_states[0], pool_states[1]})
-      f->Remove(&f->Add({{"instance", id}, {"state", state}}));
+  impl_->l1_pools.remove(instance);
+  impl_->l2_pools.remove(instance);
 }
 
 void prometheus_metrics::sessions(std::int64_t delta) {
