@@ -113,44 +113,53 @@ std::vector<std::string> start_problems(const daemon_options& o) {
   return problems;
 }
 
+namespace {
+
+/// The options of `app` a config file may set, in --help's order: not the flags (--help,
+/// --version, --check-config), not --config itself.
+std::vector<const CLI::Option*> settings_of(const CLI::App& app) {
+  std::vector<const CLI::Option*> out;
+  for (const CLI::Option* opt : app.get_options())
+    if (opt->get_configurable() && !opt->get_lnames().empty() && opt->get_type_size() != 0)
+      out.push_back(opt);
+  return out;
+}
+
+/// What `opt` was given (command line or config file), as a config file line's value.
+std::string given_value(const CLI::Option& opt) {
+  std::string value;
+  for (const std::string& r : opt.results())
+    value += (value.empty() ? "" : " ") + r;
+  return config_value(value_of(opt, value));
+}
+
+}  // namespace
+
 std::string given_settings(const CLI::App& app) {
   std::string out;
-  for (const CLI::Option* opt : app.get_options()) {
-    if (!opt->get_configurable() || opt->get_lnames().empty() || opt->get_type_size() == 0 ||
-        opt->count() == 0)
-      continue;
-    std::string value;
-    for (const std::string& r : opt->results())
-      value += (value.empty() ? "" : " ") + r;
-    out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", opt->get_single_name(),
-                       config_value(value_of(*opt, value)));
-  }
+  for (const CLI::Option* opt : settings_of(app))
+    if (opt->count() > 0)
+      out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", opt->get_single_name(),
+                         given_value(*opt));
   return out;
 }
 
 std::string effective_config(const CLI::App& app, const std::vector<decided_default>& decided) {
   std::string out =
       "# hybridcached --check-config: the settings this node starts with, as a --config file\n";
-  for (const CLI::Option* opt : app.get_options()) {
+  for (const CLI::Option* opt : settings_of(app)) {
     const std::string name = opt->get_single_name();
-    // Flags (--help, --version, --check-config) and --config itself are no settings.
-    if (!opt->get_configurable() || opt->get_lnames().empty() || opt->get_type_size() == 0)
-      continue;
     const auto decided_here = std::find_if(
         decided.begin(), decided.end(), [&](const decided_default& d) { return d.name == name; });
-    if (opt->count() > 0) {
-      std::string value;
-      for (const std::string& r : opt->results())
-        value += (value.empty() ? "" : " ") + r;
-      out += fmt::format("{} = {}\n", name, config_value(value_of(*opt, value)));
-    } else if (decided_here != decided.end()) {
+    if (opt->count() > 0)
+      out += fmt::format("{} = {}\n", name, given_value(*opt));
+    else if (decided_here != decided.end())
       out += fmt::format("# {} = {}  (the default here: {})\n", name, decided_here->value,
                          decided_here->rule);
-    } else if (opt->get_default_str().empty()) {
+    else if (opt->get_default_str().empty())
       out += fmt::format("# {} = (not set)\n", name);
-    } else {
+    else
       out += fmt::format("{} = {}\n", name, config_value(value_of(*opt, opt->get_default_str())));
-    }
   }
   return out;
 }
