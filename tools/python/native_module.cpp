@@ -392,7 +392,8 @@ void bind_token_command(py::module_& m, const char* name, const char* doc) {
 void bind_commands(py::module_& m) {
   bind_token_command<cmd::create>(
       m, "Create",
-      "Registers request `req` with its prompt: `tokens`, or the `count` tokens at `at` of the "
+      "Registers request `req` with its prompt: `tokens` (a sequence of ints or a 1-D integer "
+      "array: NumPy, array.array, a CPU torch tensor), or the `count` tokens at `at` of the "
       "session's token arena (Session.token_arena).");
   bind_token_command<cmd::append>(m, "Append",
                                   "Appends generated tokens to request `req`: `tokens`, or the "
@@ -488,10 +489,11 @@ void bind_commands(py::module_& m) {
       .def_readwrite("reqs", &cmd::take_ops::reqs)
       .def_readwrite("batch", &cmd::take_ops::batch)
       .def(py::self == py::self);
-  py::class_<cmd::lookup>(m, "Lookup",
-                          "Matches `tokens` (or the `count` tokens at `at` of the session's "
-                          "token arena) without a request (no COW, no lock); "
-                          "`without_indices`: the result's `indices` left empty.")
+  py::class_<cmd::lookup>(
+      m, "Lookup",
+      "Matches `tokens` (as Create takes them; or the `count` tokens at `at` of the session's "
+      "token arena) without a request (no COW, no lock); "
+      "`without_indices`: the result's `indices` left empty.")
       .def(py::init([](token_list tokens, bool without_indices, std::optional<std::uint64_t> at,
                        std::optional<std::uint64_t> count) {
              cmd::lookup c;
