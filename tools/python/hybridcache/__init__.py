@@ -220,10 +220,15 @@ class Session:
     every request, lock and slot it holds on the node.
     """
 
-    def __init__(self, native: _native.Session):
+    def __init__(self, native: _native.Session, model_id: str = ""):
         self._s = native
+        self._model_id = model_id
         self._maps: Dict[str, mmap.mmap] = {}
         self._cuda_maps: Dict[bytes, _native.CudaMapping] = {}
+
+    def __repr__(self) -> str:
+        return (f"<hybridcache.Session of {self._model_id!r}"
+                f"{', closed' if self.closed else ''}>")
 
     def _pool(self, name: str, size: int) -> memoryview:
         if not name:
@@ -410,9 +415,14 @@ class Store:
     ranges from several threads (the caller owns the arena's layout).
     """
 
-    def __init__(self, native: _native.Store):
+    def __init__(self, native: _native.Store, identity: str = ""):
         self._s = native
+        self._identity = identity
         self._map: Optional[mmap.mmap] = _map_shm(native.arena_name, native.arena_bytes)
+
+    def __repr__(self) -> str:
+        return (f"<hybridcache.Store {self._identity!r}, arena of {self._s.arena_bytes} bytes"
+                f"{', closed' if self.closed else ''}>")
 
     @property
     def arena(self) -> memoryview:
@@ -511,8 +521,13 @@ class Store:
 class Node:
     """A connection to a node (see :func:`connect`)."""
 
-    def __init__(self, native: _native.Node):
+    def __init__(self, native: _native.Node, address: str = ""):
         self._native = native
+        self._address = address
+
+    def __repr__(self) -> str:
+        return (f"<hybridcache.Node {self._address}"
+                f"{' (closed)' if self._native is None else ''}>")
 
     @property
     def _n(self) -> _native.Node:
@@ -541,12 +556,12 @@ class Node:
 
     def open(self, spec: InstanceSpec) -> Session:
         """Opens a session on the instance ``spec`` names (created on first use)."""
-        return Session(self._n.open(spec))
+        return Session(self._n.open(spec), spec.model_id)
 
     def store(self, identity: str) -> Store:
         """Opens the node's L3 store under ``identity`` (1..256 printable characters: the
         model, rank coordinate and layout that keep two clients' values apart)."""
-        return Store(self._n.store(identity))
+        return Store(self._n.store(identity), identity)
 
     def close(self) -> None:
         """Drops the connection (its sessions stay usable until they are closed)."""
@@ -617,4 +632,5 @@ def connect(socket: Union[str, bytes, "os.PathLike[str]", None] = None,
         address = tcp
     else:
         address = "unix:" + (DEFAULT_SOCKET if socket is None else socket)
-    return Node(_native.Node(address, token, float(timeout), bool(io_thread)))
+    return Node(_native.Node(address, token, float(timeout), bool(io_thread)),
+                address if tcp is None else "tcp:" + address)

@@ -373,6 +373,22 @@ class NodeTest(OwnNodeTest):
                           r"are gone\n", self.node_process.log_text())
         self.assertIsNotNone(ended, self.node_process.log_text()[-2000:])
 
+    def test_handles_say_what_they_are_connected_to(self):
+        """A node, a session and a store print where they lead and whether they are closed,
+        not <... object at 0x...>: what a REPL or a log line shows."""
+        node = self.connect()
+        self.assertEqual(repr(node), f"<hybridcache.Node unix:{self.node_process.socket}>")
+        session = node.open(small_spec("py-repr"))
+        self.assertEqual(repr(session), "<hybridcache.Session of 'py-repr'>")
+        session.close()
+        self.assertEqual(repr(session), "<hybridcache.Session of 'py-repr', closed>")
+        store = node.store("py-repr-store")
+        self.assertRegex(repr(store), r"^<hybridcache.Store 'py-repr-store', arena of \d+ bytes>$")
+        store.close()
+        self.assertTrue(repr(store).endswith(", closed>"), repr(store))
+        node.close()
+        self.assertTrue(repr(node).endswith(" (closed)>"), repr(node))
+
     def test_the_socket_may_be_a_path_object(self):
         # pathlib is how Python code builds paths (pytest's tmp_path): connect() used to
         # raise "can only concatenate str (not "PosixPath") to str" for one.
