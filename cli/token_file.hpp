@@ -5,12 +5,17 @@
 // Windows (CRLF line ends) or by an editor that leaves a trailing space holds the same
 // secret for every reader — before, the node kept "secret\r" and Python sent "secret".
 
+#include <cstddef>
 #include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace hc::cli {
+
+/// The fewest characters a node takes as its TCP secret (hybridcached refuses a shorter one
+/// at start, and --check-config names it).
+inline constexpr std::size_t min_secret_chars = 16;
 
 /// Whitespace that a token file's first line may have around its secret.
 inline constexpr std::string_view token_blanks = " \t\r\n\v\f";

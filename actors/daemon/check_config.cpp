@@ -87,34 +87,6 @@ std::string config_value(const std::string& value) {
   return value.find('"') == std::string::npos ? '"' + value + '"' : '\'' + value + '\'';
 }
 
-}  // namespace
-
-std::vector<std::string> start_problems(const daemon_options& o) {
-  std::vector<std::string> problems;
-  const auto note = [&](std::string p) {
-    if (!p.empty()) problems.push_back(std::move(p));
-  };
-  if (!o.socket.empty()) note(socket_path_problem("--socket", o.socket, o.socket));
-  for (const auto& [option, endpoint] : {std::pair{"--kv-events", &o.kv_events},
-                                         std::pair{"--kv-events-replay", &o.kv_events_replay}})
-    if (endpoint->starts_with("ipc://") && endpoint->size() > 6 && (*endpoint)[6] != '@')
-      note(socket_path_problem(option, *endpoint, endpoint->substr(6)));
-  if (!o.tcp.empty()) {
-    const auto secret = cli::read_token_file(o.token_file);
-    if (!secret)
-      note(fmt::format("--token-file {}: cannot be read (or holds no line)", o.token_file));
-    else if (secret->size() < 16)
-      note(
-          fmt::format("--token-file {}: the secret on its first line has {} characters; it "
-                      "needs at least 16",
-                      o.token_file, secret->size()));
-  }
-  if (o.l3) note(data_dir_problem(o.data_dir));
-  return problems;
-}
-
-namespace {
-
 /// The options of `app` a config file may set, in --help's order: not the flags (--help,
 /// --version, --check-config), not --config itself.
 std::vector<const CLI::Option*> settings_of(const CLI::App& app) {
@@ -134,6 +106,30 @@ std::string given_value(const CLI::Option& opt) {
 }
 
 }  // namespace
+
+std::vector<std::string> start_problems(const daemon_options& o) {
+  std::vector<std::string> problems;
+  const auto note = [&](std::string p) {
+    if (!p.empty()) problems.push_back(std::move(p));
+  };
+  if (!o.socket.empty()) note(socket_path_problem("--socket", o.socket, o.socket));
+  for (const auto& [option, endpoint] : {std::pair{"--kv-events", &o.kv_events},
+                                         std::pair{"--kv-events-replay", &o.kv_events_replay}})
+    if (endpoint->starts_with("ipc://") && endpoint->size() > 6 && (*endpoint)[6] != '@')
+      note(socket_path_problem(option, *endpoint, endpoint->substr(6)));
+  if (!o.tcp.empty()) {
+    const auto secret = cli::read_token_file(o.token_file);
+    if (!secret)
+      note(fmt::format("--token-file {}: cannot be read (or holds no line)", o.token_file));
+    else if (secret->size() < cli::min_secret_chars)
+      note(
+          fmt::format("--token-file {}: the secret on its first line has {} characters; it "
+                      "needs at least {}",
+                      o.token_file, secret->size(), cli::min_secret_chars));
+  }
+  if (o.l3) note(data_dir_problem(o.data_dir));
+  return problems;
+}
 
 std::string given_settings(const CLI::App& app) {
   std::string out;

@@ -57,9 +57,9 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
   std::string token;
   if (!o.tcp.empty()) {
     auto secret = hc::cli::read_token_file(o.token_file);
-    if (!secret || secret->size() < 16) {
-      hc::log::error("--token-file " + o.token_file +
-                     " must exist and hold a secret of at least 16 characters on its first line");
+    if (!secret || secret->size() < hc::cli::min_secret_chars) {
+      hc::log::error("--token-file " + o.token_file + " must exist and hold a secret of at least " +
+                     std::to_string(hc::cli::min_secret_chars) + " characters on its first line");
       return 2;
     }
     token = std::move(*secret);
