@@ -119,6 +119,12 @@ else
     fail "as nobody: $(cat "$tmp/err")"
 fi
 
+# Settings it cannot write (a full disk) are an error, not a silent "valid".
+rc=0
+"$daemon" --socket "$tmp/s.sock" --check-config >/dev/full 2>"$tmp/err" || rc=$?
+[ "$rc" = 1 ] || fail "--check-config >/dev/full: exit $rc, want 1"
+grep -q "cannot write the settings: No space left on device" "$tmp/err" || fail "$(cat "$tmp/err")"
+
 # 5. What the start refuses, --check-config refuses alike.
 printf 'sockett = /tmp/x\n' >"$tmp/typo.conf"
 rc=0

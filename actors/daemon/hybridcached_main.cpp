@@ -10,9 +10,11 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -260,8 +262,13 @@ std::vector<hc::decided_default> decided_defaults(const hc::daemon_options& o) {
 /// --check-config: prints the settings (stdout) and what would keep the node from starting
 /// (stderr); exit status 0 when nothing would, else 2. Starts nothing.
 int check_config(const CLI::App& app, const hc::daemon_options& o) {
-  std::fputs(hc::effective_config(app, decided_defaults(o)).c_str(), stdout);
-  std::fflush(stdout);
+  const std::string settings = hc::effective_config(app, decided_defaults(o));
+  if (std::fwrite(settings.data(), 1, settings.size(), stdout) != settings.size() ||
+      std::fflush(stdout) != 0) {  // a full disk, a closed pipe: not a silent "valid"
+    hc::log::error(std::string("--check-config cannot write the settings: ") +
+                   std::strerror(errno));
+    return 1;
+  }
   const std::vector<std::string> problems = hc::start_problems(o);
   for (const std::string& p : problems)
     hc::log::error(p);
