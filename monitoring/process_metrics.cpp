@@ -111,7 +111,8 @@ std::optional<double> process_metrics::open_fds() const {
       at += reclen;
     }
   }
-  return entries - 1;  // less the listing's own descriptor
+  // The listing's own descriptor counts: it stays open for the process's life, like any other.
+  return entries;
 }
 
 std::vector<pm::MetricFamily> process_metrics::Collect() const {
