@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hybridcached as a separate process: config file (one polling scheduler thread), socket mode 0600,
 # named threads, hcctl ping /
-# inspect / replay --check / top over the socket, /metrics scraped over HTTP with the documented
+# inspect (the process, its settings as --check-config prints them) / replay --check / top
+# over the socket, /metrics scraped over HTTP with the documented
 # series, SIGTERM -> exit status 0, ping failing once the node is gone (and giving up on a
 # socket that never answers, --timeout), a corrupt L3 index
 # moved aside at the next start, a store of another format refused and left as it was, a
@@ -85,6 +86,40 @@ for inst in doc["instances"]:
     assert want in block, (want, block)
     assert ("  L2 pools: " in block) == isinstance(t.get("host"), dict), block
 assert any(i["tree"]["served"]["steps"] > 0 for i in doc["instances"]), "the replay served no step"
+PY
+# inspect names the process: its release and pid, and every setting it runs with — each as
+# --check-config prints it for the same config file, the file's keys listed as given.
+"$daemon" --config "$tmp/node.conf" --check-config >"$tmp/checked" 2>"$tmp/checked.err" ||
+  fail "--check-config beside the node: $(cat "$tmp/checked.err")"
+/usr/bin/python3 - "$tmp/inspect" "$tmp/inspect.json" "$tmp/checked" "$tmp/node.conf" "$pid" \
+  "$pinged" <<'PY' || fail "inspect's node: $(head -3 "$tmp/inspect")"
+import json, re, sys
+text, doc = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+checked, conf, pid, release = open(sys.argv[3]).read(), open(sys.argv[4]).read(), sys.argv[5], sys.argv[6]
+node = doc["node"]
+assert node["pid"] == int(pid), node
+first = text.splitlines()[0]
+assert first.startswith("node: hybridcached %s, pid %s, up " % (release, pid)), first
+want = {}
+for line in checked.splitlines():
+    m = re.fullmatch(r"# ([a-z0-9-]+) = \(not set\)", line)
+    if m:
+        want[m[1]] = None
+        continue
+    m = re.fullmatch(r"# ([a-z0-9-]+) = (\S+)  \(the default here: .*\)", line)
+    if m:
+        want[m[1]] = m[2]
+        continue
+    m = re.fullmatch(r"([a-z0-9-]+) = (.*)", line)
+    if m:
+        v = m[2]
+        want[m[1]] = v[1:-1] if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'" else v
+assert len(want) > 20, checked
+assert node["settings"] == want, (node["settings"], want)
+given = [l.split("=")[0].strip() for l in conf.splitlines() if "=" in l]
+assert sorted(node["given"]) == sorted(given), (node["given"], given)
+for key in given:
+    assert "%s = " % key in text.splitlines()[1], (key, text.splitlines()[1])
 PY
 "$hcctl" --socket "$sock" stats >"$tmp/stats" || fail "stats"
 grep -Eq '^matches +[1-9]' "$tmp/stats" || fail "stats: no matches counted: $(cat "$tmp/stats")"

@@ -97,12 +97,12 @@ std::vector<const CLI::Option*> settings_of(const CLI::App& app) {
   return out;
 }
 
-/// What `opt` was given (command line or config file), as a config file line's value.
+/// What `opt` was given (command line or config file), several values joined by spaces.
 std::string given_value(const CLI::Option& opt) {
   std::string value;
   for (const std::string& r : opt.results())
     value += (value.empty() ? "" : " ") + r;
-  return config_value(value_of(opt, value));
+  return value_of(opt, value);
 }
 
 }  // namespace
@@ -131,32 +131,55 @@ std::vector<std::string> start_problems(const daemon_options& o) {
   return problems;
 }
 
-std::string given_settings(const CLI::App& app) {
-  std::string out;
-  for (const CLI::Option* opt : settings_of(app))
-    if (opt->count() > 0)
-      out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", opt->get_single_name(),
-                         given_value(*opt));
+std::vector<setting> app_settings(const CLI::App& app,
+                                  const std::vector<decided_default>& decided) {
+  std::vector<setting> out;
+  for (const CLI::Option* opt : settings_of(app)) {
+    setting& s = out.emplace_back();
+    s.name = opt->get_single_name();
+    const auto decided_here = std::find_if(
+        decided.begin(), decided.end(), [&](const decided_default& d) { return d.name == s.name; });
+    if (opt->count() > 0) {
+      s.from = setting::origin::given;
+      s.value = given_value(*opt);
+    } else if (decided_here != decided.end()) {
+      s.from = setting::origin::decided_at_start;
+      s.value = decided_here->value;
+      s.rule = decided_here->rule;
+    } else if (opt->get_default_str().empty()) {
+      s.from = setting::origin::unset;
+    } else {
+      s.value = value_of(*opt, opt->get_default_str());
+    }
+  }
   return out;
 }
 
 std::string effective_config(const CLI::App& app, const std::vector<decided_default>& decided) {
   std::string out =
       "# hybridcached --check-config: the settings this node starts with, as a --config file\n";
-  for (const CLI::Option* opt : settings_of(app)) {
-    const std::string name = opt->get_single_name();
-    const auto decided_here = std::find_if(
-        decided.begin(), decided.end(), [&](const decided_default& d) { return d.name == name; });
-    if (opt->count() > 0)
-      out += fmt::format("{} = {}\n", name, given_value(*opt));
-    else if (decided_here != decided.end())
-      out += fmt::format("# {} = {}  (the default here: {})\n", name, decided_here->value,
-                         decided_here->rule);
-    else if (opt->get_default_str().empty())
-      out += fmt::format("# {} = (not set)\n", name);
-    else
-      out += fmt::format("{} = {}\n", name, config_value(value_of(*opt, opt->get_default_str())));
+  for (const setting& s : app_settings(app, decided)) {
+    switch (s.from) {
+      case setting::origin::given:
+      case setting::origin::default_value:
+        out += fmt::format("{} = {}\n", s.name, config_value(s.value));
+        break;
+      case setting::origin::decided_at_start:
+        out += fmt::format("# {} = {}  (the default here: {})\n", s.name, s.value, s.rule);
+        break;
+      case setting::origin::unset:
+        out += fmt::format("# {} = (not set)\n", s.name);
+        break;
+    }
   }
+  return out;
+}
+
+std::string given_settings(const CLI::App& app) {
+  std::string out;
+  for (const setting& s : app_settings(app, {}))
+    if (s.from == setting::origin::given)
+      out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", s.name, config_value(s.value));
   return out;
 }
 

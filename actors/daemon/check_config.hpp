@@ -31,6 +31,21 @@ struct decided_default {
   std::string rule;   ///< how, e.g. "a quarter of the memory this node may use"
 };
 
+/// One setting of a parsed `app`: what the node runs with, and where that came from.
+struct setting {
+  enum class origin { given, default_value, decided_at_start, unset };
+  std::string name;   ///< the option's name without dashes, e.g. "max-sessions"
+  std::string value;  ///< as given (several values joined by spaces), its default or what a
+                      ///< default decided at start comes to here; "" when unset
+  origin from = origin::default_value;
+  std::string rule;  ///< decided_at_start: how (decided_default::rule)
+};
+
+/// Every option of a parsed `app` a config file may set, in --help's order (not --help,
+/// --version, --check-config nor --config). A boolean's value is "true" or "false", however
+/// it was spelt.
+std::vector<setting> app_settings(const CLI::App& app, const std::vector<decided_default>& decided);
+
 /// The settings of a parsed `app` as a --config file that reads back to the same settings:
 /// every option a config file may set, `key = value`, the value as given (command line or
 /// config file) or its default. An option without a value (--tcp unset) and one whose

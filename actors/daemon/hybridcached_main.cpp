@@ -44,7 +44,8 @@ namespace {
 
 constexpr int kActorFailedStatus = 70;  // EX_SOFTWARE
 
-int run(const hc::daemon_options& o, sigset_t& signals) {
+/// `about`: what `hcctl inspect` says of this process (its release and settings).
+int run(const hc::daemon_options& o, hc::node_about about, sigset_t& signals) {
   namespace fs = std::filesystem;
   // Only the L3 store lives in the data dir: a node without one creates nothing (it may
   // run where it cannot write, e.g. a read-only root).
@@ -184,6 +185,7 @@ int run(const hc::daemon_options& o, sigset_t& signals) {
                   " tokens (--max-request-tokens: a quarter of the memory this node may use)");
   }
   nc.l3 = l3;
+  nc.about = std::move(about);
   std::atomic<bool> actor_failed{false};
   nc.on_actor_failure = [&actor_failed](const std::string&) {
     actor_failed = true;
@@ -259,6 +261,19 @@ std::vector<hc::decided_default> decided_defaults(const hc::daemon_options& o) {
   return decided;
 }
 
+/// What `hcctl inspect` says of this process under "node": the release, the protocol and
+/// every setting as the node runs with it (a default decided at start as it came out).
+hc::node_about about_this_node(const CLI::App& app, const hc::daemon_options& o) {
+  hc::node_about about;
+  about.program = "hybridcached";
+  about.version = hc::version();
+  about.protocol = hc::rpc::protocol_version();
+  for (hc::setting& s : hc::app_settings(app, decided_defaults(o)))
+    about.settings.push_back({s.name, std::move(s.value), s.from != hc::setting::origin::unset,
+                              s.from == hc::setting::origin::given});
+  return about;
+}
+
 /// --check-config: prints the settings (stdout) and what would keep the node from starting
 /// (stderr); exit status 0 when nothing would, else 2. Starts nothing.
 int check_config(const CLI::App& app, const hc::daemon_options& o) {
@@ -324,5 +339,5 @@ int main(int argc, char** argv) {
                                : " with " + given +
                                      " (the rest defaults: --check-config "
                                      "prints them all)"));
-  return run(o, signals);
+  return run(o, about_this_node(app, o), signals);
 }

@@ -1,5 +1,6 @@
 #include "actors/node/inspect_document.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <charconv>
@@ -103,6 +104,27 @@ status assemble_inspect(const nlohmann::json& doc, const std::vector<inspect_par
   text += "]}";
   out = std::move(text);
   return {};
+}
+
+nlohmann::json node_document(const node_about& about, std::chrono::system_clock::time_point started,
+                             double uptime_seconds, long pid) {
+  nlohmann::json doc = nlohmann::json::object();
+  if (!about.program.empty()) doc["program"] = about.program;
+  if (!about.version.empty()) doc["version"] = about.version;
+  if (about.protocol != 0) doc["protocol"] = about.protocol;
+  doc["pid"] = pid;
+  doc["started"] =
+      fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(started));
+  doc["uptime_seconds"] = uptime_seconds;
+  nlohmann::json settings = nlohmann::json::object();
+  nlohmann::json given = nlohmann::json::array();
+  for (const node_setting& s : about.settings) {
+    settings[s.name] = s.set ? nlohmann::json(s.value) : nlohmann::json();
+    if (s.given) given.push_back(s.name);
+  }
+  doc["settings"] = std::move(settings);
+  doc["given"] = std::move(given);
+  return doc;
 }
 
 std::string too_many_blocks(std::string_view instance, std::uint64_t pages, std::uint64_t limit) {

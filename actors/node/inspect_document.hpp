@@ -6,6 +6,7 @@
 // per page cost ~1 KB of heap and ~10 µs, so that a page-1 instance of 1 M cached tokens took 13 s
 // and 1 GB to list — and its answer was then too large for one RPC message anyway.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/common/status.hpp"
+#include "actors/node/node.hpp"
 #include "actors/radix_cache/radix_tree.hpp"
 
 namespace hc {
@@ -57,6 +59,13 @@ std::string too_many_blocks(std::string_view instance, std::uint64_t pages, std:
 /// Why `pages` over `instances` instances are not listed (more than `limit` together).
 std::string too_many_blocks_together(std::uint64_t pages, std::size_t instances,
                                      std::uint64_t limit);
+/// The document's "node": {"program","version","protocol" (what `about` says; absent when
+/// it says nothing), "pid", "started" (UTC, ISO 8601 to the second), "uptime_seconds",
+/// "settings": {name: value (null: not set)}, "given": [the names set on the command line
+/// or in a config file, in `about`'s order]}.
+nlohmann::json node_document(const node_about& about, std::chrono::system_clock::time_point started,
+                             double uptime_seconds, long pid);
+
 /// Why an inspect document of `bytes` is not sent.
 std::string too_large_inspect(std::size_t bytes);
 

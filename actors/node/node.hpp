@@ -7,9 +7,11 @@
 // errc::not_found. After shutdown() every job completes with io_error.
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/common/clock.hpp"
 #include "actors/common/metrics_sink.hpp"
@@ -20,6 +22,24 @@
 #include "storage/l3_store.hpp"
 
 namespace hc {
+
+/// One setting of the process that runs the node, as `inspect` reports it under "node".
+struct node_setting {
+  std::string name;    ///< an option's name without its dashes, e.g. "max-sessions"
+  std::string value;   ///< what the process runs with, e.g. "1024"; ignored when !set
+  bool set = true;     ///< false: an option without a value (e.g. --tcp not given)
+  bool given = false;  ///< set on the command line or in a config file (else a default)
+};
+
+/// What the embedder says of the process that runs the node: `inspect` answers it under
+/// "node" with the process's pid, start time and uptime (hybridcached: its release, the
+/// protocol it speaks and every setting). Empty by default: only pid, start and uptime.
+struct node_about {
+  std::string program;         ///< e.g. "hybridcached"
+  std::string version;         ///< e.g. "0.1.0"
+  std::uint32_t protocol = 0;  ///< the RPC protocol version; 0 = not said
+  std::vector<node_setting> settings;
+};
 
 struct node_config {
   /// CAF scheduler threads. Default: 2 (floors.md §2: 1-2 on this class of machine).
@@ -68,6 +88,8 @@ struct node_config {
   /// The clock of every time-based decision and measurement (prefetch timeouts and
   /// deadlines, fence waits, I/O timings); must outlive the node. Default: steady().
   const clock* time_source = nullptr;
+  /// What `inspect` says of the process under "node" besides its pid and times.
+  node_about about;
   /// Ordering rules turned off on purpose, for hcsim's self-test only. Default: none.
   race_demo demo;
   /// Called once, on the failing actor's thread, when an actor of the node ends abnormally

@@ -12,6 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <memory>
 #include <new>
 #include <string>
@@ -57,6 +60,9 @@ struct node_state {
   session_id next_session = 0;
   std::uint64_t next_instance = 0;
   std::uint64_t tick = 0;
+  /// When the node started, for inspect's "node" (its uptime by the steady clock).
+  std::chrono::system_clock::time_point started_at = std::chrono::system_clock::now();
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
 /// The L2 pools' bytes: mapped and populated by the kernel (a large pool in seconds, not
@@ -433,6 +439,10 @@ void gather_inspect(msg::scheduler_actor_type::pointer self, node_state& st,
     std::lock_guard lk(st.registry->mu);
     f->doc["sessions"] = st.registry->sessions.size();
   }
+  f->doc["node"] = node_document(
+      st.cfg.about, st.started_at,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - st.started).count(),
+      static_cast<long>(::getpid()));
   f->doc["invariant_violations"] = invariant_violations();
   f->doc["first_invariant_violation"] = first_invariant_violation();
   f->doc["host_storage"] = nullptr;

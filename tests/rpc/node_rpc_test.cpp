@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -288,6 +289,56 @@ TEST_F(NodeRpc, RemovedSharedMemoryGivesNewSessionsAFreshInstance) {
   auto doc = nlohmann::json::parse(*c->inspect());
   ASSERT_EQ(doc["instances"].size(), 1u) << "the old instance ended with its last session";
   EXPECT_EQ(doc["instances"][0]["tree"]["instance"], fresh.instance_id) << doc.dump();
+}
+
+// inspect names the process that runs the node: its pid, when it started and how long ago,
+// and — from what the embedder says — its release, protocol and settings.
+TEST_F(NodeRpc, InspectSaysWhichProcessRunsTheNodeAndSinceWhen) {
+  auto c = connect();
+  const nlohmann::json first = inspect_now(*c)["node"];
+  ASSERT_TRUE(first.is_object()) << first.dump();
+  EXPECT_EQ(first["pid"], static_cast<long>(::getpid()));
+  EXPECT_FALSE(first.contains("program")) << "the fixture says nothing of its process";
+  EXPECT_FALSE(first.contains("protocol"));
+  EXPECT_EQ(first["settings"], nlohmann::json::object());
+  EXPECT_EQ(first["given"], nlohmann::json::array());
+
+  std::tm tm{};
+  const std::string started = first["started"];
+  ASSERT_NE(::strptime(started.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm), nullptr) << started;
+  const auto at = std::chrono::system_clock::from_time_t(::timegm(&tm));
+  const auto now = std::chrono::system_clock::now();
+  EXPECT_LE(at, now) << started;
+  EXPECT_GT(at, now - std::chrono::minutes(10)) << started << ": the fixture started it";
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  const nlohmann::json later = inspect_now(*c)["node"];
+  EXPECT_GE(later["uptime_seconds"].get<double>() - first["uptime_seconds"].get<double>(), 0.05);
+  EXPECT_EQ(later["started"], first["started"]);
+}
+
+struct DescribedNode : node_fixture {
+  DescribedNode() {
+    about.program = "hybridcached";
+    about.version = "9.8.7";
+    about.protocol = 42;
+    about.settings = {{"socket", "/run/x.sock", true, true},
+                      {"tcp", "", false, false},
+                      {"threads", "2", true, false},
+                      {"max-sessions", "12", true, true}};
+  }
+};
+
+TEST_F(DescribedNode, InspectReportsTheReleaseAndEverySettingSayingWhichWereGiven) {
+  auto c = connect();
+  const nlohmann::json node = inspect_now(*c)["node"];
+  EXPECT_EQ(node["program"], "hybridcached");
+  EXPECT_EQ(node["version"], "9.8.7");
+  EXPECT_EQ(node["protocol"], 42);
+  EXPECT_EQ(node["settings"], nlohmann::json::parse(R"({"socket": "/run/x.sock", "tcp": null,
+                                                        "threads": "2", "max-sessions": "12"})"));
+  EXPECT_EQ(node["given"], nlohmann::json::parse(R"(["socket", "max-sessions"])"))
+      << "in the embedder's order";
 }
 
 // device cuda: where no CUDA device is usable (a build without CUDA, no driver, no GPU)

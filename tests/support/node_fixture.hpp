@@ -49,6 +49,7 @@ struct node_fixture : ::testing::Test {
   std::uint64_t max_request_tokens = 0;  ///< likewise (0: no limit)
   std::uint64_t max_inspect_blocks = node_config{}.max_inspect_blocks;  ///< likewise
   std::uint64_t host_memory_limit = 0;  ///< likewise (0: the host's MemAvailable)
+  node_about about;                     ///< likewise (inspect's "node")
   std::string tcp_token;                ///< non-empty: also serve TCP on 127.0.0.1 with it
   rpc_server_config server_limits;      ///< its read bounds are used (likewise)
   std::string address() const { return "unix:" + socket; }
@@ -64,6 +65,7 @@ struct node_fixture : ::testing::Test {
     cfg.max_request_tokens = max_request_tokens;
     cfg.max_inspect_blocks = max_inspect_blocks;
     cfg.host_memory_limit = host_memory_limit;
+    cfg.about = about;
     n = std::make_unique<node>(cfg);
     server = std::make_unique<rpc_server>(*n, metrics);
     rpc_server_config rc;

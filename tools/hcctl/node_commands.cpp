@@ -38,6 +38,38 @@ std::uint64_t count_of(const json& j, const char* key) {
   return j.value(key, std::uint64_t{0});
 }
 
+/// `seconds` for people, to its two largest units ("45 s", "12 min 5 s", "3 h 12 min",
+/// "2 d 3 h").
+std::string human_duration(double seconds) {
+  const auto s = static_cast<std::uint64_t>(std::max(0.0, seconds));
+  if (s < 60) return fmt::format("{} s", s);
+  if (s < 3600) return fmt::format("{} min {} s", s / 60, s % 60);
+  if (s < 86400) return fmt::format("{} h {} min", s / 3600, s % 3600 / 60);
+  return fmt::format("{} d {} h", s / 86400, s % 86400 / 3600);
+}
+
+/// The process that runs the node, as inspect's "node" has it (absent from a node before
+/// it): its release, pid, uptime and the settings given beyond the defaults (--json: all).
+void print_node(const json& n) {
+  if (!n.is_object()) return;
+  std::string what = n.value("program", "node");
+  if (n.contains("version")) what += fmt::format(" {}", n.value("version", ""));
+  if (n.contains("protocol")) what += fmt::format(" (protocol {})", n.value("protocol", 0));
+  fmt::print("node: {}, pid {}, up {} (since {})\n", what, n.value("pid", 0),
+             human_duration(n.value("uptime_seconds", 0.0)), n.value("started", "?"));
+  const json settings = n.value("settings", json::object());
+  if (settings.empty()) return;
+  std::string given;
+  for (const auto& name : n.value("given", json::array())) {
+    if (!name.is_string()) continue;
+    const json v = settings.value(name.get<std::string>(), json());
+    given += fmt::format("{}{} = {}", given.empty() ? "" : ", ", name.get<std::string>(),
+                         v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  fmt::print("  settings: {} (inspect --json lists all {})\n",
+             given.empty() ? "all defaults" : given + ", the rest defaults", settings.size());
+}
+
 /// The node's L3 store, as inspect's "host_storage" has it (null: a node without one).
 void print_l3(const json& l3) {
   if (!l3.is_object()) {
@@ -168,6 +200,7 @@ int run_inspect(const node_options& o) {
     std::puts(r->c_str());
     return 0;
   }
+  print_node(doc.value("node", json()));
   fmt::print("sessions: {}\n", doc.value("sessions", 0));
   const std::uint64_t violations = doc.value("invariant_violations", std::uint64_t{0});
   fmt::print(
