@@ -545,6 +545,9 @@ class Node:
 
     def inspect(self, blocks: bool = False) -> dict:
         """Instances, trees and pools as one document (what ``hcctl inspect --json`` prints).
+        Its ``"node"`` says which process serves: ``program``, ``version``, ``protocol``,
+        ``pid``, ``started``, ``uptime_seconds``, ``settings`` (every setting it runs with, by
+        name) and ``given`` (the names set on its command line or in its config file).
         With ``blocks``, also every device KV page of each instance (``tree["blocks"]``:
         hash, parent, checkpoint, namespace, as the KV events name them) — at most 500,000
         over all instances: past that :class:`OutOfMemory` (follow the KV events instead)."""

@@ -72,6 +72,20 @@ class NodeTest(OwnNodeTest):
             self.assertIn("instances", node.inspect())
             node.drain()
 
+    def test_inspect_says_which_node_serves_and_with_what(self):
+        with self.connect() as node:
+            about = node.inspect()["node"]
+            protocol = node.ping().protocol_version
+        self.assertEqual(about["program"], "hybridcached")
+        self.assertEqual(about["version"], hybridcache.__version__)
+        self.assertEqual(about["protocol"], protocol)
+        self.assertEqual(about["pid"], self.node_process.proc.pid)
+        self.assertGreaterEqual(about["uptime_seconds"], 0)
+        self.assertEqual(about["settings"]["socket"], self.node_process.socket)
+        self.assertEqual(about["settings"]["metrics"], "off")
+        self.assertIsNone(about["settings"]["tcp"])  # not set
+        self.assertEqual(about["given"][:3], ["socket", "metrics", "data-dir"])
+
     def test_the_io_thread_has_a_name(self):
         def names():
             found = []
