@@ -27,15 +27,15 @@ shm_l1_pool::shm_l1_pool(shm_region kv_region, std::size_t token_bytes, shm_regi
 
 result<std::unique_ptr<shm_l1_pool>> shm_l1_pool::create(
     const std::string& kv_name, std::size_t tokens, std::size_t token_bytes,
-    const std::string& ssm_name, std::size_t slots, std::size_t slot_bytes) {
+    const std::string& ssm_name, std::size_t slots, std::size_t slot_bytes, shm_access access) {
   shm_region kv, ssm;
   if (token_bytes > 0) {
-    auto r = shm_region::create(kv_name, tokens * token_bytes);
+    auto r = shm_region::create(kv_name, tokens * token_bytes, access);
     if (!r) return r.err();
     kv = std::move(*r);
   }
   if (slot_bytes > 0) {
-    auto r = shm_region::create(ssm_name, slots * slot_bytes);
+    auto r = shm_region::create(ssm_name, slots * slot_bytes, access);
     if (!r) return r.err();
     ssm = std::move(*r);
   }

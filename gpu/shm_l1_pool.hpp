@@ -21,11 +21,12 @@ struct shm_l1_regions {  // constructed before the byte_l1_pool that points into
 class shm_l1_pool final : private detail::shm_l1_regions, public byte_l1_pool {
  public:
   /// `tokens` KV rows of `token_bytes` under `kv_name` and `slots` slot rows of `slot_bytes`
-  /// under `ssm_name`; a part with 0 bytes per row gets no region.
+  /// under `ssm_name`; a part with 0 bytes per row gets no region. `access`: who may map them.
   static result<std::unique_ptr<shm_l1_pool>> create(const std::string& kv_name, std::size_t tokens,
                                                      std::size_t token_bytes,
                                                      const std::string& ssm_name, std::size_t slots,
-                                                     std::size_t slot_bytes);
+                                                     std::size_t slot_bytes,
+                                                     shm_access access = shm_access::user);
   /// Removes the names of a pool's regions now (empty names are skipped, a name already
   /// gone is not an error); mappings, the pool's own included, stay valid until unmapped.
   /// The pool's destructor then finds them gone.

@@ -14,12 +14,21 @@
 
 namespace hc {
 
-result<shm_region> shm_region::create(const std::string& name, std::size_t bytes) {
+result<shm_region> shm_region::create(const std::string& name, std::size_t bytes,
+                                      shm_access access) {
   if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos)
     return error{errc::invalid_argument, "shm name '" + name + "' must be '/' + a plain name"};
   if (bytes == 0) return error{errc::invalid_argument, "shm region '" + name + "' has 0 bytes"};
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) return error{errc::io_error, "shm_open(" + name + "): " + std::strerror(errno)};
+  // Created 0600 (less the umask), then given its mode: a umask of 022 would have left a
+  // group region read-only to the group.
+  if (access != shm_access::user && ::fchmod(fd, shm_mode(access)) != 0) {
+    const int e = errno;
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    return error{errc::io_error, "fchmod(" + name + "): " + std::strerror(e)};
+  }
   if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     const int e = errno;
     ::close(fd);

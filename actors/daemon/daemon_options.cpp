@@ -35,7 +35,16 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
   // refused, not ignored, so the node never starts without a setting its operator wrote.
   use_config_file_format(app);
   app.allow_config_extras(CLI::config_extras_mode::error);
-  app.add_option("--socket", o.socket, "Unix socket path (created mode 0600)")
+  app.add_option("--socket", o.socket,
+                 "Unix socket path (created mode 0600; 0660 with --group-access)")
+      ->capture_default_str();
+  app.add_option("--group-access", o.group_access,
+                 "Let the users of the node's group use it: its socket and the shared memory "
+                 "workers map (L1 pools, request rows, token arenas, Store arenas) are created "
+                 "mode 0660 instead of 0600, in the node's group (its effective group: the "
+                 "systemd unit's Group=, the container's runAsGroup), so inference workers "
+                 "running as other users in that group can connect. The L3 store stays the "
+                 "node's user's alone")
       ->capture_default_str();
   app.add_option("--metrics", o.metrics, "Prometheus /metrics address host:port, or 'off'")
       ->capture_default_str();

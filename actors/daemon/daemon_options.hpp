@@ -58,11 +58,12 @@ inline std::chrono::milliseconds l3_flush_interval(double seconds) noexcept {
 
 struct daemon_options {
   std::string socket = "/tmp/hybridcache.sock";  ///< Unix socket (mode 0600)
-  std::string metrics = "127.0.0.1:9464";        ///< /metrics address; "off" = none
-  std::string data_dir = "./hybridcache-data";   ///< node data (L3 store); created
-  std::string tcp;                               ///< TCP listen "host:port"; "" = off
-  std::string token_file;                        ///< file holding the TCP shared secret
-  std::size_t threads = 2;                       ///< actor scheduler threads
+  bool group_access = false;  ///< socket and shared memory 0660: the node's group may use it
+  std::string metrics = "127.0.0.1:9464";       ///< /metrics address; "off" = none
+  std::string data_dir = "./hybridcache-data";  ///< node data (L3 store); created
+  std::string tcp;                              ///< TCP listen "host:port"; "" = off
+  std::string token_file;                       ///< file holding the TCP shared secret
+  std::size_t threads = 2;                      ///< actor scheduler threads
   std::size_t actor_poll_attempts = 100;  ///< polls of an idle scheduler thread before it sleeps
   std::string log_level = "info";         ///< error | warn | info | debug
   std::string log_format = "text";        ///< text | json (one JSON object a line)

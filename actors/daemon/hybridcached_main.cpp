@@ -3,6 +3,7 @@
 // metrics) with exit status 0. An actor that fails (a bug: node_config::on_actor_failure)
 // stops it the same way with exit status 70, so a supervisor restarts it and the workers,
 // whose connections close, reconnect instead of waiting for replies that cannot come.
+#include <grp.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,6 +42,13 @@
 #include "storage/rocksdb_store.hpp"
 
 namespace {
+
+/// Group `gid`'s name ("name (gid)"), or its number where it has none.
+std::string group_name(gid_t gid) {
+  const group* g = ::getgrgid(gid);
+  return g != nullptr ? std::string(g->gr_name) + " (" + std::to_string(gid) + ")"
+                      : std::to_string(gid);
+}
 
 constexpr int kActorFailedStatus = 70;  // EX_SOFTWARE
 
@@ -185,6 +193,7 @@ int run(const hc::daemon_options& o, hc::node_about about, sigset_t& signals) {
                   " tokens (--max-request-tokens: a quarter of the memory this node may use)");
   }
   nc.l3 = l3;
+  nc.group_access = o.group_access;
   nc.about = std::move(about);
   std::atomic<bool> actor_failed{false};
   nc.on_actor_failure = [&actor_failed](const std::string&) {
@@ -209,7 +218,11 @@ int run(const hc::daemon_options& o, hc::node_about about, sigset_t& signals) {
     node.shutdown();
     return 2;
   }
-  if (!o.socket.empty()) hc::log::info("serving on unix:" + o.socket);
+  if (!o.socket.empty())
+    hc::log::info("serving on unix:" + o.socket +
+                  (o.group_access ? " (mode 0660: the users of group " + group_name(::getegid()) +
+                                        " may connect and map its pools)"
+                                  : std::string()));
   if (!o.tcp.empty()) hc::log::info("serving on tcp " + server.tcp_address() + " (token required)");
   hc::log::info(o.l3 ? "hybridcached ready (data dir " + o.data_dir + ")"
                      : std::string("hybridcached ready (no L3 store: --l3 false)"));

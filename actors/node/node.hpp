@@ -67,6 +67,13 @@ struct node_config {
   /// instance holding more is refused before its pages are hashed; inspect_document.hpp):
   /// at ~90 bytes a page their text stays within one RPC message. Default: 500,000.
   std::uint64_t max_inspect_blocks = 500'000;
+  /// Who may use the node: its user alone (false), or also the users of its group (true:
+  /// workers that run as other users in the node's group, hybridcached --group-access).
+  /// The node's Unix socket (rpc_server) and the shared memory workers map — L1 pools,
+  /// request rows, token arenas, Store arenas — are created mode 0660 instead of 0600, in
+  /// the node's group (its effective group id). The L3 store stays the user's alone.
+  /// Default: false.
+  bool group_access = false;
   /// Prefix of the POSIX shm names of the L1 pools. Default: "/hybridcache-<pid>".
   std::string shm_prefix;
   /// Instances whose last session closed keep their tree and pools, so a worker that

@@ -125,8 +125,14 @@ std::uint64_t l1_host_bytes(const instance_spec& spec) {
   return spec.device == device_kind::cuda ? 0 : l1_pool_bytes(spec);
 }
 
-/// The instance's L1 pools on its device.
-result<std::shared_ptr<l1_pool>> make_pools(const instance_spec& spec, const std::string& base) {
+/// Who may map the shared memory the node creates (node_config::group_access).
+shm_access shared_access(const node_config& cfg) {
+  return cfg.group_access ? shm_access::group : shm_access::user;
+}
+
+/// The instance's L1 pools on its device (in shared memory: mapped by `access`).
+result<std::shared_ptr<l1_pool>> make_pools(const instance_spec& spec, const std::string& base,
+                                            shm_access access) {
   const std::size_t tokens = l1_pool_tokens(spec), slots = l1_pool_slots(spec);
   if (spec.device == device_kind::cuda) {
     auto p = make_cuda_l1_pool(
@@ -135,7 +141,7 @@ result<std::shared_ptr<l1_pool>> make_pools(const instance_spec& spec, const std
     return std::shared_ptr<l1_pool>(std::move(*p));
   }
   auto p = shm_l1_pool::create(base + "-kv", tokens, spec.kv_bytes_per_token, base + "-ssm", slots,
-                               spec.ssm_slot_bytes);
+                               spec.ssm_slot_bytes, access);
   if (!p) return p.err();
   return std::shared_ptr<l1_pool>(std::move(*p));
 }
@@ -181,7 +187,7 @@ result<instance> build_instance(msg::scheduler_actor_type::pointer self, node_st
   }
   const std::uint64_t id = ++st.next_instance;
   const std::string base = st.cfg.shm_prefix + "-i" + std::to_string(id);
-  auto pools = make_pools(spec, base);
+  auto pools = make_pools(spec, base, shared_access(st.cfg));
   if (!pools) return pools.err();
   auto cache = std::make_shared<radix_cache>(cc, &page_hashes);
   instance in;
@@ -315,7 +321,8 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
   const auto region = [&](const char* suffix, std::size_t bytes, const char* what,
                           msg::rows_ptr& out) -> bool {
     if (bytes == 0) return true;
-    auto r = shm_region::create(st.cfg.shm_prefix + "-s" + std::to_string(sid) + suffix, bytes);
+    auto r = shm_region::create(st.cfg.shm_prefix + "-s" + std::to_string(sid) + suffix, bytes,
+                                shared_access(st.cfg));
     if (!r) {
       job->err = {errc::out_of_memory, std::string(what) + ": " + r.err().message};
       return false;

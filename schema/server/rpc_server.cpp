@@ -106,7 +106,10 @@ struct rpc_server::impl {
           started.set_value(s);
           return;
         }
-        const mode_t old = ::umask(0177);  // created 0600: only this user may connect
+        // Created 0600: only this user may connect (0660 with node_config::group_access:
+        // also its group's users).
+        const mode_t mode = ctx.n.config().group_access ? 0660 : 0600;
+        const mode_t old = ::umask(0777 & ~mode);
         const auto failed = listen_at("unix:" + cfg.unix_path, unix_listener);
         ::umask(old);
         if (failed) {
@@ -116,7 +119,7 @@ struct rpc_server::impl {
                   (*failed == "No such file or directory" ? " (does its directory exist?)" : "")});
           return;
         }
-        ::chmod(cfg.unix_path.c_str(), 0600);
+        ::chmod(cfg.unix_path.c_str(), mode);
         own_socket = rpc::socket_file_at(cfg.unix_path);
         serving.add(connections->listen(*unix_listener, unix_boot));
       }

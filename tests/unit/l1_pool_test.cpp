@@ -2,6 +2,7 @@
 // (l1_pool_contract_test.cpp): their names a worker maps, and unlinking (the sweep of the
 // segments crashed nodes leave: shm_owner_test.cpp).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -37,6 +38,32 @@ TEST(L1Pool, SharedMemoryPoolsAreNamedMappableAndSized) {
   auto kv_only = shm_l1_pool::create(base + "-kv2", 8, 4, base + "-ssm2", 3, 0);
   ASSERT_TRUE(kv_only.ok()) << kv_only.err().message;
   EXPECT_EQ((*kv_only)->names().ssm, "") << "no slot bytes: no region";
+}
+
+/// The permission bits of /dev/shm<name>.
+unsigned mode_of(const std::string& name) {
+  struct stat st {};
+  return ::stat(("/dev/shm" + name).c_str(), &st) == 0 ? st.st_mode & 07777u : 0u;
+}
+
+// The node's user alone maps its pools (0600), or its group too (0660) — whatever the
+// umask: a usual 022 would leave a group pool read-only to the workers that write it.
+TEST(L1Pool, PoolsAreTheUsersAloneOrItsGroupsWhateverTheUmask) {
+  const std::string base = "/hc-l1pool-mode-" + std::to_string(::getpid());
+  for (const mode_t umask : {mode_t{022}, mode_t{077}, mode_t{0}}) {
+    const mode_t old = ::umask(umask);
+    auto own = shm_l1_pool::create(base + "-kv", 8, 4, base + "-ssm", 3, 16);
+    auto shared =
+        shm_l1_pool::create(base + "-gkv", 8, 4, base + "-gssm", 3, 16, shm_access::group);
+    auto arena = shm_region::create(base + "-arena", 64, shm_access::group);
+    ::umask(old);
+    ASSERT_TRUE(own.ok() && shared.ok() && arena.ok());
+    EXPECT_EQ(mode_of(base + "-kv"), 0600u) << "umask " << umask;
+    EXPECT_EQ(mode_of(base + "-ssm"), 0600u) << "umask " << umask;
+    EXPECT_EQ(mode_of(base + "-gkv"), 0660u) << "umask " << umask;
+    EXPECT_EQ(mode_of(base + "-gssm"), 0660u) << "umask " << umask;
+    EXPECT_EQ(mode_of(base + "-arena"), 0660u) << "umask " << umask;
+  }
 }
 
 TEST(L1Pool, UnlinkedNamesAreGoneWhileTheMappingsStayValid) {

@@ -7,6 +7,7 @@ import re
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -934,6 +935,85 @@ class DebugLogTest(OwnNodeTest):
         self.assertIn("debug session %s of instance %s closed\n" % opened.groups(), log)
         self.assertRegex(log, r'debug Store client opened \(identity "py-debug-store", arena /')
         self.assertIn('debug Store client closed (identity "py-debug-store")', log)
+
+
+# What a worker running as another user does with a node: every kind of shared memory it
+# maps and writes (L1 pools, request rows, token arena, Store arena). argv[1]: the socket.
+_OTHER_USER_WORKER = r"""
+import sys
+import hybridcache
+from hybridcache import cmd
+spec = hybridcache.InstanceSpec()
+spec.model_id, spec.kv_tokens, spec.ssm_slots, spec.request_rows = "py-group", 256, 16, 8
+spec.ssm_slot_bytes, spec.kv_bytes_per_token = 64, 8
+spec.max_context_len, spec.shared_rows, spec.shared_tokens = 32, True, 64
+with hybridcache.connect(socket=sys.argv[1], timeout=30) as node, node.open(spec) as s:
+    s.kv_pool()[:8] = bytes(range(8))
+    s.ssm_pool()[64:128] = bytes(64)
+    s.token_arena()[:16] = range(1, 17)
+    r = s.step([cmd.Create(req=1, at=0, count=16), cmd.Match(req=1), cmd.AllocReq(req=1),
+                cmd.AllocKv(req=1, to_end=True)])
+    assert all(x.ok for x in r), [x.error for x in r]
+    assert len(set(s.request_rows()[r[2].body.row, :16].tolist())) == 16
+    with node.store("py-group-store") as store:
+        store.arena[:64] = bytes(range(64))
+        assert store.set(hybridcache.StorePool.KV_PAGE, [("k", [(0, 64)])]) == [True]
+print("worker done")
+"""
+
+
+class GroupAccessTest(OwnNodeTest):
+    """--group-access: a worker running as another user in the node's group connects and
+    maps every kind of shared memory the node makes for it (its socket and those are 0660);
+    without it, such a worker cannot even connect (0600)."""
+
+    NODE_ARGS = ("--group-access", "true")
+    OTHER_UID = 54321  # no account needed: setpriv sets the ids
+
+    @classmethod
+    def as_other_user(cls, *argv):
+        package_dir = os.path.dirname(os.path.dirname(hybridcache.__file__))
+        return subprocess.run(
+            ["setpriv", f"--reuid={cls.OTHER_UID}", f"--regid={os.getegid()}", "--clear-groups",
+             sys.executable, *argv],
+            env={"PYTHONPATH": package_dir, "PYTHONDONTWRITEBYTECODE": "1"},
+            capture_output=True, text=True, timeout=120)
+
+    @classmethod
+    def why_not(cls):
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            return "needs root and setpriv, to run a worker as another user of the node's group"
+        tried = cls.as_other_user("-c", "import hybridcache")
+        if tried.returncode != 0:
+            return ("another user cannot import hybridcache from where it was built "
+                    "(a directory on its path is not readable by others): " + tried.stderr)
+        return None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        os.chmod(cls.node_process.dir, 0o711)  # the socket's directory: others may pass
+
+    def test_a_worker_of_the_nodes_group_uses_every_shared_memory(self):
+        sock = self.node_process.socket
+        self.assertEqual(os.stat(sock).st_mode & 0o777, 0o660)
+        r = self.as_other_user("-c", _OTHER_USER_WORKER, sock)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("worker done", r.stdout)
+        with hybridcache.connect(socket=sock, timeout=30) as node:
+            for shm in (node.inspect()["instances"][0]["stream"][k] for k in ("kv_shm", "ssm_shm")):
+                self.assertEqual(os.stat("/dev/shm" + shm).st_mode & 0o777, 0o660, shm)
+
+    def test_without_it_a_worker_of_another_user_cannot_connect(self):
+        plain = NodeProcess()
+        try:
+            os.chmod(plain.dir, 0o711)
+            self.assertEqual(os.stat(plain.socket).st_mode & 0o777, 0o600)
+            r = self.as_other_user("-c", _OTHER_USER_WORKER, plain.socket)
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertIn("Permission denied", r.stderr)
+        finally:
+            plain.stop()
 
 
 class FullDiskTest(OwnNodeTest):
