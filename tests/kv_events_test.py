@@ -118,10 +118,12 @@ class KvEventsTest(unittest.TestCase):
         return json.loads(out)
 
     def settled(self):
-        """inspect --blocks once two in a row agree (tier work still landing changes it)."""
+        """inspect --blocks once two in a row agree (tier work still landing changes it),
+        without its "node" (the process: its uptime moves at every call)."""
         last = None
         for _ in range(200):
             doc = self.inspect()
+            doc.pop("node", None)
             if doc == last:
                 return doc
             last = doc
