@@ -35,6 +35,11 @@ error system_error(const std::string& what, int err) {
   return {errc::io_error, what + ": " + std::strerror(err)};
 }
 
+/// What a connect refused by the socket's (or its directory's) permissions says besides.
+constexpr const char* unix_access_hint =
+    " (this user may not use the node's socket or its directory: run as the node's user, or "
+    "as a user of its group with the node started with --group-access)";
+
 /// Closes the descriptor unless released.
 struct fd_guard {
   int fd;
@@ -52,8 +57,9 @@ struct connect_limits {
 };
 
 /// Connects the non-blocking socket `fd` to `sa`, waiting for the connect to finish.
+/// `access_hint`: added to a refusal for permissions (EACCES).
 status connect_until(int fd, const sockaddr* sa, socklen_t len, const connect_limits& limits,
-                     const std::string& what) {
+                     const std::string& what, const char* access_hint = "") {
   const auto late = [&] {
     return status{errc::timeout, "could not connect to " + what + " within " +
                                      std::to_string(limits.deadline.count()) + " ms"};
@@ -71,6 +77,9 @@ status connect_until(int fd, const sockaddr* sa, socklen_t len, const connect_li
     if (::connect(fd, sa, len) == 0) return {};
     if (errno == EINPROGRESS || errno == EINTR) break;  // finishing in the background
     // A Unix socket whose listener's backlog is full: the kernel says try again.
+    if (errno == EACCES)
+      return status{errc::io_error,
+                    system_error("connect to " + what, errno).message + access_hint};
     if (errno != EAGAIN) return system_error("connect to " + what, errno);
     if (limits.due && steady::now() >= *limits.due) return late();
     if (ask()) return stopped();
@@ -108,8 +117,8 @@ result<int> connect_unix(const std::string& path, const connect_limits& limits) 
   std::memcpy(sa.sun_path, path.data(), path.size());
   fd_guard fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
   if (fd.fd < 0) return system_error("socket for " + what, errno);
-  if (status s =
-          connect_until(fd.fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa, limits, what);
+  if (status s = connect_until(fd.fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa, limits,
+                               what, unix_access_hint);
       !s)
     return s.err();
   return fd.release();

@@ -1011,7 +1011,8 @@ class GroupAccessTest(OwnNodeTest):
             self.assertEqual(os.stat(plain.socket).st_mode & 0o777, 0o600)
             r = self.as_other_user("-c", _OTHER_USER_WORKER, plain.socket)
             self.assertNotEqual(r.returncode, 0, r.stdout)
-            self.assertIn("Permission denied", r.stderr)
+            self.assertIn("Permission denied (this user may not use the node's socket", r.stderr)
+            self.assertIn("--group-access", r.stderr)  # the way out, named
         finally:
             plain.stop()
 
