@@ -274,14 +274,61 @@ constexpr std::pair<const char*, const char*> top_rates[] = {
     {"command_errors", "command errors/s"},
 };
 
+/// The tiers' counters `top` shows as rates (its JSON's `tier_rates` / `tier_totals`): the
+/// instances' host tiers (inspect's tree.host, summed) and the node's L3 store (inspect's
+/// host_storage.l3), with their labels.
+constexpr std::pair<const char*, const char*> tier_rates[] = {
+    {"backed_up_tokens", "L2 backed-up tokens/s"},
+    {"loaded_back_tokens", "L2 loaded-back tokens/s"},
+    {"demoted_tokens", "L2 demoted tokens/s"},
+    {"host_evicted_tokens", "L2 evicted tokens/s"},
+    {"l3_pages_written", "L3 pages written/s"},
+    {"l3_pages_read", "L3 pages read/s"},
+};
+
+/// The L2 pools' gauges (inspect's tree.host, summed), under `top`'s JSON `host_gauges`.
+constexpr std::pair<const char*, const char*> host_gauges[] = {
+    {"host_kv_tokens_capacity", "kv_capacity"},
+    {"host_kv_tokens_free", "kv_available"},
+    {"host_ssm_slots_capacity", "slot_capacity"},
+    {"host_ssm_slots_free", "slot_available"},
+};
+
 using stat_map = std::map<std::string, double>;
 
+/// A number of a JSON object (0 when absent or not a number).
+double number_in(const json& j, const char* key) {
+  if (!j.is_object()) return 0.0;
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+/// The node's stats, and from its inspect document the tiers' figures above and
+/// "host_tiers" (how many instances have one).
 result<stat_map> poll(client& c) {
   auto r = c.stats();
   if (!r) return r.err();
   stat_map m;
   for (const auto& [k, v] : *r)
     m[k] = v;
+  auto text = c.inspect(false);
+  if (!text) return text.err();
+  const json doc = json::parse(*text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object())
+    return error{errc::io_error, "the node's inspect answer is not JSON"};
+  for (const auto& in : doc.value("instances", json::array())) {
+    const json host =
+        in.is_object() ? in.value("tree", json::object()).value("host", json()) : json();
+    if (!host.is_object()) continue;
+    m["host_tiers"] += 1;
+    for (const auto& [k, label] : tier_rates)
+      m[k] += number_in(host, k);
+    for (const auto& [k, field] : host_gauges)
+      m[k] += number_in(host, field);
+  }
+  const json l3 = doc.value("host_storage", json::object()).value("l3", json());
+  m["l3_pages_written"] = number_in(l3, "pages_written");
+  m["l3_pages_read"] = number_in(l3, "pages_read");
   return m;
 }
 
@@ -311,9 +358,11 @@ int run_top(const node_options& o, const top_options& t) {
     }
     const auto now = std::chrono::steady_clock::now();
     const double dt = std::chrono::duration<double>(now - prev_t).count();
-    json rates = json::object();
+    json rates = json::object(), tiers = json::object();
     for (const auto& [k, label] : top_rates)
       rates[k] = std::max(0.0, at(*cur, k) - at(*prev, k)) / dt;
+    for (const auto& [k, label] : tier_rates)
+      tiers[k] = std::max(0.0, at(*cur, k) - at(*prev, k)) / dt;
     const double matched = at(*cur, "matched_kv_tokens") - at(*prev, "matched_kv_tokens");
     const double resumable =
         at(*cur, "matched_resumable_tokens") - at(*prev, "matched_resumable_tokens");
@@ -324,14 +373,22 @@ int run_top(const node_options& o, const top_options& t) {
             "kv_tokens_evictable", "kv_tokens_protected", "ssm_slots_capacity", "ssm_slots_free",
             "ssm_slots_evictable", "ssm_slots_protected", "invariant_violations"})
         gauges[k] = at(*cur, k);
-      json totals = json::object();
+      json totals = json::object(), tier_totals = json::object(), host = json::object();
       for (const auto& [k, label] : top_rates)
         totals[k] = at(*cur, k);
+      for (const auto& [k, label] : tier_rates)
+        tier_totals[k] = at(*cur, k);
+      for (const auto& [k, field] : host_gauges)
+        host[k] = at(*cur, k);
+      host["host_tiers"] = at(*cur, "host_tiers");
       std::puts(json{{"interval_s", dt},
                      {"rates", rates},
                      {"totals", totals},
                      {"resumable_share", matched > 0 ? json(resumable / matched) : json(nullptr)},
-                     {"gauges", gauges}}
+                     {"gauges", gauges},
+                     {"tier_rates", tiers},
+                     {"tier_totals", tier_totals},
+                     {"host_gauges", host}}
                     .dump()
                     .c_str());
     } else {
@@ -341,6 +398,9 @@ int run_top(const node_options& o, const top_options& t) {
         fmt::print("  {:<24} {:>14.1f}\n", label, rates[k].get<double>());
       fmt::print("  {:<24} {:>14}\n", "resumable share of hits",
                  matched > 0 ? fmt::format("{:.1f} %", 100.0 * resumable / matched) : "-");
+      if (at(*cur, "host_tiers") > 0)  // the tiers' rates, where an instance has a host tier
+        for (const auto& [k, label] : tier_rates)
+          fmt::print("  {:<24} {:>14.1f}\n", label, tiers[k].get<double>());
       const auto pct = [](double used, double cap) { return cap > 0 ? 100.0 * used / cap : 0.0; };
       const double kv_cap = at(*cur, "kv_tokens_capacity"),
                    slot_cap = at(*cur, "ssm_slots_capacity");
@@ -356,6 +416,18 @@ int run_top(const node_options& o, const top_options& t) {
           slot_cap - at(*cur, "ssm_slots_free"), slot_cap,
           pct(slot_cap - at(*cur, "ssm_slots_free"), slot_cap), at(*cur, "ssm_slots_protected"),
           at(*cur, "ssm_slots_evictable"));
+      if (at(*cur, "host_tiers") > 0) {
+        const double host_kv = at(*cur, "host_kv_tokens_capacity"),
+                     host_slots = at(*cur, "host_ssm_slots_capacity");
+        fmt::print(
+            "  L2 pools of {:.0f} host tier{}: KV tokens {:.0f} used of {:.0f} ({:.1f} %), "
+            "SSM slots {:.0f} used of {:.0f} ({:.1f} %)\n",
+            at(*cur, "host_tiers"), at(*cur, "host_tiers") == 1 ? "" : "s",
+            host_kv - at(*cur, "host_kv_tokens_free"), host_kv,
+            pct(host_kv - at(*cur, "host_kv_tokens_free"), host_kv),
+            host_slots - at(*cur, "host_ssm_slots_free"), host_slots,
+            pct(host_slots - at(*cur, "host_ssm_slots_free"), host_slots));
+      }
       if (at(*cur, "invariant_violations") > 0)
         fmt::print("  INVARIANT VIOLATIONS: {:.0f} (see the node's log)\n",
                    at(*cur, "invariant_violations"));
