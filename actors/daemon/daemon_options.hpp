@@ -57,7 +57,7 @@ inline std::chrono::milliseconds l3_flush_interval(double seconds) noexcept {
 }
 
 struct daemon_options {
-  std::string socket = "/tmp/hybridcache.sock";  ///< Unix socket (mode 0600)
+  std::string socket = "/tmp/hybridcache.sock";  ///< Unix socket (mode 0600, or 0660)
   bool group_access = false;  ///< socket and shared memory 0660: the node's group may use it
   std::string metrics = "127.0.0.1:9464";       ///< /metrics address; "off" = none
   std::string data_dir = "./hybridcache-data";  ///< node data (L3 store); created

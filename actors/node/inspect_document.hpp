@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/common/status.hpp"
-#include "actors/node/node.hpp"
+#include "actors/node/node_about.hpp"
 #include "actors/radix_cache/radix_tree.hpp"
 
 namespace hc {
