@@ -76,10 +76,10 @@ status connect_until(int fd, const sockaddr* sa, socklen_t len, const connect_li
   for (;;) {
     if (::connect(fd, sa, len) == 0) return {};
     if (errno == EINPROGRESS || errno == EINTR) break;  // finishing in the background
-    // A Unix socket whose listener's backlog is full: the kernel says try again.
     if (errno == EACCES)
       return status{errc::io_error,
                     system_error("connect to " + what, errno).message + access_hint};
+    // A Unix socket whose listener's backlog is full: the kernel says try again.
     if (errno != EAGAIN) return system_error("connect to " + what, errno);
     if (limits.due && steady::now() >= *limits.due) return late();
     if (ask()) return stopped();

@@ -208,10 +208,16 @@ int run_inspect(const node_options& o) {
       violations > 0
           ? " (a hybridcache bug; the first: " + doc.value("first_invariant_violation", "") + ")"
           : std::string());
-  print_l3(doc.contains("host_storage") ? doc["host_storage"].value("l3", json()) : json());
-  for (const auto& in : doc["instances"]) {
-    const auto& t = in["tree"];
-    const auto& s = in["stream"];
+  const auto storage = doc.find("host_storage");  // null when its actor did not answer
+  print_l3(storage != doc.end() && storage->is_object() ? storage->value("l3", json()) : json());
+  for (const auto& in : doc.value("instances", json::array())) {
+    // A part its actor did not answer (or a stream not yet attached) is null: printed as
+    // zeros rather than ending hcctl with a JSON type error.
+    const auto part = [&in](const char* key) {
+      const auto it = in.is_object() ? in.find(key) : in.end();
+      return it != in.end() && it->is_object() ? *it : json::object();
+    };
+    const json t = part("tree"), s = part("stream");
     fmt::print("instance {} [{}]\n", t.value("instance", 0), in.value("fingerprint", ""));
     fmt::print("  tree: {} nodes, {} leaves, page size {}\n", t.value("nodes", 0),
                t.value("leaves", 0), t.value("page_size", 0));
@@ -317,16 +323,20 @@ result<stat_map> poll(client& c) {
   if (doc.is_discarded() || !doc.is_object())
     return error{errc::io_error, "the node's inspect answer is not JSON"};
   for (const auto& in : doc.value("instances", json::array())) {
-    const json host =
-        in.is_object() ? in.value("tree", json::object()).value("host", json()) : json();
-    if (!host.is_object()) continue;
+    // A part an actor did not answer is null (inspect_document.hpp): skipped, not a throw.
+    const auto tree = in.is_object() ? in.find("tree") : in.end();
+    if (tree == in.end() || !tree->is_object()) continue;
+    const auto host = tree->find("host");
+    if (host == tree->end() || !host->is_object()) continue;
     m["host_tiers"] += 1;
     for (const auto& [k, label] : tier_rates)
-      m[k] += number_in(host, k);
+      m[k] += number_in(*host, k);
     for (const auto& [k, field] : host_gauges)
-      m[k] += number_in(host, field);
+      m[k] += number_in(*host, field);
   }
-  const json l3 = doc.value("host_storage", json::object()).value("l3", json());
+  const auto storage = doc.find("host_storage");
+  const json l3 =
+      storage != doc.end() && storage->is_object() ? storage->value("l3", json()) : json();
   m["l3_pages_written"] = number_in(l3, "pages_written");
   m["l3_pages_read"] = number_in(l3, "pages_read");
   return m;
