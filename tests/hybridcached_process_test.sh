@@ -217,6 +217,10 @@ timeout 20 "$daemon" --socket "$tmp/second.sock" --metrics off --data-dir "$tmp/
   --kv-events-replay "ipc://$tmp/evr.ipc" >"$tmp/ev.log" 2>&1 &
 ev_pid=$!
 wait_for_node "$ev_pid" "$tmp/ev.log"
+# The endpoints' socket files are the node's user's alone, as its socket (events carry the
+# users' tokens); ZeroMQ would have left them to the umask.
+[ "$(stat -c %a "$tmp/ev.ipc" "$tmp/evr.ipc" | tr '\n' ' ')" = "600 600 " ] ||
+  fail "event endpoints of mode $(stat -c %a "$tmp/ev.ipc" "$tmp/evr.ipc"), want 600"
 files="$(stat -c %i "$tmp/ev.ipc" "$tmp/evr.ipc")"
 for args in "--kv-events ipc://$tmp/ev.ipc" \
   "--kv-events ipc://$tmp/ev2.ipc --kv-events-replay ipc://$tmp/evr.ipc"; do
@@ -232,9 +236,12 @@ done
 kill -9 "$ev_pid"
 wait "$ev_pid" 2>/dev/null || true
 "$daemon" --socket "$tmp/ev-node.sock" --metrics off --l3 false --kv-events "ipc://$tmp/ev.ipc" \
-  --kv-events-replay "ipc://$tmp/evr.ipc" >"$tmp/ev.log" 2>&1 &
+  --kv-events-replay "ipc://$tmp/evr.ipc" --group-access true >"$tmp/ev.log" 2>&1 &
 ev_pid=$!
 wait_for_node "$ev_pid" "$tmp/ev.log"
+# --group-access: the node's group may connect to all three.
+[ "$(stat -c %a "$tmp/ev-node.sock" "$tmp/ev.ipc" "$tmp/evr.ipc" | tr '\n' ' ')" = "660 660 660 " ] ||
+  fail "--group-access: modes $(stat -c %a "$tmp/ev-node.sock" "$tmp/ev.ipc" "$tmp/evr.ipc"), want 660"
 stop_node "$ev_pid"
 ev_pid=
 # Without an L3 store a node has nothing to keep in its data dir and does not create it.

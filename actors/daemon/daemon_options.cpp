@@ -39,9 +39,10 @@ void add_daemon_flags(CLI::App& app, daemon_options& o) {
                  "Unix socket path (created mode 0600; 0660 with --group-access)")
       ->capture_default_str();
   app.add_option("--group-access", o.group_access,
-                 "Let the users of the node's group use it: its socket and the shared memory "
-                 "workers map (L1 pools, request rows, token arenas, Store arenas) are created "
-                 "mode 0660 instead of 0600, in the node's group (its effective group: the "
+                 "Let the users of the node's group use it: its socket, the shared memory "
+                 "workers map (L1 pools, request rows, token arenas, Store arenas) and the "
+                 "socket files of ipc:// KV event endpoints are created mode 0660 instead of "
+                 "0600, in the node's group (its effective group: the "
                  "systemd unit's Group=, the container's runAsGroup), so inference workers "
                  "running as other users in that group can connect. The L3 store stays the "
                  "node's user's alone")

@@ -7,6 +7,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -169,6 +170,13 @@ int run(const hc::daemon_options& o, hc::node_about about, sigset_t& signals) {
       return 2;
     }
     kv_events = std::move(*p);
+    // An ipc:// endpoint's socket file as the node's socket: its user's alone, or its group's
+    // with --group-access (ZeroMQ leaves it to the umask: 0755, or 0775 under a umask of 002,
+    // let the group subscribe to events that carry the users' tokens).
+    for (const std::string& endpoint : {kv_events->endpoint(), kv_events->replay_endpoint()})
+      if (endpoint.starts_with("ipc://") && endpoint.size() > 6 && endpoint[6] != '@' &&
+          ::chmod(endpoint.c_str() + 6, o.group_access ? 0660 : 0600) != 0)
+        hc::log::warn("cannot set the mode of " + endpoint + ": " + std::strerror(errno));
     hc::log::info("kv events at " + kv_events->endpoint() +
                   (kv_events->replay_endpoint().empty()
                        ? std::string(" (no replay)")
