@@ -976,7 +976,7 @@ class GroupAccessTest(OwnNodeTest):
         return subprocess.run(
             ["setpriv", f"--reuid={cls.OTHER_UID}", f"--regid={os.getegid()}", "--clear-groups",
              sys.executable, *argv],
-            env={"PYTHONPATH": package_dir, "PYTHONDONTWRITEBYTECODE": "1"},
+            env=dict(os.environ, PYTHONPATH=package_dir, PYTHONDONTWRITEBYTECODE="1"),
             capture_output=True, text=True, timeout=120)
 
     @classmethod
