@@ -1,9 +1,9 @@
 #include "actors/node/inspect_document.hpp"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <charconv>
+#include <ctime>
 
 #include "actors/node/json_text.hpp"
 
@@ -113,8 +113,12 @@ nlohmann::json node_document(const node_about& about, std::chrono::system_clock:
   if (!about.version.empty()) doc["version"] = about.version;
   if (about.protocol != 0) doc["protocol"] = about.protocol;
   doc["pid"] = pid;
-  doc["started"] =
-      fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(started));
+  // UTC whatever the node's TZ (fmt's time_point formatting is local time in fmt 9).
+  const std::time_t t = std::chrono::system_clock::to_time_t(started);
+  std::tm tm{};
+  char text[32] = "?";
+  if (::gmtime_r(&t, &tm) != nullptr) std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  doc["started"] = text;
   doc["uptime_seconds"] = uptime_seconds;
   nlohmann::json settings = nlohmann::json::object();
   nlohmann::json given = nlohmann::json::array();

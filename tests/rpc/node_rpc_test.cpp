@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -295,7 +296,18 @@ TEST_F(NodeRpc, RemovedSharedMemoryGivesNewSessionsAFreshInstance) {
 // and — from what the embedder says — its release, protocol and settings.
 TEST_F(NodeRpc, InspectSaysWhichProcessRunsTheNodeAndSinceWhen) {
   auto c = connect();
+  // In UTC whatever the node's time zone (it said local time with a Z, in fmt 9).
+  const char* tz = std::getenv("TZ");
+  const std::string saved_tz = tz != nullptr ? tz : "";
+  ::setenv("TZ", "Asia/Tokyo", 1);
+  ::tzset();
   const nlohmann::json first = inspect_now(*c)["node"];
+  if (tz != nullptr) {
+    ::setenv("TZ", saved_tz.c_str(), 1);
+  } else {
+    ::unsetenv("TZ");
+  }
+  ::tzset();
   ASSERT_TRUE(first.is_object()) << first.dump();
   EXPECT_EQ(first["pid"], static_cast<long>(::getpid()));
   EXPECT_FALSE(first.contains("program")) << "the fixture says nothing of its process";
