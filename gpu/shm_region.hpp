@@ -18,7 +18,13 @@ namespace hc {
 /// users of its group (0660: workers that run as other users in the node's group).
 enum class shm_access { user, group };
 
-/// The mode of a file the node creates for `access`: 0600 or 0660.
+/// Who may map what a node creates, from its node_config::group_access.
+constexpr shm_access shm_access_for(bool group_access) noexcept {
+  return group_access ? shm_access::group : shm_access::user;
+}
+
+/// The mode of a file the node creates for `access`: 0600 or 0660 (its shared memory, its
+/// socket, the socket files of its ipc:// event endpoints).
 constexpr unsigned shm_mode(shm_access access) noexcept {
   return access == shm_access::group ? 0660u : 0600u;
 }

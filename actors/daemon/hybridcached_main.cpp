@@ -36,6 +36,7 @@
 #include "cli/standard_streams.hpp"
 #include "cli/token_file.hpp"
 #include "events/zmq_kv_event_publisher.hpp"
+#include "gpu/shm_region.hpp"
 #include "monitoring/prometheus_metrics.hpp"
 #include "schema/protocol_version.hpp"
 #include "schema/server/rpc_server.hpp"
@@ -175,7 +176,7 @@ int run(const hc::daemon_options& o, hc::node_about about, sigset_t& signals) {
     // let the group subscribe to events that carry the users' tokens).
     for (const std::string& endpoint : {kv_events->endpoint(), kv_events->replay_endpoint()})
       if (endpoint.starts_with("ipc://") && endpoint.size() > 6 && endpoint[6] != '@' &&
-          ::chmod(endpoint.c_str() + 6, o.group_access ? 0660 : 0600) != 0)
+          ::chmod(endpoint.c_str() + 6, hc::shm_mode(hc::shm_access_for(o.group_access))) != 0)
         hc::log::warn("cannot set the mode of " + endpoint + ": " + std::strerror(errno));
     hc::log::info("kv events at " + kv_events->endpoint() +
                   (kv_events->replay_endpoint().empty()

@@ -32,6 +32,7 @@
 #include "gpu/anonymous_memory.hpp"
 #include "gpu/cuda_l1_pool.hpp"
 #include "gpu/shm_l1_pool.hpp"
+#include "gpu/shm_region.hpp"
 #include "storage/l3_keys.hpp"
 #include "storage/sha256_page_hasher.hpp"
 
@@ -125,11 +126,6 @@ std::uint64_t l1_host_bytes(const instance_spec& spec) {
   return spec.device == device_kind::cuda ? 0 : l1_pool_bytes(spec);
 }
 
-/// Who may map the shared memory the node creates (node_config::group_access).
-shm_access shared_access(const node_config& cfg) {
-  return cfg.group_access ? shm_access::group : shm_access::user;
-}
-
 /// The instance's L1 pools on its device (in shared memory: mapped by `access`).
 result<std::shared_ptr<l1_pool>> make_pools(const instance_spec& spec, const std::string& base,
                                             shm_access access) {
@@ -187,7 +183,7 @@ result<instance> build_instance(msg::scheduler_actor_type::pointer self, node_st
   }
   const std::uint64_t id = ++st.next_instance;
   const std::string base = st.cfg.shm_prefix + "-i" + std::to_string(id);
-  auto pools = make_pools(spec, base, shared_access(st.cfg));
+  auto pools = make_pools(spec, base, shm_access_for(st.cfg.group_access));
   if (!pools) return pools.err();
   auto cache = std::make_shared<radix_cache>(cc, &page_hashes);
   instance in;
@@ -322,7 +318,7 @@ void open_session(msg::scheduler_actor_type::pointer self, node_state& st,
                           msg::rows_ptr& out) -> bool {
     if (bytes == 0) return true;
     auto r = shm_region::create(st.cfg.shm_prefix + "-s" + std::to_string(sid) + suffix, bytes,
-                                shared_access(st.cfg));
+                                shm_access_for(st.cfg.group_access));
     if (!r) {
       job->err = {errc::out_of_memory, std::string(what) + ": " + r.err().message};
       return false;

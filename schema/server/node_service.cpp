@@ -133,9 +133,8 @@ class node_impl final : public wire::CacheNode::Server {
     }
     const std::string name =
         ctx_.n.config().shm_prefix + "-store-" + std::to_string(++ctx_.next_arena);
-    auto arena =
-        shm_region::create(name, ctx_.store_arena_bytes,
-                           ctx_.n.config().group_access ? shm_access::group : shm_access::user);
+    auto arena = shm_region::create(name, ctx_.store_arena_bytes,
+                                    shm_access_for(ctx_.n.config().group_access));
     if (!arena) {
       open->fetch_sub(1);
       wc::put_error(res.initError(), arena.err());

@@ -12,6 +12,7 @@
 
 #include "actors/common/log.hpp"
 #include "actors/common/thread_name.hpp"
+#include "gpu/shm_region.hpp"
 #include "schema/server/listener.hpp"
 #include "schema/server/node_service.hpp"
 #include "schema/server/server_context.hpp"
@@ -108,7 +109,7 @@ struct rpc_server::impl {
         }
         // Created 0600: only this user may connect (0660 with node_config::group_access:
         // also its group's users).
-        const mode_t mode = ctx.n.config().group_access ? 0660 : 0600;
+        const mode_t mode = shm_mode(shm_access_for(ctx.n.config().group_access));
         const mode_t old = ::umask(0777 & ~mode);
         const auto failed = listen_at("unix:" + cfg.unix_path, unix_listener);
         ::umask(old);
