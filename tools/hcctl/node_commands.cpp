@@ -16,120 +16,12 @@
 
 #include "cli/standard_streams.hpp"
 #include "schema/client.hpp"
+#include "tools/hcctl/inspect_view.hpp"
 
 namespace hc::cli {
 namespace {
 
 using nlohmann::json;
-
-/// `b` bytes in binary units with one decimal ("512 B", "1.5 KiB", "64.0 GiB").
-std::string human_bytes(std::uint64_t b) {
-  if (b < 1024) return fmt::format("{} B", b);
-  constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(b) / 1024;
-  std::size_t u = 0;
-  for (; v >= 1024 && u + 1 < std::size(units); ++u)
-    v /= 1024;
-  return fmt::format("{:.1f} {}", v, units[u]);
-}
-
-/// A counter of an inspect document (0 when absent).
-std::uint64_t count_of(const json& j, const char* key) {
-  return j.value(key, std::uint64_t{0});
-}
-
-/// `seconds` for people, to its two largest units ("45 s", "12 min 5 s", "3 h 12 min",
-/// "2 d 3 h").
-std::string human_duration(double seconds) {
-  const auto s = static_cast<std::uint64_t>(std::max(0.0, seconds));
-  if (s < 60) return fmt::format("{} s", s);
-  if (s < 3600) return fmt::format("{} min {} s", s / 60, s % 60);
-  if (s < 86400) return fmt::format("{} h {} min", s / 3600, s % 3600 / 60);
-  return fmt::format("{} d {} h", s / 86400, s % 86400 / 3600);
-}
-
-/// The process that runs the node, as inspect's "node" has it (absent from a node before
-/// it): its release, pid, uptime and the settings given beyond the defaults (--json: all).
-void print_node(const json& n) {
-  if (!n.is_object()) return;
-  std::string what = n.value("program", "node");
-  if (n.contains("version")) what += fmt::format(" {}", n.value("version", ""));
-  if (n.contains("protocol")) what += fmt::format(" (protocol {})", n.value("protocol", 0));
-  fmt::print("node: {}, pid {}, up {} (since {})\n", what, n.value("pid", 0),
-             human_duration(n.value("uptime_seconds", 0.0)), n.value("started", "?"));
-  const json settings = n.value("settings", json::object());
-  if (settings.empty()) return;
-  std::string given;
-  for (const auto& name : n.value("given", json::array())) {
-    if (!name.is_string()) continue;
-    const json v = settings.value(name.get<std::string>(), json());
-    given += fmt::format("{}{} = {}", given.empty() ? "" : ", ", name.get<std::string>(),
-                         v.is_string() ? v.get<std::string>() : v.dump());
-  }
-  fmt::print("  settings: {} (inspect --json lists all {})\n",
-             given.empty() ? "all defaults" : given + ", the rest defaults", settings.size());
-}
-
-/// The node's L3 store, as inspect's "host_storage" has it (null: a node without one).
-void print_l3(const json& l3) {
-  if (!l3.is_object()) {
-    fmt::print("L3 store: none (the node runs with --l3 false)\n");
-    return;
-  }
-  const auto n = [&](const char* k) { return count_of(l3, k); };
-  fmt::print("L3 store: {} values, {} of {}{}\n", n("values"), human_bytes(n("bytes")),
-             human_bytes(n("capacity")),
-             l3.value("loading", false) ? " (reading its index: misses until it has)" : "");
-  if (l3.value("index_failing", false))
-    fmt::print(
-        "  its index cannot write to its disk: RocksDB retries every second, L3 writes may "
-        "fail meanwhile (the node's log says why)\n");
-  fmt::print("  backups: {} ({} failed, {} skipped while its index loaded), {} pages written\n",
-             n("backups"), n("backup_failures"), n("backups_skipped_loading"), n("pages_written"));
-  fmt::print("  prefetch reads: {}, {} pages read; values evicted: {}, found corrupt: {}\n",
-             n("prefetch_reads"), n("pages_read"), n("evicted"), n("corrupt"));
-  fmt::print("  Store clients: {} calls, {} gets ({} hits), {} sets\n", n("external_calls"),
-             n("external_gets"), n("external_hits"), n("external_sets"));
-}
-
-/// What an instance served (inspect's tree.served).
-void print_served(const json& s) {
-  const auto n = [&](const char* k) { return count_of(s, k); };
-  fmt::print(
-      "  served: {} steps, {} commands ({} errors), {} matches ({} KV / {} resumable tokens "
-      "hit), {} lookups, {} tokens inserted\n",
-      n("steps"), n("commands"), n("command_errors"), n("matches"), n("matched_kv_tokens"),
-      n("matched_resumable_tokens"), n("lookups"), n("inserted_tokens"));
-  fmt::print(
-      "  evicted: {} tokens and {} slots ({} and {} under pressure); tombstones: {} by "
-      "eviction, {} by split\n",
-      n("evicted_tokens"), n("evicted_slots"), n("pressure_evicted_tokens"),
-      n("pressure_evicted_slots"), n("tombstones_by_eviction"), n("tombstones_by_split"));
-}
-
-/// An instance's host tier (inspect's tree.host), if it has one.
-void print_host_tier(const json& h) {
-  const auto n = [&](const char* k) { return count_of(h, k); };
-  fmt::print(
-      "  L2 pools: KV tokens {} free of {}, slots {} free of {}; the tree holds {} tokens and {} "
-      "slots there\n",
-      n("kv_available"), n("kv_capacity"), n("slot_available"), n("slot_capacity"),
-      n("tree_tokens"), n("tree_slots"));
-  fmt::print(
-      "  L2 traffic: {} tokens backed up ({} backups refused), {} loaded back, {} demoted, {} "
-      "evicted from L2\n",
-      n("backed_up_tokens"), n("backups_refused"), n("loaded_back_tokens"), n("demoted_tokens"),
-      n("host_evicted_tokens"));
-  if (h.value("l3", false))
-    fmt::print("  to L3: {} writes ({} failed, {} skipped while its index loaded)\n",
-               n("l3_writes"), n("l3_write_failures"), n("l3_writes_skipped"));
-  std::string outcomes;
-  if (h.contains("prefetch") && h["prefetch"].is_object())
-    for (const auto& [k, v] : h["prefetch"].items())
-      outcomes += fmt::format(", {} {}", v.get<std::uint64_t>(), k);
-  fmt::print("  prefetch: {} in flight ({} tokens of L2 held){}\n", n("prefetches_in_flight"),
-             n("prefetch_occupied_tokens"), outcomes);
-}
 
 std::unique_ptr<client> connect_or_say(const node_options& o) {
   auto c = client::connect(o.address, o.token, o.timeout);
@@ -200,65 +92,7 @@ int run_inspect(const node_options& o) {
     std::puts(r->c_str());
     return 0;
   }
-  print_node(doc.value("node", json()));
-  fmt::print("sessions: {}\n", doc.value("sessions", 0));
-  const std::uint64_t violations = doc.value("invariant_violations", std::uint64_t{0});
-  fmt::print(
-      "invariant violations: {}{}\n", violations,
-      violations > 0
-          ? " (a hybridcache bug; the first: " + doc.value("first_invariant_violation", "") + ")"
-          : std::string());
-  const auto storage = doc.find("host_storage");  // null when its actor did not answer
-  print_l3(storage != doc.end() && storage->is_object() ? storage->value("l3", json()) : json());
-  for (const auto& in : doc.value("instances", json::array())) {
-    // A part its actor did not answer (or a stream not yet attached) is null: printed as
-    // zeros rather than ending hcctl with a JSON type error.
-    const auto part = [&in](const char* key) {
-      const auto it = in.is_object() ? in.find(key) : in.end();
-      return it != in.end() && it->is_object() ? *it : json::object();
-    };
-    const json t = part("tree"), s = part("stream");
-    fmt::print("instance {} [{}]\n", t.value("instance", 0), in.value("fingerprint", ""));
-    fmt::print("  tree: {} nodes, {} leaves, page size {}\n", t.value("nodes", 0),
-               t.value("leaves", 0), t.value("page_size", 0));
-    fmt::print("  KV tokens: {} free of {} (evictable {}, protected {})\n",
-               t.value("kv_available", 0), t.value("kv_capacity", 0), t.value("full_evictable", 0),
-               t.value("full_protected", 0));
-    fmt::print("  SSM slots: {} free of {} (evictable {}, protected {})\n",
-               t.value("slot_available", 0), t.value("slot_capacity", 0),
-               t.value("mamba_evictable", 0), t.value("mamba_protected", 0));
-    fmt::print("  sessions: {}, live requests: {}\n", t.value("sessions", 0),
-               t.value("live_requests", 0));
-    if (t.contains("served")) print_served(t["served"]);
-    if (t.contains("host") && t["host"].is_object()) print_host_tier(t["host"]);
-    if (t.contains("blocks")) {
-      std::size_t checkpoints = 0;
-      for (const auto& b : t["blocks"])
-        checkpoints += b.value("checkpoint", false) ? 1 : 0;
-      const std::string topic = t.value("event_topic", "");
-      fmt::print(
-          "  device KV pages: {}, with an SSM checkpoint: {} ({})\n", t["blocks"].size(),
-          checkpoints,
-          topic.empty() ? "no KV events published: --kv-events off" : "events topic " + topic);
-    }
-    fmt::print(
-        "  stream: {} snapshots, {} clears, {} COWs run; {} tier loads, {} demotions, {} "
-        "backups ({} to the host, {} to the device)\n",
-        s.value("snapshots_run", 0), s.value("clears_run", 0), s.value("cows_run", 0),
-        s.value("tier_loads", 0), s.value("tier_demotions", 0), s.value("tier_backups", 0),
-        human_bytes(s.value("bytes_to_host", std::uint64_t{0})),
-        human_bytes(s.value("bytes_to_device", std::uint64_t{0})));
-    if (s.value("device", "cpu") == "cuda")
-      fmt::print("  pools: on cuda:{} (KV {}, SSM {})\n", s.value("device_ordinal", 0),
-                 human_bytes(s.value("kv_bytes", std::uint64_t{0})),
-                 human_bytes(s.value("ssm_bytes", std::uint64_t{0})));
-    else if (s.value("kv_shm", "").empty() && s.value("ssm_shm", "").empty())
-      fmt::print("  pools: none (kvBytesPerToken and ssmSlotBytes 0: the index alone)\n");
-    else
-      fmt::print("  pools: {} ({}), {} ({})\n", s.value("kv_shm", ""),
-                 human_bytes(s.value("kv_bytes", std::uint64_t{0})), s.value("ssm_shm", ""),
-                 human_bytes(s.value("ssm_bytes", std::uint64_t{0})));
-  }
+  std::fputs(inspect_text(doc).c_str(), stdout);
   return 0;
 }
 
@@ -292,25 +126,14 @@ constexpr std::pair<const char*, const char*> tier_rates[] = {
     {"l3_pages_read", "L3 pages read/s"},
 };
 
-/// The L2 pools' gauges (inspect's tree.host, summed), under `top`'s JSON `host_gauges`.
-constexpr std::pair<const char*, const char*> host_gauges[] = {
-    {"host_kv_tokens_capacity", "kv_capacity"},
-    {"host_kv_tokens_free", "kv_available"},
-    {"host_ssm_slots_capacity", "slot_capacity"},
-    {"host_ssm_slots_free", "slot_available"},
-};
+/// The L2 pools' gauges (tier_figures: the host tiers summed), under `top`'s JSON
+/// `host_gauges`.
+constexpr const char* host_gauges[] = {"host_kv_tokens_capacity", "host_kv_tokens_free",
+                                       "host_ssm_slots_capacity", "host_ssm_slots_free"};
 
 using stat_map = std::map<std::string, double>;
 
-/// A number of a JSON object (0 when absent or not a number).
-double number_in(const json& j, const char* key) {
-  if (!j.is_object()) return 0.0;
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-/// The node's stats, and from its inspect document the tiers' figures above and
-/// "host_tiers" (how many instances have one).
+/// The node's stats, and from its inspect document the tiers' figures (tier_figures).
 result<stat_map> poll(client& c) {
   auto r = c.stats();
   if (!r) return r.err();
@@ -322,23 +145,8 @@ result<stat_map> poll(client& c) {
   const json doc = json::parse(*text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object())
     return error{errc::io_error, "the node's inspect answer is not JSON"};
-  for (const auto& in : doc.value("instances", json::array())) {
-    // A part an actor did not answer is null (inspect_document.hpp): skipped, not a throw.
-    const auto tree = in.is_object() ? in.find("tree") : in.end();
-    if (tree == in.end() || !tree->is_object()) continue;
-    const auto host = tree->find("host");
-    if (host == tree->end() || !host->is_object()) continue;
-    m["host_tiers"] += 1;
-    for (const auto& [k, label] : tier_rates)
-      m[k] += number_in(*host, k);
-    for (const auto& [k, field] : host_gauges)
-      m[k] += number_in(*host, field);
-  }
-  const auto storage = doc.find("host_storage");
-  const json l3 =
-      storage != doc.end() && storage->is_object() ? storage->value("l3", json()) : json();
-  m["l3_pages_written"] = number_in(l3, "pages_written");
-  m["l3_pages_read"] = number_in(l3, "pages_read");
+  for (const auto& [k, v] : tier_figures(doc))
+    m[k] = v;
   return m;
 }
 
@@ -388,7 +196,7 @@ int run_top(const node_options& o, const top_options& t) {
         totals[k] = at(*cur, k);
       for (const auto& [k, label] : tier_rates)
         tier_totals[k] = at(*cur, k);
-      for (const auto& [k, field] : host_gauges)
+      for (const char* k : host_gauges)
         host[k] = at(*cur, k);
       host["host_tiers"] = at(*cur, "host_tiers");
       std::puts(json{{"interval_s", dt},
