@@ -188,6 +188,14 @@ struct prometheus_metrics::impl {
           .Name("hybridcache_hit_tokens_total")
           .Help("Matched tokens by tier and component (kv: KV walk; ssm: resumable, with a state)")
           .Register(*reg);
+  pm::Family<pm::Counter>& queried =
+      pm::BuildCounter()
+          .Name("hybridcache_queried_tokens_total")
+          .Help(
+              "Tokens prefix matches looked up (each match's key: its prompt but the last "
+              "token), the denominator of the token hit rate: hit_tokens{component=\"kv\"} "
+              "of l1 + l2 over this")
+          .Register(*reg);
   pm::Family<pm::Counter>& inserted = pm::BuildCounter()
                                           .Name("hybridcache_inserted_tokens_total")
                                           .Help("Tokens offered to the tree by cache_*_req")
@@ -302,6 +310,7 @@ struct prometheus_metrics::impl {
   // (dashboards and alert ratios need 0).
   tier_series l1, l2, l3;
   pm::Counter& inserted_total = inserted.Add({});
+  pm::Counter& queried_total = queried.Add({});
   series_by<pm::Counter> evicted_tokens_by{evicted_tokens, "reason"};
   series_by<pm::Counter> evicted_slots_by{evicted_slots, "reason"};
   series_by<pm::Counter> tombstones_by{tombstones, "cause"};
@@ -398,6 +407,10 @@ void prometheus_metrics::l1_match(std::uint64_t kv_matched, std::uint64_t resuma
   impl_->l1.requests->Increment();
   impl_->l1.kv->Increment(static_cast<double>(kv_matched));
   impl_->l1.ssm->Increment(static_cast<double>(resumable));
+}
+
+void prometheus_metrics::queried_tokens(std::uint64_t n) {
+  impl_->queried_total.Increment(static_cast<double>(n));
 }
 
 void prometheus_metrics::inserted_tokens(std::uint64_t n) {

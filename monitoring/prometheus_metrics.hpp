@@ -4,6 +4,7 @@
 // README "Metrics"):
 //   hybridcache_match_requests_total{tier}                     counter
 //   hybridcache_hit_tokens_total{tier,component="kv"|"ssm"}    counter (ssm = resumable)
+//   hybridcache_queried_tokens_total                           counter (the matches' keys)
 //   hybridcache_inserted_tokens_total                          counter
 //   hybridcache_evicted_tokens_total{reason}, _evicted_slots_total{reason}
 //       reason = pressure (inside an allocation) | explicit (an evict command)
@@ -64,6 +65,7 @@ class prometheus_metrics final : public metrics_sink {
   std::string text() const;
 
   void l1_match(std::uint64_t kv_matched, std::uint64_t resumable) override;
+  void queried_tokens(std::uint64_t n) override;
   void inserted_tokens(std::uint64_t n) override;
   void evicted(std::string_view reason, std::uint64_t tokens, std::uint64_t slots) override;
   void tombstones(std::string_view cause, std::uint64_t n) override;

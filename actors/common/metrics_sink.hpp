@@ -22,6 +22,9 @@ class metrics_sink {
   virtual ~metrics_sink() = default;
   /// A match: tokens matched by the KV walk, and the resumable part (with an SSM state).
   virtual void l1_match(std::uint64_t kv_matched, std::uint64_t resumable) = 0;
+  /// Tokens that matches looked up (their keys: each prompt but its last token), the
+  /// denominator of the token hit rate; reported once a step for all its matches.
+  virtual void queried_tokens(std::uint64_t n) = 0;
   virtual void inserted_tokens(std::uint64_t n) = 0;
   /// reason: "pressure" (allocation-driven) or "explicit" (an evict command).
   virtual void evicted(std::string_view reason, std::uint64_t tokens, std::uint64_t slots) = 0;
@@ -73,6 +76,7 @@ class metrics_sink {
 class null_metrics : public metrics_sink {
  public:
   void l1_match(std::uint64_t, std::uint64_t) override {}
+  void queried_tokens(std::uint64_t) override {}
   void inserted_tokens(std::uint64_t) override {}
   void evicted(std::string_view, std::uint64_t, std::uint64_t) override {}
   void tombstones(std::string_view, std::uint64_t) override {}

@@ -28,6 +28,7 @@ struct session_state {
 struct served_counters {
   std::uint64_t steps = 0, commands = 0, command_errors = 0;
   std::uint64_t matches = 0, matched_kv_tokens = 0, matched_resumable_tokens = 0, lookups = 0;
+  std::uint64_t queried_tokens = 0;  ///< the matches' keys (request_manager::queried_tokens)
   std::uint64_t inserted_tokens = 0;
   std::uint64_t explicit_evicted_tokens = 0, explicit_evicted_slots = 0;
 };
@@ -90,11 +91,14 @@ void publish_cleared(state& st) {
 
 /// Reports a step. `before`: the tree's counters when the step began; evictions beyond
 /// those the step's evict commands made happened inside allocations ("pressure").
-void report(state& st, const tree_counters& before, std::span<const command> cmds,
-            std::span<const command_result> res) {
+/// `queried`: the tokens its matches looked up (request_manager::queried_tokens' growth).
+void report(state& st, const tree_counters& before, std::uint64_t queried,
+            std::span<const command> cmds, std::span<const command_result> res) {
   metrics_sink& m = *st.metrics;
   served_counters& sv = st.served;
   ++sv.steps;
+  sv.queried_tokens += queried;
+  if (queried > 0) m.queried_tokens(queried);
   sv.commands += cmds.size();
   std::uint64_t explicit_tokens = 0, explicit_slots = 0;
   for (std::size_t i = 0; i < cmds.size(); ++i) {
@@ -189,6 +193,7 @@ instance_stats stats_of(const state& st) {
   out.commands = sv.commands;
   out.command_errors = sv.command_errors;
   out.matches = sv.matches;
+  out.queried_tokens = sv.queried_tokens;
   out.matched_kv_tokens = sv.matched_kv_tokens;
   out.matched_resumable_tokens = sv.matched_resumable_tokens;
   out.lookups = sv.lookups;
@@ -311,13 +316,14 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
           if (auto* x = std::get_if<cmd::lookup>(&c)) x->ns = it->second.ns;
         }
         request_manager& requests = *it->second.requests;
+        const std::uint64_t queried_before = requests.queried_tokens();
         step_outcome out = run_step(
             requests, *st->cache, job->cmds, job->results,
             [&](const command& c, command_result& r) {
               return st->tiers->on_command(sid, requests, c, r);
             },
             *st->time);
-        report(*st, before, job->cmds, job->results);
+        report(*st, before, requests.queried_tokens() - queried_before, job->cmds, job->results);
         // Sent in step.hpp's order, before the reply: the session's next begin_forward
         // finds every one of them in the stream's mailbox (causal order).
         for (step_outcome::batch_ops& b : out.ops)

@@ -16,7 +16,8 @@ struct instance_stats {
   std::uint64_t slot_capacity = 0, slot_available = 0, mamba_evictable = 0, mamba_protected = 0;
   // Served since the instance started.
   std::uint64_t steps = 0, commands = 0, command_errors = 0;
-  std::uint64_t matches = 0, matched_kv_tokens = 0, matched_resumable_tokens = 0, lookups = 0;
+  std::uint64_t matches = 0, queried_tokens = 0, matched_kv_tokens = 0,
+                matched_resumable_tokens = 0, lookups = 0;
   std::uint64_t inserted_tokens = 0;
   std::uint64_t evicted_tokens = 0, evicted_slots = 0;
   std::uint64_t pressure_evicted_tokens = 0, pressure_evicted_slots = 0;
@@ -47,6 +48,7 @@ struct instance_stats {
     f("commands", "commands", &S::commands, true);
     f("command_errors", "command_errors", &S::command_errors, true);
     f("matches", "matches", &S::matches, true);
+    f("queried_tokens", "queried_tokens", &S::queried_tokens, true);
     f("matched_kv_tokens", "matched_kv_tokens", &S::matched_kv_tokens, true);
     f("matched_resumable_tokens", "matched_resumable_tokens", &S::matched_resumable_tokens, true);
     f("lookups", "lookups", &S::lookups, true);

@@ -238,6 +238,7 @@ result<match_info> request_manager::match(request_handle h) {
   info.working = r.working;
   info.kv_matched = std::max(m.match.kv_matched, info.prefix_len);
   info.loaded_tokens = m.loaded_tokens;
+  queried_tokens_ += key.size();
   return info;
 }
 

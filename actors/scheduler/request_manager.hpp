@@ -148,6 +148,10 @@ class request_manager {
   /// False when the rows are shared (request_config::shared_rows): results carry no
   /// index lists.
   bool index_lists_in_results() const noexcept { return cfg_.shared_rows.empty(); }
+  /// Tokens the matches that succeeded looked up since the manager was made: each one's
+  /// key, its prompt but the last token (input_len - 1). The denominator of a token hit
+  /// rate: matched tokens / queried tokens.
+  std::uint64_t queried_tokens() const noexcept { return queried_tokens_; }
 
   /// Records a snapshot: tracked length = seqlen; optionally flips next_track_idx.
   /// Returns the keep slot (the entry now holding the newest snapshot).
@@ -296,7 +300,8 @@ class request_manager {
   };
   std::vector<write_lock> write_locks_;
   std::vector<writer_mark> read_waits_;
-  batch_progress progress_;  ///< of the session's forwards (fence reports)
+  batch_progress progress_;           ///< of the session's forwards (fence reports)
+  std::uint64_t queried_tokens_ = 0;  ///< queried_tokens()
 };
 
 }  // namespace hc

@@ -41,6 +41,14 @@ PANELS = [
     ("Hits", "Hit tokens per second, by tier and component", "short",
      [(rate("hybridcache_hit_tokens_total", by="tier, component"), "{{tier}} {{component}}")],
      "kv = tokens whose KV was found; ssm = the resumable part (with an SSM state)."),
+    ("Hits", "Token hit rate: KV hits of the queried tokens", "percentunit",
+     [(rate("hybridcache_hit_tokens_total", 'component="kv", tier=~"l1|l2"') + " / "
+       + rate("hybridcache_queried_tokens_total"), "KV hits (L1 + L2) / queried"),
+      (rate("hybridcache_hit_tokens_total", 'component="ssm", tier=~"l1|l2"') + " / "
+       + rate("hybridcache_queried_tokens_total"), "resumable hits / queried")],
+     "The share of the tokens matches looked up (each prompt but its last token) whose KV "
+     "the cache had, on the device (L1) or loaded back from the host (L2); and the share "
+     "that resumes with an SSM state. L3 hits reach a match as L2 hits."),
     ("Hits", "Hit tokens per query (KV), by tier", "short",
      [(rate("hybridcache_hit_tokens_total", 'component="kv"', by="tier") + " / "
        + rate("hybridcache_match_requests_total", by="tier"), "{{tier}}")],

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <future>
+#include <map>
 
 #include "monitoring/prometheus_metrics.hpp"
 #include "storage/loading_store.hpp"
@@ -222,6 +223,34 @@ TEST_F(TiersRpc, AnEvictedPrefixIsLoadedBackFromTheHostByteForByte) {
   }
   expect_loaded_back(wk);
   EXPECT_EQ(metric(R"(hybridcache_match_requests_total{tier="l2"})"), 1);
+}
+
+// The token hit rate has its denominator: the tokens the matches looked up (each key, the
+// prompt but its last token), in the node's stats, inspect and /metrics alike, beside the
+// KV hits of L1 and L2 (disjoint parts of a match).
+TEST_F(TiersRpc, TheQueriedTokensAreTheHitRatesDenominator) {
+  toy_worker& wk = open();
+  wk.serve(1);  // a miss: K's key is K but its last token
+  ASSERT_TRUE(after_drain(*c, [&] {
+    return host_of_instance().value("backed_up_tokens", 0u) >= prompt_len;
+  })) << host_of_instance().dump();
+  expect_ok(wk.step({evict(256, 16)})[0]);
+  expect_loaded_back(wk);  // request 2, K + 1 token: its whole key comes back from L2
+  expect_ok(wk.step({create(3, wk.continuation())})[0]);
+  EXPECT_EQ(wk.admit_and_check(3).kv_matched, prompt_len);  // now an L1 hit
+  wk.abort_and_check_idle(3);
+
+  const double queried = (prompt_len - 1) + prompt_len + prompt_len;
+  EXPECT_EQ(metric("hybridcache_queried_tokens_total"), queried);
+  EXPECT_EQ(metric(R"(hybridcache_hit_tokens_total{component="kv",tier="l1"})"), prompt_len);
+  EXPECT_EQ(metric(R"(hybridcache_hit_tokens_total{component="kv",tier="l2"})"), prompt_len);
+  auto stats = c->stats();
+  ASSERT_TRUE(stats.ok()) << stats.err().message;
+  std::map<std::string, double> by_name(stats->begin(), stats->end());
+  EXPECT_EQ(by_name["queried_tokens"], queried);
+  EXPECT_EQ(by_name["matched_kv_tokens"], 2 * prompt_len);
+  const nlohmann::json doc = nlohmann::json::parse(*c->inspect());
+  EXPECT_EQ(doc["instances"][0]["tree"]["served"]["queried_tokens"].get<double>(), queried);
 }
 
 TEST_F(TiersRpc, WriteBackCopiesOnEvictionThenLoadsBackAndReachesL3) {

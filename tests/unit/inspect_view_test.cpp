@@ -38,6 +38,7 @@ json whole_document() {
                 "full_protected": 60, "slot_available": 4, "slot_capacity": 64,
                 "mamba_evictable": 5, "mamba_protected": 6, "sessions": 2, "live_requests": 7,
                 "served": {"steps": 21, "commands": 22, "command_errors": 23, "matches": 24,
+                           "queried_tokens": 99,
                            "matched_kv_tokens": 25, "matched_resumable_tokens": 26,
                            "lookups": 27, "inserted_tokens": 28, "evicted_tokens": 29,
                            "evicted_slots": 30, "pressure_evicted_tokens": 31,
@@ -94,7 +95,7 @@ TEST(InspectView, AWholeDocumentSaysEachPartOnItsLine) {
            "  SSM slots: 4 free of 64 (evictable 5, protected 6)\n",
            "  sessions: 2, live requests: 7\n",
            "  served: 21 steps, 22 commands (23 errors), 24 matches (25 KV / 26 resumable "
-           "tokens hit), 27 lookups, 28 tokens inserted\n",
+           "tokens hit of 99 queried), 27 lookups, 28 tokens inserted\n",
            "  evicted: 29 tokens and 30 slots (31 and 32 under pressure); tombstones: 33 by "
            "eviction, 34 by split\n",
            "  L2 pools: KV tokens 41 free of 42, slots 43 free of 44; the tree holds 45 tokens "

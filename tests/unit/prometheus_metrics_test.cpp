@@ -47,6 +47,9 @@ TEST_F(PrometheusMetrics, MatchesInsertsEvictionsAndOpsLandInTheirSeries) {
   EXPECT_EQ(at(R"(hybridcache_hit_tokens_total{component="ssm",tier="l3"})"), 16);
   EXPECT_EQ(at("hybridcache_prefetch_seconds_count"), 1);
 
+  m.queried_tokens(300);
+  m.queried_tokens(21);
+  EXPECT_EQ(at("hybridcache_queried_tokens_total"), 321);
   m.inserted_tokens(7);
   m.inserted_tokens(5);
   EXPECT_EQ(at("hybridcache_inserted_tokens_total"), 12);

@@ -139,10 +139,10 @@ void print_served(out_it out, const json& s) {
   const auto n = [&](const char* k) { return count_of(s, k); };
   fmt::format_to(out,
                  "  served: {} steps, {} commands ({} errors), {} matches ({} KV / {} resumable "
-                 "tokens hit), {} lookups, {} tokens inserted\n",
+                 "tokens hit of {} queried), {} lookups, {} tokens inserted\n",
                  n("steps"), n("commands"), n("command_errors"), n("matches"),
-                 n("matched_kv_tokens"), n("matched_resumable_tokens"), n("lookups"),
-                 n("inserted_tokens"));
+                 n("matched_kv_tokens"), n("matched_resumable_tokens"), n("queried_tokens"),
+                 n("lookups"), n("inserted_tokens"));
   fmt::format_to(out,
                  "  evicted: {} tokens and {} slots ({} and {} under pressure); tombstones: {} "
                  "by eviction, {} by split\n",

@@ -106,6 +106,7 @@ constexpr std::pair<const char*, const char*> top_rates[] = {
     {"steps", "steps/s"},
     {"commands", "commands/s"},
     {"matches", "matches/s"},
+    {"queried_tokens", "queried tokens/s"},
     {"matched_kv_tokens", "KV hit tokens/s"},
     {"matched_resumable_tokens", "resumable hit tokens/s"},
     {"inserted_tokens", "inserted tokens/s"},
@@ -184,6 +185,7 @@ int run_top(const node_options& o, const top_options& t) {
     const double matched = at(*cur, "matched_kv_tokens") - at(*prev, "matched_kv_tokens");
     const double resumable =
         at(*cur, "matched_resumable_tokens") - at(*prev, "matched_resumable_tokens");
+    const double queried = at(*cur, "queried_tokens") - at(*prev, "queried_tokens");
     if (o.json) {
       json gauges = json::object();
       for (const char* k :
@@ -203,6 +205,7 @@ int run_top(const node_options& o, const top_options& t) {
                      {"rates", rates},
                      {"totals", totals},
                      {"resumable_share", matched > 0 ? json(resumable / matched) : json(nullptr)},
+                     {"kv_hit_share", queried > 0 ? json(matched / queried) : json(nullptr)},
                      {"gauges", gauges},
                      {"tier_rates", tiers},
                      {"tier_totals", tier_totals},
@@ -214,6 +217,8 @@ int run_top(const node_options& o, const top_options& t) {
       fmt::print("hybridcached at {} — every {:.1f} s (Ctrl-C to stop)\n\n", o.address, dt);
       for (const auto& [k, label] : top_rates)
         fmt::print("  {:<24} {:>14.1f}\n", label, rates[k].get<double>());
+      fmt::print("  {:<24} {:>14}\n", "KV hits of queried",
+                 queried > 0 ? fmt::format("{:.1f} %", 100.0 * matched / queried) : "-");
       fmt::print("  {:<24} {:>14}\n", "resumable share of hits",
                  matched > 0 ? fmt::format("{:.1f} %", 100.0 * resumable / matched) : "-");
       if (at(*cur, "host_tiers") > 0)  // the tiers' rates, where an instance has a host tier
