@@ -204,6 +204,16 @@ instance_stats stats_of(const state& st) {
   out.pressure_evicted_slots = tc.evicted_slots - sv.explicit_evicted_slots;
   out.tombstones_by_eviction = tc.tombstones_by_eviction;
   out.tombstones_by_split = tc.tombstones_by_split;
+  if (c.has_host_tier()) {
+    out.host_kv_capacity = c.host_kv().capacity();
+    out.host_kv_available = c.host_kv().available();
+    out.host_slot_capacity = c.host_slots().capacity();
+    out.host_slot_available = c.host_slots().available();
+  }
+  out.backed_up_tokens = tc.backed_up_tokens;
+  out.loaded_back_tokens = tc.loaded_back_tokens;
+  out.demoted_tokens = tc.demoted_tokens;
+  out.host_evicted_tokens = tc.host_evicted_tokens;
   return out;
 }
 
@@ -220,9 +230,10 @@ std::pair<std::string, msg::block_listing_ptr> inspect(state& st, bool blocks,
                         {"leaves", c.tree().leaf_count()},
                         {"sessions", st.sessions.size()}};
   nlohmann::json served = nlohmann::json::object();
-  instance_stats::for_each_field(
-      [&](std::string_view, std::string_view name, std::uint64_t instance_stats::*f,
-          bool is_served) { (is_served ? served : doc)[std::string(name)] = stats.*f; });
+  instance_stats::for_each_field([&](std::string_view, std::string_view name,
+                                     std::uint64_t instance_stats::*f, bool is_served) {
+    if (!name.empty()) (is_served ? served : doc)[std::string(name)] = stats.*f;
+  });
   doc["served"] = std::move(served);
   doc["host"] = nlohmann::json::parse(st.tiers->inspect());
   if (!blocks) return {json_text(doc), nullptr};

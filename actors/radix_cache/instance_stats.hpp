@@ -22,6 +22,13 @@ struct instance_stats {
   std::uint64_t evicted_tokens = 0, evicted_slots = 0;
   std::uint64_t pressure_evicted_tokens = 0, pressure_evicted_slots = 0;
   std::uint64_t tombstones_by_eviction = 0, tombstones_by_split = 0;
+  // The host tier (L2), all 0 without one: its pools now, and the tokens moved since the
+  // instance started. `inspect` has them in the instance's "host" part, with the rest of
+  // the tier; here for `stats`.
+  std::uint64_t host_kv_capacity = 0, host_kv_available = 0;
+  std::uint64_t host_slot_capacity = 0, host_slot_available = 0;
+  std::uint64_t backed_up_tokens = 0, loaded_back_tokens = 0, demoted_tokens = 0,
+                host_evicted_tokens = 0;
 
   instance_stats& operator+=(const instance_stats& o) noexcept {
     for_each_field([&o, this](std::string_view, std::string_view, std::uint64_t instance_stats::*f,
@@ -30,8 +37,9 @@ struct instance_stats {
   }
 
   /// Calls f(stats_name, inspect_name, member, served) for every field in a fixed order:
-  /// the name `stats` reports, the name in an instance's `inspect` document, and whether
-  /// the field is a served counter (inspect puts those under "served").
+  /// the name `stats` reports, the name in an instance's `inspect` document ("" for the
+  /// host tier's, which inspect reports in its own part), and whether the field is a
+  /// served counter (inspect puts those under "served").
   template <class F>
   static void for_each_field(F&& f) {
     using S = instance_stats;
@@ -59,6 +67,14 @@ struct instance_stats {
     f("pressure_evicted_slots", "pressure_evicted_slots", &S::pressure_evicted_slots, true);
     f("tombstones_by_eviction", "tombstones_by_eviction", &S::tombstones_by_eviction, true);
     f("tombstones_by_split", "tombstones_by_split", &S::tombstones_by_split, true);
+    f("host_kv_tokens_capacity", "", &S::host_kv_capacity, false);
+    f("host_kv_tokens_free", "", &S::host_kv_available, false);
+    f("host_ssm_slots_capacity", "", &S::host_slot_capacity, false);
+    f("host_ssm_slots_free", "", &S::host_slot_available, false);
+    f("backed_up_tokens", "", &S::backed_up_tokens, true);
+    f("loaded_back_tokens", "", &S::loaded_back_tokens, true);
+    f("demoted_tokens", "", &S::demoted_tokens, true);
+    f("host_evicted_tokens", "", &S::host_evicted_tokens, true);
   }
   friend bool operator==(const instance_stats&, const instance_stats&) = default;
 };

@@ -227,8 +227,9 @@ TEST_F(TiersRpc, AnEvictedPrefixIsLoadedBackFromTheHostByteForByte) {
 
 // The token hit rate has its denominator: the tokens the matches looked up (each key, the
 // prompt but its last token), in the node's stats, inspect and /metrics alike, beside the
-// KV hits of L1 and L2 (disjoint parts of a match).
-TEST_F(TiersRpc, TheQueriedTokensAreTheHitRatesDenominator) {
+// KV hits of L1 and L2 (disjoint parts of a match); and the stats have the host tier's
+// pools and traffic as inspect has them.
+TEST_F(TiersRpc, TheStatsHaveTheHitRatesDenominatorAndTheHostTier) {
   toy_worker& wk = open();
   wk.serve(1);  // a miss: K's key is K but its last token
   ASSERT_TRUE(after_drain(*c, [&] {
@@ -251,6 +252,21 @@ TEST_F(TiersRpc, TheQueriedTokensAreTheHitRatesDenominator) {
   EXPECT_EQ(by_name["matched_kv_tokens"], 2 * prompt_len);
   const nlohmann::json doc = nlohmann::json::parse(*c->inspect());
   EXPECT_EQ(doc["instances"][0]["tree"]["served"]["queried_tokens"].get<double>(), queried);
+  // The host tier's pools and traffic are in the stats too, as inspect has them.
+  const nlohmann::json& host = doc["instances"][0]["tree"]["host"];
+  EXPECT_EQ(by_name["loaded_back_tokens"], prompt_len);
+  EXPECT_GE(by_name["backed_up_tokens"], prompt_len);
+  for (const auto& [name, field] :
+       std::map<std::string, std::string>{{"host_kv_tokens_capacity", "kv_capacity"},
+                                          {"host_kv_tokens_free", "kv_available"},
+                                          {"host_ssm_slots_capacity", "slot_capacity"},
+                                          {"host_ssm_slots_free", "slot_available"},
+                                          {"backed_up_tokens", "backed_up_tokens"},
+                                          {"loaded_back_tokens", "loaded_back_tokens"},
+                                          {"demoted_tokens", "demoted_tokens"},
+                                          {"host_evicted_tokens", "host_evicted_tokens"}})
+    EXPECT_EQ(by_name[name], host[field].get<double>()) << name;
+  EXPECT_GT(by_name["host_kv_tokens_capacity"], 0);
 }
 
 TEST_F(TiersRpc, WriteBackCopiesOnEvictionThenLoadsBackAndReachesL3) {

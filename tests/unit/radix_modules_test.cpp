@@ -971,7 +971,8 @@ TEST(InstanceStats, PlusEqualsSumsEveryFieldAndEveryFieldHasUniqueNames) {
     a.*f = i;
     b.*f = 10 * i;
     EXPECT_TRUE(stats_names.insert(std::string(name)).second) << name;
-    EXPECT_TRUE(inspect_names.insert(std::string(inspect_name)).second) << inspect_name;
+    if (!inspect_name.empty())  // "" = reported by inspect's host part, not from here
+      EXPECT_TRUE(inspect_names.insert(std::string(inspect_name)).second) << inspect_name;
   });
   EXPECT_EQ(i * sizeof(std::uint64_t), sizeof(instance_stats)) << "a field is not listed";
   a += b;

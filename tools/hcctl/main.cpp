@@ -79,8 +79,9 @@ int run(int argc, char** argv) {
                    "With --bench or --memory: print the summary as one JSON object");
 
   CLI::App* ping = app.add_subcommand("ping", "Check that the node answers (exit 0) or not (1)");
-  CLI::App* stats =
-      app.add_subcommand("stats", "Node totals: sessions, pools, requests and served counters");
+  CLI::App* stats = app.add_subcommand("stats",
+                                       "Node totals: sessions, pools, requests, served counters "
+                                       "and the host tiers' pools and traffic");
   CLI::App* inspect = app.add_subcommand("inspect", "Instances: tree summary, pools, stream");
   bool blocks = false;
   inspect->add_flag("--blocks", blocks,
