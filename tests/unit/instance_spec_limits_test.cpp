@@ -126,7 +126,7 @@ TEST(InstanceSpecLimits, AnEmptyModelIdIsRefused) {
   instance_spec s = small();
   s.model_id = "";
   expect_refused(s, "modelId is empty");
-  s.model_id = " ";  // named, if oddly: an operator sees it in hcctl inspect
+  s.model_id = std::string(1, ' ');  // named, if oddly: an operator sees it in hcctl inspect
   EXPECT_TRUE(validate(s).ok()) << validate(s).err().message;
 }
 
