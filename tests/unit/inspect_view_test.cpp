@@ -184,25 +184,15 @@ TEST(InspectView, NoPartNullMissingOrOfAnotherTypeEndsTheReading) {
   }
 }
 
-TEST(InspectView, TheTiersFiguresSumTheHostTiersAndTakeTheL3Pages) {
+TEST(InspectView, TheTiersFiguresCountTheHostTiersAndTakeTheL3Pages) {
   const auto f = hc::cli::tier_figures(whole_document());
   EXPECT_EQ(f.at("host_tiers"), 2.0);  // instance 3 has none
-  EXPECT_EQ(f.at("backed_up_tokens"), 47.0 + 100);
-  EXPECT_EQ(f.at("loaded_back_tokens"), 49.0 + 200);
-  EXPECT_EQ(f.at("demoted_tokens"), 50.0 + 300);
-  EXPECT_EQ(f.at("host_evicted_tokens"), 51.0 + 400);
-  EXPECT_EQ(f.at("host_kv_tokens_capacity"), 42.0 + 2000);
-  EXPECT_EQ(f.at("host_kv_tokens_free"), 41.0 + 1000);
-  EXPECT_EQ(f.at("host_ssm_slots_capacity"), 44.0 + 4);
-  EXPECT_EQ(f.at("host_ssm_slots_free"), 43.0 + 3);
   EXPECT_EQ(f.at("l3_pages_written"), 40.0);
   EXPECT_EQ(f.at("l3_pages_read"), 30.0);
 
   json doc = whole_document();
   doc["instances"][0]["tree"] = nullptr;  // its actor did not answer: its tier is not counted
-  const auto g = hc::cli::tier_figures(doc);
-  EXPECT_EQ(g.at("host_tiers"), 1.0);
-  EXPECT_EQ(g.at("backed_up_tokens"), 100.0);
+  EXPECT_EQ(hc::cli::tier_figures(doc).at("host_tiers"), 1.0);
 }
 
 }  // namespace

@@ -246,24 +246,10 @@ std::string inspect_text(const json& doc) {
 }
 
 std::map<std::string, double> tier_figures(const json& doc) {
-  // The instances' host tiers' fields under the names `top` gives their sums.
-  constexpr std::pair<const char*, const char*> host_fields[] = {
-      {"backed_up_tokens", "backed_up_tokens"},     {"loaded_back_tokens", "loaded_back_tokens"},
-      {"demoted_tokens", "demoted_tokens"},         {"host_evicted_tokens", "host_evicted_tokens"},
-      {"host_kv_tokens_capacity", "kv_capacity"},   {"host_kv_tokens_free", "kv_available"},
-      {"host_ssm_slots_capacity", "slot_capacity"}, {"host_ssm_slots_free", "slot_available"},
-  };
   std::map<std::string, double> m;
   m["host_tiers"] = 0;
-  for (const auto& [name, field] : host_fields)
-    m[name] = 0;
-  for (const auto& in : array_in(doc, "instances")) {
-    const json& host = member(object_in(in, "tree"), "host");
-    if (!host.is_object()) continue;
-    m["host_tiers"] += 1;
-    for (const auto& [name, field] : host_fields)
-      m[name] += number_of(host, field);
-  }
+  for (const auto& in : array_in(doc, "instances"))
+    if (member(object_in(in, "tree"), "host").is_object()) m["host_tiers"] += 1;
   const json& l3 = member(object_in(doc, "host_storage"), "l3");
   m["l3_pages_written"] = number_of(l3, "pages_written");
   m["l3_pages_read"] = number_of(l3, "pages_read");

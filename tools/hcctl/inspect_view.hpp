@@ -19,12 +19,10 @@ namespace hc::cli {
 /// tier, device pages (with --blocks) and forward stream, one fact a line.
 std::string inspect_text(const nlohmann::json& doc);
 
-/// The tiers' figures `hcctl top` shows beside the node's stats, by name: the instances'
-/// host tiers summed ("backed_up_tokens", "loaded_back_tokens", "demoted_tokens",
-/// "host_evicted_tokens", "host_kv_tokens_capacity", "host_kv_tokens_free",
-/// "host_ssm_slots_capacity", "host_ssm_slots_free"), "host_tiers" (how many instances
-/// have one) and the L3 store's "l3_pages_written" and "l3_pages_read". Every name is
-/// present (0 when the document has none of it).
+/// The tiers' figures `hcctl top` takes from inspect, beside the node's stats (which sum
+/// the host tiers' pools and traffic): "host_tiers" (how many instances have one) and the
+/// L3 store's "l3_pages_written" and "l3_pages_read". Every name is present (0 when the
+/// document has none of it).
 std::map<std::string, double> tier_figures(const nlohmann::json& doc);
 
 }  // namespace hc::cli

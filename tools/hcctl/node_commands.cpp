@@ -116,8 +116,8 @@ constexpr std::pair<const char*, const char*> top_rates[] = {
 };
 
 /// The tiers' counters `top` shows as rates (its JSON's `tier_rates` / `tier_totals`): the
-/// instances' host tiers (inspect's tree.host, summed) and the node's L3 store (inspect's
-/// host_storage.l3), with their labels.
+/// instances' host tiers (the stats sum them) and the node's L3 store (inspect's
+/// host_storage.l3: tier_figures), with their labels.
 constexpr std::pair<const char*, const char*> tier_rates[] = {
     {"backed_up_tokens", "L2 backed-up tokens/s"},
     {"loaded_back_tokens", "L2 loaded-back tokens/s"},
@@ -127,14 +127,13 @@ constexpr std::pair<const char*, const char*> tier_rates[] = {
     {"l3_pages_read", "L3 pages read/s"},
 };
 
-/// The L2 pools' gauges (tier_figures: the host tiers summed), under `top`'s JSON
-/// `host_gauges`.
+/// The L2 pools' gauges (the stats sum the host tiers'), under `top`'s JSON `host_gauges`.
 constexpr const char* host_gauges[] = {"host_kv_tokens_capacity", "host_kv_tokens_free",
                                        "host_ssm_slots_capacity", "host_ssm_slots_free"};
 
 using stat_map = std::map<std::string, double>;
 
-/// The node's stats, and from its inspect document the tiers' figures (tier_figures).
+/// The node's stats, and from its inspect document what they do not have (tier_figures).
 result<stat_map> poll(client& c) {
   auto r = c.stats();
   if (!r) return r.err();
