@@ -208,8 +208,11 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "hcsim: --prefetch needs --host-ratio > 1\n");
     return 2;
   }
+  sim_report before_run;
+  const served_counts before = served_before(cfg, before_run);
   sim_report r = run_all(cfg);
-  check_idle(cfg, r);
+  r.merge(before_run);
+  check_idle(cfg, before, r);
   r.mismatches = r.kv_mismatches + r.state_mismatches;
   if (cfg.json) {
     std::printf("%s\n", r.json().c_str());

@@ -29,6 +29,8 @@ void each_counter(Report& r, F&& f) {
   f("l1_hit_tokens", r.l1_hit_tokens);
   f("l2_hit_tokens", r.l2_hit_tokens);
   f("l3_hit_tokens", r.l3_hit_tokens);
+  f("queried_tokens", r.queried_tokens);
+  f("matched_kv_tokens", r.matched_kv_tokens);
 }
 
 }  // namespace

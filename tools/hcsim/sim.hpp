@@ -70,6 +70,10 @@ struct sim_report {
   std::uint64_t leaks = 0, errors = 0;
   std::uint64_t prompt_tokens = 0, reused_tokens = 0, computed_tokens = 0;
   std::uint64_t l1_hit_tokens = 0, l2_hit_tokens = 0, l3_hit_tokens = 0;
+  /// Of the matches that succeeded: the tokens their keys looked up (each prompt but its
+  /// last token) and the KV tokens they matched — what the node's counters of the
+  /// instance must have grown by (check_idle).
+  std::uint64_t queried_tokens = 0, matched_kv_tokens = 0;
   double seconds = 0;
   std::string first_error;
   latency_histogram step_latency;  ///< of every step RPC (send to answer)
@@ -89,8 +93,20 @@ status check_instance(const sim_config& cfg);
 /// Runs worker `index` of `cfg` against the node (blocking). Returns its counts.
 sim_report run_worker(const sim_config& cfg, unsigned index);
 
+/// The node's served counters of the instance `cfg` opens (inspect: its tree.served), which
+/// the run's matches add to.
+struct served_counts {
+  std::uint64_t instance = 0;  ///< the instance's id (its PoolInfo.instanceId)
+  std::uint64_t queried_tokens = 0, matched_kv_tokens = 0;
+};
+
+/// Before any worker: the instance's counters (opening it if the node has none yet). Adds
+/// an error to `r` when the node cannot say.
+served_counts served_before(const sim_config& cfg, sim_report& r);
+
 /// After every worker closed: the instance's full sanity check (nothing locked, every
-/// id accounted for). Adds leaks / errors to `r`.
-void check_idle(const sim_config& cfg, sim_report& r);
+/// id accounted for), and its served counters grown by exactly what the workers' matches
+/// looked up and matched since `before`. Adds leaks / errors to `r`.
+void check_idle(const sim_config& cfg, const served_counts& before, sim_report& r);
 
 }  // namespace hc::sim

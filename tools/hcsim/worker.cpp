@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -243,6 +244,10 @@ class worker {
     if (!res) return false;
     ++rep_.requests;
     rep_.prompt_tokens += r.input_len;
+    if (const command_result& m = (*res)[first]; m.ok()) {  // the node counts it, whatever follows
+      rep_.queried_tokens += r.input_len - 1;
+      rep_.matched_kv_tokens += m.as<res::match>().kv_matched;
+    }
     for (std::size_t i = 0; i < cmds.size(); ++i) {
       const command_result& x = (*res)[i];
       if (x.ok()) continue;
@@ -696,7 +701,59 @@ sim_report run_worker(const sim_config& cfg, unsigned index) {
   return worker(cfg, index).run();
 }
 
-void check_idle(const sim_config& cfg, sim_report& r) {
+namespace {
+
+/// Records the first error of `r`.
+void fail(sim_report& r, const std::string& what) {
+  ++r.errors;
+  if (r.first_error.empty()) r.first_error = what;
+}
+
+/// The served counters of instance `instance` in the node's inspect document (zeros when
+/// it is not there); false when the node cannot say.
+bool read_served(client& c, std::uint64_t instance, served_counts& out, sim_report& r) {
+  auto text = c.inspect(false);
+  if (!text) {
+    fail(r, "inspect: " + text.err().message);
+    return false;
+  }
+  const nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    fail(r, "inspect: the node's answer is not a JSON object");
+    return false;
+  }
+  out = {instance, 0, 0};
+  for (const auto& in : doc.value("instances", nlohmann::json::array())) {
+    const nlohmann::json* tree = in.is_object() && in.contains("tree") ? &in["tree"] : nullptr;
+    if (tree == nullptr || !tree->is_object() || tree->value("instance", 0ULL) != instance)
+      continue;
+    const nlohmann::json served = tree->value("served", nlohmann::json::object());
+    out.queried_tokens = served.value("queried_tokens", 0ULL);
+    out.matched_kv_tokens = served.value("matched_kv_tokens", 0ULL);
+  }
+  return true;
+}
+
+}  // namespace
+
+served_counts served_before(const sim_config& cfg, sim_report& r) {
+  served_counts out;
+  auto c = client::connect("unix:" + cfg.socket);
+  if (!c) {
+    fail(r, "before the run: connect: " + c.err().message);
+    return out;
+  }
+  auto s = (*c)->open(spec_of(cfg, model_config(cfg)));
+  if (!s) {
+    fail(r, "before the run: open: " + s.err().message);
+    return out;
+  }
+  (void)read_served(**c, (*s)->pools().instance_id, out, r);
+  (void)(*s)->close();
+  return out;
+}
+
+void check_idle(const sim_config& cfg, const served_counts& before, sim_report& r) {
   auto c = client::connect("unix:" + cfg.socket);
   if (!c) {
     ++r.errors;
@@ -736,6 +793,18 @@ void check_idle(const sim_config& cfg, sim_report& r) {
     ++r.errors;
     if (r.first_error.empty()) r.first_error = "idle check: check: " + x.error;
     return;
+  }
+  // The node counted every match the workers made, and nothing else.
+  if (served_counts after; read_served(**c, (*s)->pools().instance_id, after, r)) {
+    const served_counts base = after.instance == before.instance ? before : served_counts{};
+    if (after.queried_tokens - base.queried_tokens != r.queried_tokens ||
+        after.matched_kv_tokens - base.matched_kv_tokens != r.matched_kv_tokens)
+      fail(r, "idle check: the instance's served counters grew by " +
+                  std::to_string(after.queried_tokens - base.queried_tokens) + " queried and " +
+                  std::to_string(after.matched_kv_tokens - base.matched_kv_tokens) +
+                  " matched KV tokens; the workers' matches looked up " +
+                  std::to_string(r.queried_tokens) + " and matched " +
+                  std::to_string(r.matched_kv_tokens));
   }
   const res::check& tree = x.as<res::check>();
   const pool_state& p = x.pools;
