@@ -794,14 +794,18 @@ void check_idle(const sim_config& cfg, const served_counts& before, sim_report& 
     if (r.first_error.empty()) r.first_error = "idle check: check: " + x.error;
     return;
   }
-  // The node counted every match the workers made, and nothing else.
-  if (served_counts after; read_served(**c, (*s)->pools().instance_id, after, r)) {
-    const served_counts base = after.instance == before.instance ? before : served_counts{};
-    if (after.queried_tokens - base.queried_tokens != r.queried_tokens ||
-        after.matched_kv_tokens - base.matched_kv_tokens != r.matched_kv_tokens)
+  // The node counted every match the workers made, and nothing else. Only where the
+  // instance outlived the run: a node that keeps no idle instance (--max-idle-instances 0)
+  // dropped the one counted before when its session closed, and the workers' one when
+  // theirs did (ids are never reused, so the same id is the same instance throughout).
+  served_counts after;
+  if (before.instance != 0 && (*s)->pools().instance_id == before.instance &&
+      read_served(**c, before.instance, after, r)) {
+    if (after.queried_tokens - before.queried_tokens != r.queried_tokens ||
+        after.matched_kv_tokens - before.matched_kv_tokens != r.matched_kv_tokens)
       fail(r, "idle check: the instance's served counters grew by " +
-                  std::to_string(after.queried_tokens - base.queried_tokens) + " queried and " +
-                  std::to_string(after.matched_kv_tokens - base.matched_kv_tokens) +
+                  std::to_string(after.queried_tokens - before.queried_tokens) + " queried and " +
+                  std::to_string(after.matched_kv_tokens - before.matched_kv_tokens) +
                   " matched KV tokens; the workers' matches looked up " +
                   std::to_string(r.queried_tokens) + " and matched " +
                   std::to_string(r.matched_kv_tokens));
