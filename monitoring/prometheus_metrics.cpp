@@ -131,7 +131,7 @@ struct tier_series {
   pm::Counter* ssm = nullptr;
 };
 
-constexpr const char* pool_states[] = {"capacity", "used", "evictable", "protected"};
+constexpr const char* pool_states[] = {"capacity", "used", "evictable", "protected", "pinned"};
 
 /// Two pools' gauges per instance — KV tokens and SSM slots, each in the first `States` of
 /// pool_states — made on an instance's first report and removed with it. The caller holds
@@ -325,7 +325,8 @@ struct prometheus_metrics::impl {
   series_by<pm::Counter> faults_by{faults, "kind"};
   /// Per instance, made at its first pools() and removed when it closes.
   std::mutex pool_mu;
-  instance_pools<4> l1_pools{kv_pool, ssm_pool};  ///< capacity / used / evictable / protected
+  /// capacity / used / evictable / protected / pinned
+  instance_pools<5> l1_pools{kv_pool, ssm_pool};
   instance_pools<2> l2_pools{host_kv_pool, host_ssm_pool};  ///< capacity / used
 
   tier_series resolve_tier(const char* tier) {
@@ -444,8 +445,9 @@ void prometheus_metrics::fence_wait(double seconds) {
 
 void prometheus_metrics::pools(std::uint64_t instance, const pool_gauges& g) {
   std::lock_guard lk(impl_->pool_mu);
-  impl_->l1_pools.set(instance, {g.kv_capacity, g.kv_used, g.kv_evictable, g.kv_protected,
-                                 g.slot_capacity, g.slot_used, g.slot_evictable, g.slot_protected});
+  impl_->l1_pools.set(instance,
+                      {g.kv_capacity, g.kv_used, g.kv_evictable, g.kv_protected, g.kv_pinned,
+                       g.slot_capacity, g.slot_used, g.slot_evictable, g.slot_protected, g.pins});
   if (g.host)
     impl_->l2_pools.set(
         instance, {g.host_kv_capacity, g.host_kv_used, g.host_slot_capacity, g.host_slot_used});

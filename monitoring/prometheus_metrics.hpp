@@ -12,7 +12,8 @@
 //   hybridcache_forward_ops_total{op="snapshot"|"clear"|"cow"} counter
 //   hybridcache_command_errors_total{command}                  counter
 //   hybridcache_kv_pool_tokens{instance,state}, hybridcache_ssm_pool_slots{instance,state}
-//       gauges; state = capacity | used | evictable | protected
+//       gauges; state = capacity | used | evictable | protected | pinned (part of
+//       protected: the pins' pinned lengths summed, and the pins — each holds one state)
 //   hybridcache_host_kv_pool_tokens{instance,state},
 //   hybridcache_host_ssm_pool_slots{instance,state}
 //       gauges of the L2 host pools (instances with a host tier); state = capacity | used

@@ -365,6 +365,13 @@ struct command_writer {
     x.setReq(c.req);
     x.setAdmitNow(c.admit_now);
   }
+  void operator()(const cmd::pin& c) {
+    auto x = b.initPin();
+    put_list([&](unsigned n) { return x.initTokens(n); }, c.tokens);
+    put_range(x, c.shared);
+    x.setTtlMs(c.ttl_ms);
+  }
+  void operator()(const cmd::unpin& c) { b.initUnpin().setPin(c.pin); }
 };
 
 /// Writes one result body into its union member.
@@ -454,9 +461,15 @@ struct body_writer {
     if (!r.outcome.empty()) x.setOutcome(r.outcome);
     x.setStorageHitTokens(r.storage_hit_tokens);
   }
+  void operator()(const res::pin& r) {
+    auto x = b.initPin();
+    x.setPin(r.id);
+    x.setPinnedLen(r.pinned_len);
+    x.setKvMatched(r.kv_matched);
+  }
 };
 
-/// Create, Append and Lookup: the tokens, or the range of the session's arena.
+/// Create, Append, Lookup and Pin: the tokens, or the range of the session's arena.
 template <class C, class Reader>
 void get_tokens(C& c, Reader r) {
   copy_list(c.tokens, r.getTokens());
@@ -542,6 +555,14 @@ result<command> get_command(wire::Command::Reader r) {
       auto x = r.getPrefetch();
       return command(cmd::prefetch{x.getReq(), x.getAdmitNow()});
     }
+    case W::PIN: {
+      cmd::pin c;
+      get_tokens(c, r.getPin());
+      c.ttl_ms = r.getPin().getTtlMs();
+      return command(std::move(c));
+    }
+    case W::UNPIN:
+      return command(cmd::unpin{r.getUnpin().getPin()});
   }
   return error{errc::invalid_argument,
                "command kind " + std::to_string(static_cast<unsigned>(r.which())) +
@@ -661,6 +682,11 @@ command_result get_result(wire::CommandResult::Reader b) {
       r.body = res::prefetch{x.getReady(), x.getOutcome().cStr(), x.getStorageHitTokens()};
       break;
     }
+    case W::PIN: {
+      auto x = b.getPin();
+      r.body = res::pin{x.getPin(), x.getPinnedLen(), x.getKvMatched()};
+      break;
+    }
     default:
       if (r.ok()) {
         r.code = errc::parse_error;
@@ -752,7 +778,8 @@ capnp::MessageSize step_request_size(std::span<const command> cmds) {
       struct_words<C>() +
       largest_struct_words<C::ForRequest, C::Create, C::Append, C::TokenRange, C::AllocKv, C::Track,
                            C::PrepareExtend, C::ProcessDecode, C::CacheUnfinished, C::Finish,
-                           C::Evict, C::Check, C::TakeOps, C::Lookup, C::Prefetch>() +
+                           C::Evict, C::Check, C::TakeOps, C::Lookup, C::Prefetch, C::Pin,
+                           C::Unpin>() +
       struct_words<C::TokenRange>();
   std::uint64_t words = 8 + 1;  // the root, the list's tag; each command inline below
   for (const command& c : cmds) {
@@ -774,7 +801,7 @@ capnp::MessageSize step_results_size(std::span<const command_result> results) {
       struct_words<R>() + struct_words<wire::Error>() + struct_words<wire::PoolState>() +
       largest_struct_words<R::Match, R::Lookup, R::AllocReq, R::AllocKv, R::Track, R::PrepareExtend,
                            R::PrepareDecode, R::CacheUnfinished, R::Finish, R::Evict, R::Check,
-                           R::TakeOps, R::Prefetch>();
+                           R::TakeOps, R::Prefetch, R::Pin>();
   std::uint64_t words = 8 + struct_words<wire::Error>() + 1;  // root, its error, list tag
   for (const command_result& r : results) {
     words += per_result + text_words(r.error);

@@ -109,7 +109,7 @@ enum PrefetchPolicy {
 
 # A command is one of the kinds below (the union's tag); each carries the fields it uses,
 # each with one meaning. The request handle `req` is chosen by the worker, unique per
-# session. The node sets the namespace of create / lookup to the session's.
+# session. The node sets the namespace of create / lookup / pin to the session's.
 struct Command {
   union {
     create @0 :Create;                  # register `req` with prompt `tokens`
@@ -132,6 +132,8 @@ struct Command {
     takeOps @17 :TakeOps;
     lookup @18 :Lookup;
     prefetch @19 :Prefetch;
+    pin @20 :Pin;                       # keep a prompt's cached prefix on the device
+    unpin @21 :Unpin;                   # release a pin of this session
   }
 
   struct ForRequest { req @0 :UInt64; }
@@ -188,6 +190,19 @@ struct Command {
     req @0 :UInt64;                     # the first call starts it, later calls poll
     admitNow @1 :Bool;                  # the worker admits req now
   }
+  # Not an SGLang call: cache control for an agent or an API server (a system prompt, a
+  # conversation it will come back to). Matches `tokens` as a lookup does and locks the
+  # deepest cached node with a state, as a request's match does, so that no eviction takes
+  # that resumable prefix until `unpin`, the end of `ttlMs` or the session's close. Pins of
+  # an instance hold at most half its KV pool (each pin counted whole; outOfMemory past it),
+  # a session at most 4096 pins; a pin whose TTL ended is released at the instance's next
+  # step (only steps evict).
+  struct Pin {
+    tokens @0 :List(Int32);
+    shared @1 :TokenRange;              # instead of tokens, as for Create
+    ttlMs @2 :UInt64;                   # 0: until unpin or the session's close; at most 7 days
+  }
+  struct Unpin { pin @0 :UInt64; }      # the id a Pin result gave; notFound once released
 }
 
 struct PoolState {
@@ -222,6 +237,7 @@ struct CommandResult {
     check @14 :Check;
     takeOps @15 :TakeOps;
     prefetch @16 :Prefetch;
+    pin @17 :Pin;
   }
 
   struct Match {
@@ -292,6 +308,11 @@ struct CommandResult {
                                 # skipped_below_threshold | rate_limited | timed_out |
                                 # revoked | aborted
     storageHitTokens @2 :UInt64;  # tokens it brought from L3 to the host tier
+  }
+  struct Pin {
+    pin @0 :UInt64;             # the pin's id (for unpin); 0: nothing cached, no pin made
+    pinnedLen @1 :UInt64;       # the resumable prefix it holds on the device
+    kvMatched @2 :UInt64;       # KV tokens matched (>= pinnedLen; the rest is not held)
   }
 }
 

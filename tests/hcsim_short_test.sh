@@ -71,6 +71,11 @@ for st in no_buffer extra_buffer; do
     --output-len 100
   grep -Eq '"retracted":[1-9]' <<<"$out_last" || fail "$st-retract: no request was retracted"
 done
+# Pins (Command.pin) among three workers that evict, demote and load back: every pinned
+# prefix is still matched, whole, just before its unpin.
+run "pins" 3 --strategy extra_buffer "${small[@]}" --host-ratio 3 --overlap-scheduling --pin-rate 0.5
+grep -Eq '"pins":[1-9]' <<<"$out_last" || fail "pins: no pin was made"
+grep -q '"pin_losses":0' <<<"$out_last" || fail "pins: a pinned prefix was lost"
 run "prefetch" 2 --strategy extra_buffer "${small[@]}" --host-ratio 3 --prefetch
 grep -Eq '"l2":[1-9]' <<<"$out_last" || fail "the host tier never served a hit"
 # Warm restart: the same conversations against a restarted node come back from L3.

@@ -7,11 +7,14 @@ namespace hc {
 
 const char* to_string(cmd_kind k) noexcept {
   static constexpr const char* names[cmd_kind_count] = {
-      "create",         "append",         "match",          "lock",
-      "unlock",         "alloc_req",      "alloc_kv",       "track",
-      "prepare_extend", "prepare_decode", "process_decode", "cache_unfinished",
-      "finish",         "abort",          "not_admitted",   "evict",
-      "check",          "take_ops",       "lookup",         "prefetch"};
+      "create",         "append",         "match",
+      "lock",           "unlock",         "alloc_req",
+      "alloc_kv",       "track",          "prepare_extend",
+      "prepare_decode", "process_decode", "cache_unfinished",
+      "finish",         "abort",          "not_admitted",
+      "evict",          "check",          "take_ops",
+      "lookup",         "prefetch",       "pin",
+      "unpin"};
   const auto i = static_cast<std::size_t>(k);
   return i < cmd_kind_count ? names[i] : "?";
 }
@@ -24,6 +27,7 @@ static_assert(std::is_same_v<alternative<cmd_kind::alloc_kv>, cmd::alloc_kv>);
 static_assert(std::is_same_v<alternative<cmd_kind::finish>, cmd::finish>);
 static_assert(std::is_same_v<alternative<cmd_kind::evict>, cmd::evict>);
 static_assert(std::is_same_v<alternative<cmd_kind::prefetch>, cmd::prefetch>);
+static_assert(std::is_same_v<alternative<cmd_kind::unpin>, cmd::unpin>);
 
 template <class T>
 concept about_a_request = requires(const T& t) {

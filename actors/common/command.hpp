@@ -45,8 +45,10 @@ enum class cmd_kind : std::uint8_t {
   take_ops,
   lookup,
   prefetch,
+  pin,
+  unpin,
 };
-inline constexpr std::size_t cmd_kind_count = 20;
+inline constexpr std::size_t cmd_kind_count = 22;
 
 /// Stable lowercase name ("cache_unfinished"); "?" for an out-of-range value.
 const char* to_string(cmd_kind k) noexcept;
@@ -193,6 +195,24 @@ struct prefetch {
   bool admit_now = false;
   friend bool operator==(const prefetch&, const prefetch&) = default;
 };
+/// Keeps the cached resumable prefix of `tokens` (or the arena's range, as for create) on
+/// the device: its nodes are locked as a request's matched prefix is, so no eviction takes
+/// them, until `unpin`, the end of `ttl_ms` (0: no end) or the session's close. What an
+/// agent or an API server asks for a system prompt or a conversation it will come back to
+/// (cache control; the request-free counterpart of lock). Not an SGLang call: a session
+/// that never pins runs SGLang's exact semantics.
+struct pin {
+  namespace_id ns = 0;  ///< set by the node to the session's namespace
+  std::vector<token_id> tokens;
+  std::optional<token_range> shared;
+  std::uint64_t ttl_ms = 0;
+  friend bool operator==(const pin&, const pin&) = default;
+};
+/// Releases pin `pin` (the id a pin result gave) of this session.
+struct unpin {
+  std::uint64_t pin = 0;
+  friend bool operator==(const unpin&, const unpin&) = default;
+};
 
 }  // namespace cmd
 
@@ -200,13 +220,13 @@ using command = std::variant<cmd::create, cmd::append, cmd::match, cmd::lock, cm
                              cmd::alloc_req, cmd::alloc_kv, cmd::track, cmd::prepare_extend,
                              cmd::prepare_decode, cmd::process_decode, cmd::cache_unfinished,
                              cmd::finish, cmd::abort, cmd::not_admitted, cmd::evict, cmd::check,
-                             cmd::take_ops, cmd::lookup, cmd::prefetch>;
+                             cmd::take_ops, cmd::lookup, cmd::prefetch, cmd::pin, cmd::unpin>;
 static_assert(std::variant_size_v<command> == cmd_kind_count);
 
 inline cmd_kind kind_of(const command& c) noexcept {
   return static_cast<cmd_kind>(c.index());
 }
-/// The request a command is about; nullopt for evict, check, take_ops and lookup.
+/// The request a command is about; nullopt for evict, check, take_ops, lookup, pin and unpin.
 std::optional<request_handle> request_of(const command& c) noexcept;
 
 /// Pool and tree occupancy after a command (what every trace op reports).
@@ -299,15 +319,25 @@ struct prefetch {
   std::uint64_t storage_hit_tokens = 0;
   friend bool operator==(const prefetch&, const prefetch&) = default;
 };
+/// A pin: its id (0 when nothing of the prompt was cached: no pin was made), the
+/// resumable prefix it holds on the device, and the KV tokens matched (>= pinned_len;
+/// beyond pinned_len they have no state to resume from and are not held).
+struct pin {
+  std::uint64_t id = 0;
+  std::uint64_t pinned_len = 0;
+  std::uint64_t kv_matched = 0;
+  friend bool operator==(const pin&, const pin&) = default;
+};
 
 }  // namespace res
 
 /// A successful command's body: monostate for the kinds that report nothing of their own
-/// (create, append, lock, unlock, process_decode, abort, not_admitted) and for failures.
+/// (create, append, lock, unlock, process_decode, abort, not_admitted, unpin) and for
+/// failures.
 using result_body =
     std::variant<std::monostate, res::match, res::lookup, res::alloc_req, res::alloc_kv, res::track,
                  res::prepare_extend, res::prepare_decode, res::cache_unfinished, res::finish,
-                 res::evict, res::check, res::take_ops, res::prefetch>;
+                 res::evict, res::check, res::take_ops, res::prefetch, res::pin>;
 
 struct command_result {
   errc code = errc::ok;

@@ -13,6 +13,8 @@ namespace hc {
 struct pool_gauges {
   std::uint64_t kv_capacity = 0, kv_used = 0, kv_evictable = 0, kv_protected = 0;
   std::uint64_t slot_capacity = 0, slot_used = 0, slot_evictable = 0, slot_protected = 0;
+  /// Of the protected: the pins' pinned lengths summed, and the pins (one state each).
+  std::uint64_t kv_pinned = 0, pins = 0;
   bool host = false;  ///< the instance has host pools: the four below are theirs
   std::uint64_t host_kv_capacity = 0, host_kv_used = 0, host_slot_capacity = 0, host_slot_used = 0;
 };

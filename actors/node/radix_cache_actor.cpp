@@ -39,6 +39,8 @@ struct state {
   std::set<namespace_id> announced;       ///< namespaces whose topic got its opening clear
   std::string event_topic;                ///< + the namespace's name
   std::shared_ptr<radix_cache> cache;     ///< this actor is its only user
+  /// The tokens its sessions' pins hold (max_pinned_share of the KV pool at most).
+  std::shared_ptr<token_budget> pinned_tokens;
   std::unique_ptr<tier_pipeline> tiers;
   std::unordered_map<session_id, session_state> sessions;
   /// Namespace names (InstanceSpec.namespace: LoRA adapter / cache salt) -> tree ids;
@@ -152,6 +154,10 @@ void report(state& st, const tree_counters& before, std::uint64_t queried,
   g.slot_used = g.slot_capacity - c.slots().available();
   g.slot_evictable = s.mamba_evictable;
   g.slot_protected = s.mamba_protected;
+  for (const auto& [id, ss] : st.sessions) {
+    g.kv_pinned += ss.requests->pinned_tokens();
+    g.pins += ss.requests->pins();
+  }
   if (c.has_host_tier()) {
     g.host = true;
     g.host_kv_capacity = c.host_kv().capacity();
@@ -179,8 +185,11 @@ instance_stats stats_of(const state& st) {
   const tree_counters& tc = c.tree().counters();
   const served_counters& sv = st.served;
   instance_stats out;
-  for (const auto& [id, m] : st.sessions)
+  for (const auto& [id, m] : st.sessions) {
     out.live_requests += m.requests->live_requests();
+    out.pins += m.requests->pins();
+    out.pinned_tokens += m.requests->pinned_tokens();
+  }
   out.kv_capacity = c.kv().capacity();
   out.kv_available = c.kv().available();
   out.full_evictable = s.full_evictable;
@@ -263,6 +272,7 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
   st->events = tiers.events;
   st->event_topic = tiers.event_topic;
   st->cache = std::move(cache);
+  st->pinned_tokens = make_pin_budget(*st->cache);
   st->tiers =
       std::make_unique<tier_pipeline>(self, *st->cache, forward_stream, std::move(tiers), metrics);
   st->instance = instance_id;
@@ -290,6 +300,7 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
         request_config session_cfg = rc;
         session_cfg.snapshots_in_forward_ops = false;  // donation copies go out after each step
         session_cfg.session = s;  // marks what it caches while its forwards run
+        session_cfg.pinned_tokens = st->pinned_tokens;  // one limit for the instance
         if (shm.rows) {
           const std::span<std::byte> b = shm.rows->bytes();
           session_cfg.shared_rows = {reinterpret_cast<kv_index*>(b.data()),
@@ -325,7 +336,13 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
         for (command& c : job->cmds) {  // the session's namespace, whatever the worker sent
           if (auto* x = std::get_if<cmd::create>(&c)) x->ns = it->second.ns;
           if (auto* x = std::get_if<cmd::lookup>(&c)) x->ns = it->second.ns;
+          if (auto* x = std::get_if<cmd::pin>(&c)) x->ns = it->second.ns;
         }
+        // Pins whose TTL ended stop holding their prefixes before the step can need room
+        // (an idle session's too: any session's step may evict).
+        const clock_ns now = st->time->now();
+        for (auto& [id, ss] : st->sessions)
+          ss.requests->expire_pins(now);
         request_manager& requests = *it->second.requests;
         const std::uint64_t queried_before = requests.queried_tokens();
         step_outcome out = run_step(
@@ -356,7 +373,8 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
         if (it != st->sessions.end()) {
           request_manager& m = *it->second.requests;
           for (request_handle h : m.live_handles())
-            (void)m.abort(h);      // releases locks, KV and slots without insert
+            (void)m.abort(h);  // releases locks, KV and slots without insert
+          m.release_pins();
           m.release_quarantine();  // the stream dropped the session: nothing writes them
           st->sessions.erase(it);
           pump_tiers(*st, job->session);

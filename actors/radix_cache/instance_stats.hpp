@@ -14,6 +14,8 @@ struct instance_stats {
   std::uint64_t live_requests = 0;
   std::uint64_t kv_capacity = 0, kv_available = 0, full_evictable = 0, full_protected = 0;
   std::uint64_t slot_capacity = 0, slot_available = 0, mamba_evictable = 0, mamba_protected = 0;
+  /// Pins held (cmd::pin) and their pinned lengths summed (overlapping pins count twice).
+  std::uint64_t pins = 0, pinned_tokens = 0;
   // Served since the instance started.
   std::uint64_t steps = 0, commands = 0, command_errors = 0;
   std::uint64_t matches = 0, queried_tokens = 0, matched_kv_tokens = 0,
@@ -52,6 +54,8 @@ struct instance_stats {
     f("ssm_slots_free", "slot_available", &S::slot_available, false);
     f("ssm_slots_evictable", "mamba_evictable", &S::mamba_evictable, false);
     f("ssm_slots_protected", "mamba_protected", &S::mamba_protected, false);
+    f("pins", "pins", &S::pins, false);
+    f("pinned_tokens", "pinned_tokens", &S::pinned_tokens, false);
     f("steps", "steps", &S::steps, true);
     f("commands", "commands", &S::commands, true);
     f("command_errors", "command_errors", &S::command_errors, true);

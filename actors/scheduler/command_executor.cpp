@@ -29,6 +29,7 @@ struct runner {
   radix_cache& cache;
   command_result& out;
   forward_ops& ops;
+  clock_ns now;
 
   void check(const status& s) {
     if (!s) fail(out, s.err());
@@ -152,6 +153,13 @@ struct runner {
     b.branching = r.branching;
     out.body = std::move(b);
   }
+  void operator()(const cmd::pin& c) {
+    if (c.shared) return unresolved();
+    body_or_fail(m.pin(c.ns, c.tokens, c.ttl_ms, now), [](const pin_info& r) {
+      return res::pin{r.id, r.pinned_len, r.kv_matched};
+    });
+  }
+  void operator()(const cmd::unpin& c) { check(m.unpin(c.pin)); }
   void operator()(const cmd::take_ops& c) {
     forward_ops taken = m.take_forward_ops(c.reqs);
     out.body = res::take_ops{taken.snapshots.size(), taken.clears.size(), taken.cows.size()};
@@ -166,7 +174,7 @@ struct runner {
 void execute_command(request_manager& m, radix_cache& cache, const command& c, command_result& out,
                      forward_ops& ops, const clock& time) {
   const clock_ns t0 = time.now();
-  std::visit(runner{m, cache, out, ops}, c);
+  std::visit(runner{m, cache, out, ops, t0}, c);
   out.elapsed_ns = static_cast<std::uint64_t>((time.now() - t0).count());
   fill_pools(m, cache, out.pools);
 }
@@ -206,6 +214,7 @@ status validate_command(const command& c, std::size_t max_tokens) {
   if (const auto* x = std::get_if<cmd::create>(&c)) tokens = &x->tokens;
   if (const auto* x = std::get_if<cmd::append>(&c)) tokens = &x->tokens;
   if (const auto* x = std::get_if<cmd::lookup>(&c)) tokens = &x->tokens;
+  if (const auto* x = std::get_if<cmd::pin>(&c)) tokens = &x->tokens;
   if (tokens && tokens->size() > max_tokens)
     return {errc::invalid_argument,
             std::string(kind) + ": tokens has " + std::to_string(tokens->size()) +
@@ -214,6 +223,7 @@ status validate_command(const command& c, std::size_t max_tokens) {
   if (const auto* x = std::get_if<cmd::create>(&c)) shared = x->shared;
   if (const auto* x = std::get_if<cmd::append>(&c)) shared = x->shared;
   if (const auto* x = std::get_if<cmd::lookup>(&c)) shared = x->shared;
+  if (const auto* x = std::get_if<cmd::pin>(&c)) shared = x->shared;
   if (shared && !tokens->empty())
     return {errc::invalid_argument,
             std::string(kind) + ": tokens and a shared range at once (send one of them)"};

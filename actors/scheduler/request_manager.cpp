@@ -33,9 +33,11 @@ request_manager::request_manager(const request_config& cfg, radix_cache& cache)
   if (cfg_.alloc_factor == 0) cfg_.alloc_factor = lazy() ? 2 : 3;
   if (cfg_.max_context_len == 0 || cfg_.shared_rows.size() < (cfg_.rows + 1) * cfg_.max_context_len)
     cfg_.shared_rows = {};  // a caller's mistake: rows stay private, results keep their lists
+  if (!cfg_.pinned_tokens) cfg_.pinned_tokens = make_pin_budget(cache);
 }
 
 request_manager::~request_manager() {
+  release_pins();  // the tree outlives the manager: its nodes are unlocked
   if (!cfg_.live_tokens) return;
   for (const auto& [h, r] : reqs_)
     cfg_.live_tokens->give(r.tokens.size() + request_record_tokens);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "actors/common/batch_progress.hpp"
+#include "actors/common/clock.hpp"
 #include "actors/common/status.hpp"
 #include "actors/common/strategy.hpp"
 #include "actors/radix_cache/radix_cache.hpp"
@@ -66,6 +67,10 @@ struct request_config {
   /// Empty (default): rows are private and results carry the lists. Owned by the caller;
   /// must outlive the manager; needs max_context_len > 0.
   std::span<kv_index> shared_rows{};
+  /// The instance's budget of pinned tokens (shared by its sessions): a pin takes its
+  /// pinned_len from it and is refused with out_of_memory past the limit. nullptr: the
+  /// manager makes its own (make_pin_budget).
+  std::shared_ptr<token_budget> pinned_tokens{};
   /// The node's budget of tokens held by live requests (shared by every session): create
   /// (its prompt + request_record_tokens) and append take from it and are refused with
   /// out_of_memory past its limit; a finished, aborted or dropped request gives its tokens
@@ -82,6 +87,22 @@ struct match_info {
   std::size_t kv_matched = 0;     ///< KV tokens matched, resumable or not (>= prefix_len)
   std::size_t loaded_tokens = 0;  ///< of prefix_len, tokens loaded back from the host tier
 };
+
+struct pin_info {
+  std::uint64_t id = 0;        ///< the pin's id; 0: nothing cached, no pin made
+  std::size_t pinned_len = 0;  ///< resumable prefix held on the device
+  std::size_t kv_matched = 0;  ///< KV tokens matched (>= pinned_len)
+};
+
+/// Pins hold at most this share of an instance's KV pool (each pin counted with its whole
+/// pinned_len, so overlapping pins count twice): the rest stays for requests.
+inline constexpr double max_pinned_share = 0.5;
+/// A budget of pinned tokens for the instance of `cache`: max_pinned_share of its KV pool.
+std::shared_ptr<token_budget> make_pin_budget(const radix_cache& cache);
+/// Pins one session may hold at once.
+inline constexpr std::size_t max_pins_per_session = 4096;
+/// The longest TTL a pin may ask for (7 days).
+inline constexpr std::uint64_t max_pin_ttl_ms = 7ULL * 24 * 3600 * 1000;
 
 struct admit_info {
   row_id row = no_row;
@@ -152,6 +173,26 @@ class request_manager {
   /// key, its prompt but the last token (input_len - 1). The denominator of a token hit
   /// rate: matched tokens / queried tokens.
   std::uint64_t queried_tokens() const noexcept { return queried_tokens_; }
+
+  // ---- Pins (cmd::pin): a prefix kept on the device without a request ------------------
+  // Not an SGLang call. A pin matches `tokens` as a lookup does (no COW; the LRU moves) and
+  // locks the deepest node with a state (inc_lock_ref, as a request's matched prefix), so
+  // no eviction takes its resumable prefix, until unpin, its TTL or the session's end.
+
+  /// Pins the cached resumable prefix of `tokens` for ttl_ms (0: until unpin or
+  /// release_pins). Nothing cached: pin 0, no pin made. invalid_argument for a TTL over
+  /// max_pin_ttl_ms; out_of_memory past max_pins_per_session or the pinned-token budget.
+  result<pin_info> pin(namespace_id ns, std::span<const token_id> tokens, std::uint64_t ttl_ms,
+                       clock_ns now);
+  /// Releases a pin of this manager; not_found for an unknown, released or expired one.
+  status unpin(std::uint64_t id);
+  /// Releases the pins whose TTL ended by `now`; how many.
+  std::size_t expire_pins(clock_ns now);
+  /// Releases every pin (the session closes).
+  void release_pins();
+  std::size_t pins() const noexcept { return pins_.size(); }
+  /// The pinned_len of this manager's pins, summed.
+  std::uint64_t pinned_tokens() const noexcept { return pinned_tokens_; }
 
   /// Records a snapshot: tracked length = seqlen; optionally flips next_track_idx.
   /// Returns the keep slot (the entry now holding the newest snapshot).
@@ -302,6 +343,17 @@ class request_manager {
   std::vector<writer_mark> read_waits_;
   batch_progress progress_;           ///< of the session's forwards (fence reports)
   std::uint64_t queried_tokens_ = 0;  ///< queried_tokens()
+  struct pin_record {
+    std::uint64_t id;
+    node_ref node;
+    std::uint64_t tokens;  ///< pinned_len, taken from cfg_.pinned_tokens
+    clock_ns deadline;     ///< clock_ns::max(): no TTL
+  };
+  void drop_pin(const pin_record& p);
+  std::vector<pin_record> pins_;
+  std::uint64_t next_pin_ = 1;
+  std::uint64_t pinned_tokens_ = 0;           ///< pinned_tokens()
+  clock_ns next_deadline_ = clock_ns::max();  ///< the earliest deadline of pins_
 };
 
 }  // namespace hc

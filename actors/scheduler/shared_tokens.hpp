@@ -1,5 +1,5 @@
 #pragma once
-// Tokens passed by reference (InstanceSpec.sharedTokens): a create, append or lookup command
+// Tokens passed by reference (InstanceSpec.sharedTokens): a create, append, lookup or pin command
 // may name a range of the session's token arena instead of carrying its tokens; before the
 // step runs, the node copies each range into its command, so what runs is the same step
 // as if the worker had sent the lists (and the worker may reuse the range once the step
@@ -16,10 +16,9 @@
 
 namespace hc {
 
-/// Replaces every create / append / lookup range in `cmds` by the arena's tokens (the range is
-/// cleared). An empty arena means the session has none. On error (a range past the arena's
-/// end, or no arena), names the command and leaves every command as it was: the step must
-/// not run.
+/// Replaces every create / append / lookup / pin range in `cmds` by the arena's tokens (the range
+/// is cleared). An empty arena means the session has none. On error (a range past the arena's end,
+/// or no arena), names the command and leaves every command as it was: the step must not run.
 status resolve_shared_tokens(std::span<command> cmds, std::span<const token_id> arena);
 
 }  // namespace hc

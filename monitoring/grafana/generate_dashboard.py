@@ -61,11 +61,13 @@ PANELS = [
     ("Pools", "KV pool tokens, by state", "short",
      [(f'sum by (exported_instance, state) (hybridcache_kv_pool_tokens{{{SEL}}})',
        "cache {{exported_instance}} {{state}}")],
-     "capacity, used, evictable (cached, unlocked) and protected (locked by running requests)."),
+     "capacity, used, evictable (cached, unlocked), protected (locked by running requests "
+     "and pins) and pinned (the part of protected that pins hold)."),
     ("Pools", "SSM pool slots, by state", "short",
      [(f'sum by (exported_instance, state) (hybridcache_ssm_pool_slots{{{SEL}}})',
        "cache {{exported_instance}} {{state}}")],
-     "capacity, used, evictable and protected SSM state slots."),
+     "capacity, used, evictable and protected SSM state slots; pinned: the pins, one state "
+     "each."),
     ("Pools", "Inserted and evicted tokens per second", "short",
      [(rate("hybridcache_inserted_tokens_total"), "inserted"),
       (rate("hybridcache_evicted_tokens_total", by="reason"), "evicted ({{reason}})")],

@@ -23,6 +23,7 @@
 #include "actors/scheduler/instance_config.hpp"
 #include "actors/scheduler/step.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
+#include "tests/support/manual_clock.hpp"
 
 namespace hc::fuzz {
 namespace {
@@ -43,6 +44,7 @@ struct world {
   std::array<session_state, 2> sessions;
   session_id next_session = 1;
   std::size_t slot_capacity = 0;
+  test::manual_clock time;  ///< moved by the input: pins expire at chosen steps
 
   void open(session_state& s) {
     s.id = next_session++;
@@ -64,6 +66,7 @@ struct world {
     for (request_handle h : s.requests->live_handles())
       if (status st = s.requests->abort(h); !st) fail("abort at close: " + st.err().message);
     s.requests->release_quarantine();
+    s.requests->release_pins();  // as the node's close
     s.requests.reset();
   }
   session_state* find(session_id id) {
@@ -216,6 +219,10 @@ command command_from(fuzz_input& in) {
       return cmd::lookup{0, tokens_from(in), in.flag(), {}};
     case cmd_kind::prefetch:
       return cmd::prefetch{req, in.flag()};
+    case cmd_kind::pin:  // a TTL of 0-2 ms: some expire at a later step
+      return cmd::pin{0, tokens_from(in), {}, in.count(2)};
+    case cmd_kind::unpin:
+      return cmd::unpin{in.range(0, 8)};
   }
   return cmd::check{};
 }
@@ -226,8 +233,12 @@ void run_one_step(world& w, session_state& s, fuzz_input& in) {
     c = command_from(in);
   for (const command& c : cmds)  // the node refuses the whole step (check_step)
     if (!validate_command(c, max_command_tokens)) return;
+  // As radix_cache_actor's step: every session's pins whose TTL ended go first.
+  w.time.advance(std::chrono::milliseconds(in.count(2)));
+  for (session_state& o : w.sessions)
+    if (o.requests) o.requests->expire_pins(w.time.now());
   std::vector<command_result> results;
-  step_outcome out = run_step(*s.requests, *w.cache, cmds, results);
+  step_outcome out = run_step(*s.requests, *w.cache, cmds, results, {}, w.time);
   if (results.size() != cmds.size()) fail("a step must answer every command");
   // The radix_cache actor's sends, in step.hpp's order.
   for (step_outcome::batch_ops& b : out.ops) {

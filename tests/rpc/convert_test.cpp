@@ -38,7 +38,9 @@ std::vector<command> every_command() {
           cmd::check{true},
           cmd::take_ops{{26, 27}, 28},
           cmd::lookup{0, {29, 30}, true, std::nullopt},
-          cmd::prefetch{31, true}};
+          cmd::prefetch{31, true},
+          cmd::pin{0, {32, 33}, cmd::token_range{34, 35}, 36},
+          cmd::unpin{37}};
 }
 
 /// One body of every kind, every field set to a value other than its default.
@@ -56,7 +58,8 @@ std::vector<result_body> every_body() {
           res::evict{29, 30, 31, 32},
           res::check{33, 34, false, "a detail"},
           res::take_ops{35, 36, 37},
-          res::prefetch{true, "completed", 38}};
+          res::prefetch{true, "completed", 38},
+          res::pin{39, 40, 41}};
 }
 
 TEST(WireConvert, EveryCommandKindKeepsEveryField) {

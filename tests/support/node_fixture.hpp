@@ -48,10 +48,11 @@ struct node_fixture : ::testing::Test {
   std::size_t max_sessions = 1024;       ///< likewise
   std::uint64_t max_request_tokens = 0;  ///< likewise (0: no limit)
   std::uint64_t max_inspect_blocks = node_config{}.max_inspect_blocks;  ///< likewise
-  std::uint64_t host_memory_limit = 0;  ///< likewise (0: the host's MemAvailable)
-  node_about about;                     ///< likewise (inspect's "node")
-  std::string tcp_token;                ///< non-empty: also serve TCP on 127.0.0.1 with it
-  rpc_server_config server_limits;      ///< its read bounds are used (likewise)
+  std::uint64_t host_memory_limit = 0;    ///< likewise (0: the host's MemAvailable)
+  node_about about;                       ///< likewise (inspect's "node")
+  const clock* clock_for_node = nullptr;  ///< likewise (nullptr: the steady clock)
+  std::string tcp_token;                  ///< non-empty: also serve TCP on 127.0.0.1 with it
+  rpc_server_config server_limits;        ///< its read bounds are used (likewise)
   std::string address() const { return "unix:" + socket; }
 
   void SetUp() override {
@@ -66,6 +67,7 @@ struct node_fixture : ::testing::Test {
     cfg.max_inspect_blocks = max_inspect_blocks;
     cfg.host_memory_limit = host_memory_limit;
     cfg.about = about;
+    cfg.time_source = clock_for_node;
     n = std::make_unique<node>(cfg);
     server = std::make_unique<rpc_server>(*n, metrics);
     rpc_server_config rc;

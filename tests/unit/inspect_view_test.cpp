@@ -37,6 +37,7 @@ json whole_document() {
                 "kv_available": 100, "kv_capacity": 4096, "full_evictable": 50,
                 "full_protected": 60, "slot_available": 4, "slot_capacity": 64,
                 "mamba_evictable": 5, "mamba_protected": 6, "sessions": 2, "live_requests": 7,
+                "pins": 3, "pinned_tokens": 192,
                 "served": {"steps": 21, "commands": 22, "command_errors": 23, "matches": 24,
                            "queried_tokens": 99,
                            "matched_kv_tokens": 25, "matched_resumable_tokens": 26,
@@ -93,7 +94,7 @@ TEST(InspectView, AWholeDocumentSaysEachPartOnItsLine) {
            "  tree: 17 nodes, 9 leaves, page size 64\n",
            "  KV tokens: 100 free of 4096 (evictable 50, protected 60)\n",
            "  SSM slots: 4 free of 64 (evictable 5, protected 6)\n",
-           "  sessions: 2, live requests: 7\n",
+           "  sessions: 2, live requests: 7, pins: 3 (192 tokens)\n",
            "  served: 21 steps, 22 commands (23 errors), 24 matches (25 KV / 26 resumable "
            "tokens hit of 99 queried), 27 lookups, 28 tokens inserted\n",
            "  evicted: 29 tokens and 30 slots (31 and 32 under pressure); tombstones: 33 by "

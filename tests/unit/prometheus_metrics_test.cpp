@@ -112,7 +112,9 @@ TEST_F(PrometheusMetrics, AnInstancesPoolGaugesFollowItAndGoWhenItCloses) {
                 .slot_capacity = 64,
                 .slot_used = 3,
                 .slot_evictable = 2,
-                .slot_protected = 1};
+                .slot_protected = 1,
+                .kv_pinned = 30,
+                .pins = 2};
   m.pools(7, g);
   m.pools(8, g);
   g.kv_used = 200;
@@ -126,11 +128,14 @@ TEST_F(PrometheusMetrics, AnInstancesPoolGaugesFollowItAndGoWhenItCloses) {
   EXPECT_EQ(at(R"(hybridcache_ssm_pool_slots{instance="7",state="used"})"), 5);
   EXPECT_EQ(at(R"(hybridcache_ssm_pool_slots{instance="7",state="evictable"})"), 2);
   EXPECT_EQ(at(R"(hybridcache_ssm_pool_slots{instance="7",state="protected"})"), 1);
+  EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="7",state="pinned"})"), 30);
+  EXPECT_EQ(at(R"(hybridcache_ssm_pool_slots{instance="7",state="pinned"})"), 2);
   EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="8",state="used"})"), 100);
 
   m.instance_closed(7);
   EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="7",state="used"})"), -1);
   EXPECT_EQ(at(R"(hybridcache_ssm_pool_slots{instance="7",state="capacity"})"), -1);
+  EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="7",state="pinned"})"), -1);
   EXPECT_EQ(at(R"(hybridcache_kv_pool_tokens{instance="8",state="used"})"), 100)
       << "another instance's series stay";
   m.pools(7, g);  // an id seen again gets its series again

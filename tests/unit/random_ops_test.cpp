@@ -5,7 +5,9 @@
 //   available + evictable + protected + held == capacity   (KV tokens and SSM slots)
 // are checked, and the KV events with state checkpoints (tree_config::state_events),
 // applied to a replica as a router would, describe the device tree exactly
-// (radix_tree::device_blocks). Fixed seeds; a failure names the seed and the step.
+// (radix_tree::device_blocks). Pins come and go (unpinned, expired) among them, and
+// every pinned prefix stays matchable through any eviction. Fixed seeds; a failure names
+// the seed and the step.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -13,6 +15,7 @@
 
 #include "actors/scheduler/request_manager.hpp"
 #include "storage/sha256_page_hasher.hpp"
+#include "tests/support/manual_clock.hpp"
 #include "tests/support/tree_fixture.hpp"
 
 namespace hc::test {
@@ -102,6 +105,16 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
   std::map<request_handle, live> reqs;
   request_handle next_h = 1;
   std::size_t finished = 0, aborted = 0, oom = 0;
+
+  struct pinned {
+    std::uint64_t id;
+    std::vector<token_id> key;
+    std::size_t len;
+    clock_ns deadline;
+  };
+  std::vector<pinned> pins;
+  manual_clock time;
+  std::size_t pins_made = 0, pins_expired = 0;
 
   auto fail_safe_abort = [&](request_handle h) {
     ASSERT_TRUE(m.abort(h).ok());
@@ -201,6 +214,44 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
       }
     } else if (action < 90) {
       (void)cache.tree().evict(rng() % (4 * p.page + 1), rng() % 3);
+    } else if (action >= 97) {
+      // Pins (not an SGLang call): a pinned prefix survives any eviction until it is
+      // unpinned or its TTL ends; the pool identity counts it as protected.
+      time.advance(std::chrono::milliseconds(rng() % 3));
+      const std::size_t expired = m.expire_pins(time.now());
+      pins_expired += expired;
+      std::erase_if(pins, [&](const pinned& q) { return q.deadline <= time.now(); });
+      ASSERT_EQ(m.pins(), pins.size()) << expired << " expired";
+      if (!pins.empty() && rng() % 2 == 0) {
+        const std::size_t i = rng() % pins.size();
+        ASSERT_TRUE(m.unpin(pins[i].id).ok());
+        ASSERT_EQ(m.unpin(pins[i].id).err().code, errc::not_found) << "released once";
+        pins.erase(pins.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        auto key = cat(systems[rng() % systems.size()], iota_tokens(100000, rng() % 64));
+        const std::uint64_t ttl = rng() % 3;
+        auto r = m.pin(0, key, ttl, time.now());
+        if (r) {
+          ASSERT_LE(r->pinned_len, r->kv_matched);
+          pins_made += r->id != 0;
+          if (r->id != 0)
+            pins.push_back(
+                {r->id, key, r->pinned_len,
+                 ttl == 0 ? clock_ns::max() : time.now() + std::chrono::milliseconds(ttl)});
+          else
+            ASSERT_EQ(r->pinned_len, 0u);
+        } else {
+          ASSERT_EQ(r.err().code, errc::out_of_memory) << r.err().message;
+        }
+      }
+      if (rng() % 4 == 0) (void)cache.tree().evict(SIZE_MAX, SIZE_MAX);
+      for (const pinned& q : pins)
+        ASSERT_GE(cache.tree().match(0, q.key, match_ids::leave_out).prefix_len, q.len)
+            << "pin " << q.id << " lost its prefix";
+      std::uint64_t held = 0;
+      for (const pinned& q : pins)
+        held += q.len;
+      ASSERT_EQ(m.pinned_tokens(), held);
     } else {
       // Raw probe: a match (may split nodes) without COW — first without its ids, as a
       // router's lookup makes it, then with them: the same answer but for the ids, and the
@@ -234,6 +285,10 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
   // Drain: everything ends, then the idle checks must hold exactly.
   while (!reqs.empty())
     fail_safe_abort(reqs.begin()->first);
+  m.release_pins();
+  EXPECT_EQ(m.pins(), 0u);
+  EXPECT_GT(pins_made, 2u) << "pins should hold prefixes";
+  EXPECT_GT(pins_expired, 0u) << "some pins should expire";
   ASSERT_TRUE(cache.tree().sanity_check().ok()) << cache.tree().sanity_check().err().message;
   ASSERT_TRUE(m.check_pool_invariants().ok());
   EXPECT_EQ(m.held_slots(), 0u);

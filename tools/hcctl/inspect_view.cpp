@@ -218,8 +218,9 @@ void print_instance(out_it out, const json& in) {
   fmt::format_to(out, "  SSM slots: {} free of {} (evictable {}, protected {})\n",
                  count_of(t, "slot_available"), count_of(t, "slot_capacity"),
                  count_of(t, "mamba_evictable"), count_of(t, "mamba_protected"));
-  fmt::format_to(out, "  sessions: {}, live requests: {}\n", count_of(t, "sessions"),
-                 count_of(t, "live_requests"));
+  fmt::format_to(out, "  sessions: {}, live requests: {}, pins: {} ({} tokens)\n",
+                 count_of(t, "sessions"), count_of(t, "live_requests"), count_of(t, "pins"),
+                 count_of(t, "pinned_tokens"));
   if (t.contains("served")) print_served(out, object_in(t, "served"));
   if (member(t, "host").is_object()) print_host_tier(out, member(t, "host"));
   if (t.contains("blocks")) print_blocks(out, t, array_in(t, "blocks"));

@@ -188,9 +188,9 @@ int run_top(const node_options& o, const top_options& t) {
     if (o.json) {
       json gauges = json::object();
       for (const char* k :
-           {"sessions", "instances", "live_requests", "kv_tokens_capacity", "kv_tokens_free",
-            "kv_tokens_evictable", "kv_tokens_protected", "ssm_slots_capacity", "ssm_slots_free",
-            "ssm_slots_evictable", "ssm_slots_protected", "invariant_violations"})
+           {"sessions", "instances", "live_requests", "pins", "pinned_tokens", "kv_tokens_capacity",
+            "kv_tokens_free", "kv_tokens_evictable", "kv_tokens_protected", "ssm_slots_capacity",
+            "ssm_slots_free", "ssm_slots_evictable", "ssm_slots_protected", "invariant_violations"})
         gauges[k] = at(*cur, k);
       json totals = json::object(), tier_totals = json::object(), host = json::object();
       for (const auto& [k, label] : top_rates)
@@ -226,8 +226,11 @@ int run_top(const node_options& o, const top_options& t) {
       const auto pct = [](double used, double cap) { return cap > 0 ? 100.0 * used / cap : 0.0; };
       const double kv_cap = at(*cur, "kv_tokens_capacity"),
                    slot_cap = at(*cur, "ssm_slots_capacity");
-      fmt::print("\n  sessions {:.0f}, instances {:.0f}, live requests {:.0f}\n",
-                 at(*cur, "sessions"), at(*cur, "instances"), at(*cur, "live_requests"));
+      fmt::print(
+          "\n  sessions {:.0f}, instances {:.0f}, live requests {:.0f}, pins {:.0f} ({:.0f} "
+          "tokens)\n",
+          at(*cur, "sessions"), at(*cur, "instances"), at(*cur, "live_requests"), at(*cur, "pins"),
+          at(*cur, "pinned_tokens"));
       fmt::print(
           "  KV tokens  {:.0f} used of {:.0f} ({:.1f} %), protected {:.0f}, evictable {:.0f}\n",
           kv_cap - at(*cur, "kv_tokens_free"), kv_cap,

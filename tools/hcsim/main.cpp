@@ -151,6 +151,12 @@ int run(int argc, char** argv) {
   app.add_option("--abort-rate", cfg.abort_rate, "Probability of an abort per scheduling step")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--pin-rate", cfg.pin_rate,
+                 "Probability that a finished turn pins its conversation (Command.pin) for "
+                 "10-200 steps, at most 2 pins a worker; a pinned prefix found shorter before "
+                 "its unpin is a pin loss (exit 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--max-context", cfg.max_context, "A conversation restarts beyond this length")
       ->capture_default_str();
   app.add_option("--page-size", cfg.page_size, "Tokens per KV page")->capture_default_str();
@@ -219,7 +225,7 @@ int run(int argc, char** argv) {
   } else {
     std::printf("%s", r.text().c_str());
   }
-  return r.mismatches == 0 && r.leaks == 0 && r.errors == 0 ? 0 : 1;
+  return r.mismatches == 0 && r.leaks == 0 && r.errors == 0 && r.pin_losses == 0 ? 0 : 1;
 }
 
 }  // namespace

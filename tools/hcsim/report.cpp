@@ -23,6 +23,8 @@ void each_counter(Report& r, F&& f) {
   f("state_mismatches", r.state_mismatches);
   f("leaks", r.leaks);
   f("errors", r.errors);
+  f("pins", r.pins);
+  f("pin_losses", r.pin_losses);
   f("prompt_tokens", r.prompt_tokens);
   f("reused_tokens", r.reused_tokens);
   f("computed_tokens", r.computed_tokens);
@@ -90,6 +92,8 @@ std::string sim_report::text() const {
       l1_hit_tokens, l2_hit_tokens, l3_hit_tokens, computed_tokens,
       step_latency.percentile_us(0.50), step_latency.percentile_us(0.99), step_latency.max_us(),
       mismatches, kv_mismatches, state_mismatches, leaks, errors);
+  if (pins > 0 || pin_losses > 0)
+    t += fmt::format("pins {}, pinned prefixes lost {}\n", pins, pin_losses);
   if (!first_error.empty()) t += "first problem: " + first_error + "\n";
   return t;
 }

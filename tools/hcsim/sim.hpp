@@ -55,6 +55,10 @@ struct sim_config {
   std::uint32_t device_ordinal = 0;
   double host_ratio = 0;  ///< > 1: a host tier (HiCache) of this ratio
   bool prefetch = false;  ///< storage prefetch before each admission (needs L3)
+  /// Probability that a finished turn pins its conversation (Command.pin) for 10-200 of the
+  /// worker's steps (at most 2 pins a worker): every pinned prefix must stay matchable,
+  /// whatever the workers evict, until it is unpinned. 0: no pins.
+  double pin_rate = 0;
   std::string model = "hcsim-toy";
   bool json = false;
   bool progress = true;
@@ -68,6 +72,8 @@ struct sim_report {
   std::uint64_t retracted = 0;
   std::uint64_t mismatches = 0, kv_mismatches = 0, state_mismatches = 0;
   std::uint64_t leaks = 0, errors = 0;
+  /// Pins made (pin_rate), and pinned prefixes found shorter than pinned before their unpin.
+  std::uint64_t pins = 0, pin_losses = 0;
   std::uint64_t prompt_tokens = 0, reused_tokens = 0, computed_tokens = 0;
   std::uint64_t l1_hit_tokens = 0, l2_hit_tokens = 0, l3_hit_tokens = 0;
   /// Of the matches that succeeded: the tokens their keys looked up (each prompt but its

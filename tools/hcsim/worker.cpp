@@ -611,11 +611,64 @@ class worker {
       std::vector<token_id> full = r->tokens;
       full.insert(full.end(), r->outputs.begin(),
                   r->outputs.begin() + static_cast<std::ptrdiff_t>(r->decode_total));
+      if (cfg_.pin_rate > 0 && to_pin_.size() + pins_.size() < 2 &&
+          std::uniform_real_distribution<double>(0, 1)(rng_) < cfg_.pin_rate)
+        to_pin_.push_back(full);
       history_[r->conv] = std::move(full);
       ++rep_.finished;
       r->gone = true;
     }
     sweep();
+  }
+
+  /// --pin-rate: one step that looks up every held pin's tokens (each must still match at
+  /// least its pinned length: no eviction may take a pinned prefix), unpins those whose
+  /// time is up and pins the conversations chosen since the last call.
+  void pins_turn() {
+    const bool due = std::any_of(pins_.begin(), pins_.end(),
+                                 [&](const held_pin& p) { return p.until_step <= rep_.steps; });
+    if (to_pin_.empty() && !due && (pins_.empty() || rep_.steps % 8 != 0)) return;
+    // Held pins in order: those kept, then those released now (each looked up first).
+    const auto released_from = std::stable_partition(
+        pins_.begin(), pins_.end(), [&](const held_pin& p) { return p.until_step > rep_.steps; });
+    std::vector<command> cmds;
+    for (const held_pin& p : pins_)
+      cmds.emplace_back(cmd::lookup{0, p.tokens, true, {}});
+    const std::size_t unpins_at = cmds.size();
+    for (auto it = released_from; it != pins_.end(); ++it)
+      cmds.emplace_back(cmd::unpin{it->id});
+    const std::size_t pins_at = cmds.size();
+    for (const std::vector<token_id>& t : to_pin_)
+      cmds.emplace_back(cmd::pin{0, t, {}, 0});
+    auto r = step(cmds);
+    if (!r) return;
+    for (std::size_t i = 0; i < unpins_at; ++i) {
+      const held_pin& p = pins_[i];
+      const command_result& x = (*r)[i];
+      if (!x.ok()) {
+        error("lookup of pin " + std::to_string(p.id) + ": " + x.error);
+      } else if (x.as<res::lookup>().prefix_len < p.len) {
+        ++rep_.pin_losses;
+        error("pin " + std::to_string(p.id) + " held " + std::to_string(p.len) +
+              " tokens; a lookup matched " + std::to_string(x.as<res::lookup>().prefix_len));
+      }
+    }
+    for (std::size_t i = unpins_at; i < pins_at; ++i)
+      if (!(*r)[i].ok()) error("unpin: " + (*r)[i].error);
+    pins_.erase(released_from, pins_.end());
+    for (std::size_t i = pins_at; i < cmds.size(); ++i) {
+      const command_result& x = (*r)[i];
+      if (!x.ok()) {  // the instance's pins hold half its KV pool: refused, not an error
+        if (x.code != errc::out_of_memory) error("pin: " + x.error);
+        continue;
+      }
+      const res::pin& p = x.as<res::pin>();
+      if (p.id == 0) continue;  // nothing of it cached (evicted already)
+      ++rep_.pins;
+      pins_.push_back(
+          {p.id, std::move(to_pin_[i - pins_at]), p.pinned_len, rep_.steps + 10 + rng_() % 191});
+    }
+    to_pin_.clear();
   }
 
   /// The output the request's next decode consumes (recorded as it is generated).
@@ -646,6 +699,7 @@ class worker {
       while (active_.size() < cfg_.batch && admit()) {
       }
       maybe_abort();
+      pins_turn();
       std::unique_ptr<forward_run> next = schedule();
       if (!overlap_) {
         if (next && (!launch(*next) || !finish_forward(*next))) break;
@@ -687,6 +741,14 @@ class worker {
   std::vector<bool> busy_;
   std::vector<request> active_;
   std::deque<request> retracted_;  ///< re-admitted before any new turn
+  struct held_pin {
+    std::uint64_t id;
+    std::vector<token_id> tokens;
+    std::uint64_t len;         ///< its pinned length
+    std::uint64_t until_step;  ///< unpinned at the first pins_turn from this step on
+  };
+  std::vector<held_pin> pins_;                 ///< --pin-rate: held now
+  std::vector<std::vector<token_id>> to_pin_;  ///< conversations to pin at the next turn
   request_handle next_handle_ = 0;
   std::uint64_t batch_ = 0;
   /// Forwards run on a thread while the next batch is scheduled (SGLang disables overlap

@@ -516,6 +516,29 @@ void bind_commands(py::module_& m) {
       .def_readwrite("req", &cmd::prefetch::req)
       .def_readwrite("admit_now", &cmd::prefetch::admit_now)
       .def(py::self == py::self);
+  py::class_<cmd::pin>(
+      m, "Pin",
+      "Keeps the cached resumable prefix of `tokens` (as Create takes them; or the `count` "
+      "tokens at `at` of the session's token arena) on the device until Unpin, the end of "
+      "`ttl_ms` (0: none; at most 7 days) or the session's close.")
+      .def(py::init([](token_list tokens, std::uint64_t ttl_ms, std::optional<std::uint64_t> at,
+                       std::optional<std::uint64_t> count) {
+             cmd::pin c;
+             c.shared = token_range_of(tokens, at, count);
+             c.tokens = std::move(tokens.ids);
+             c.ttl_ms = ttl_ms;
+             return c;
+           }),
+           py::arg("tokens") = token_list{}, py::arg("ttl_ms") = 0, py::kw_only(),
+           py::arg("at") = py::none(), py::arg("count") = py::none())
+      .def_property("tokens", &tokens_of<cmd::pin>, &set_tokens<cmd::pin>)
+      .def_readwrite("ttl_ms", &cmd::pin::ttl_ms)
+      .def_property_readonly("shared", &shared_range_of<cmd::pin>)
+      .def(py::self == py::self);
+  py::class_<cmd::unpin>(m, "Unpin", "Releases pin `pin` (the id a Pin result gave).")
+      .def(py::init([](std::uint64_t pin) { return cmd::unpin{pin}; }), py::arg("pin"))
+      .def_readwrite("pin", &cmd::unpin::pin)
+      .def(py::self == py::self);
 }
 
 #define HC_RO(cls, field) .def_readonly(#field, &cls::field)
@@ -576,6 +599,10 @@ void bind_results(py::module_& m) {
                             "A storage prefetch: ready, its outcome and the storage hit.")
       HC_RO(res::prefetch, ready) HC_RO(res::prefetch, outcome)
           HC_RO(res::prefetch, storage_hit_tokens);
+  py::class_<res::pin>(m, "Pin",
+                       "A pin: its id (`pin`, 0 when nothing was cached to pin), the resumable "
+                       "prefix it holds and the KV tokens matched.")
+      .def_readonly("pin", &res::pin::id) HC_RO(res::pin, pinned_len) HC_RO(res::pin, kv_matched);
 }
 
 void bind_vocabulary(py::module_& m) {

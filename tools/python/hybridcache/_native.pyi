@@ -187,11 +187,21 @@ class cmd:
         req: int
         admit_now: bool
         def __init__(self, req: int, admit_now: bool = False) -> None: ...
+    class Pin:
+        tokens: List[int]
+        ttl_ms: int
+        shared: Optional[Tuple[int, int]]
+        def __init__(self, tokens: Tokens = ..., ttl_ms: int = 0, *,
+                     at: Optional[int] = None, count: Optional[int] = None) -> None: ...
+    class Unpin:
+        pin: int
+        def __init__(self, pin: int) -> None: ...
 
 Command = Union[cmd.Create, cmd.Append, cmd.Match, cmd.Lock, cmd.Unlock, cmd.AllocReq,
                 cmd.PrepareDecode, cmd.Abort, cmd.NotAdmitted, cmd.AllocKv, cmd.Track,
                 cmd.PrepareExtend, cmd.ProcessDecode, cmd.CacheUnfinished, cmd.Finish,
-                cmd.Evict, cmd.Check, cmd.TakeOps, cmd.Lookup, cmd.Prefetch]
+                cmd.Evict, cmd.Check, cmd.TakeOps, cmd.Lookup, cmd.Prefetch, cmd.Pin,
+                cmd.Unpin]
 
 class res:
     class Match:
@@ -254,6 +264,10 @@ class res:
         ready: bool
         outcome: str
         storage_hit_tokens: int
+    class Pin:
+        pin: int
+        pinned_len: int
+        kv_matched: int
 
 class CommandResult:
     @property

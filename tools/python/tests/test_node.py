@@ -149,6 +149,33 @@ class NodeTest(OwnNodeTest):
             self.assertEqual(check.pools.full_protected, 0)
             self.assertTrue(s.pools.ssm_shm.startswith("/"))
 
+    def test_a_pin_keeps_a_prefix_through_eviction_until_unpinned(self):
+        """cmd.Pin holds a cached prompt's resumable prefix on the device while the cache is
+        evicted, res.Pin says how much, the node's stats count it, and cmd.Unpin releases it."""
+        prompt = list(range(1, 17))
+        with self.connect() as node, node.open(small_spec("py-pins")) as s:
+            r = s.step([cmd.Create(req=1, tokens=prompt), cmd.Match(req=1), cmd.AllocReq(req=1),
+                        cmd.AllocKv(req=1, to_end=True), cmd.Finish(req=1)])
+            self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+            pinned = s.step([cmd.Pin(tokens=prompt, ttl_ms=60_000)])[0]
+            self.assertTrue(pinned.ok, pinned.error)
+            self.assertIsInstance(pinned.body, res.Pin)
+            self.assertEqual((pinned.body.pinned_len, pinned.body.kv_matched), (16, 16))
+            self.assertIn("pinned_len=16", repr(pinned.body))
+            self.assertEqual(node.stats()["pins"], 1)
+            self.assertEqual(node.stats()["pinned_tokens"], 16)
+            s.step([cmd.Evict(tokens=1 << 20, slots=1 << 10)])
+            look = s.step([cmd.Lookup(tokens=prompt, without_indices=True)])[0].body
+            self.assertEqual(look.prefix_len, 16, "the pin held it through the eviction")
+            gone = s.step([cmd.Unpin(pin=pinned.body.pin), cmd.Unpin(pin=pinned.body.pin)])
+            self.assertTrue(gone[0].ok, gone[0].error)
+            self.assertIsNone(gone[0].body)
+            self.assertEqual(gone[1].code, "not_found")
+            s.step([cmd.Evict(tokens=1 << 20, slots=1 << 10)])
+            look = s.step([cmd.Lookup(tokens=prompt, without_indices=True)])[0].body
+            self.assertEqual(look.prefix_len, 0, "unpinned, it was evicted")
+            self.assertEqual(node.stats()["pins"], 0)
+
     def test_a_numpy_prompt_is_cached_and_its_ids_read_as_numpy_arrays(self):
         """A prompt given as a NumPy array is cached as its list would be, and every result's
         `*_array` holds its list's ids as int32 (what torch.from_numpy takes as it is)."""
