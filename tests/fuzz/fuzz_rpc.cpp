@@ -244,6 +244,15 @@ void fill_command(wire::Command::Builder c, fuzz_input& in) {
     case 19:
       small_words(c.initPrefetch(), in);
       break;
+    case 20:  // a pin of a prompt (a TTL of 0-2 ms, or past the limit) or an unpin
+      if (in.flag()) {
+        auto p = c.initPin();
+        fill_tokens([&](unsigned n) { return p.initTokens(n); }, in);
+        p.setTtlMs(in.count(2));
+      } else {
+        c.initUnpin().setPin(in.range(0, 7));
+      }
+      break;
     default:
       scramble(c, in);
       break;  // any tag, the body missing or of another kind
@@ -516,6 +525,7 @@ void check_idle() {
     if (!t.is_object()) fail("instance without a tree: " + inst.dump());
     auto n = [&](const char* k) { return t.value(k, std::uint64_t{0}); };
     if (n("live_requests") != 0) fail("live requests on an idle instance: " + t.dump());
+    if (n("pins") != 0) fail("pins on an idle instance: " + t.dump());
     if (n("full_protected") != 0 || n("mamba_protected") != 0)
       fail("protected nodes on an idle instance: " + t.dump());
     if (n("kv_available") + n("full_evictable") != n("kv_capacity"))
