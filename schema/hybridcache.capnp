@@ -84,9 +84,9 @@ struct InstanceSpec {
   # maxContextLen > 0. Per session; not part of the instance.
   sharedRows @25 :Bool;
   # Capacity in tokens of the session's token arena in POSIX shared memory
-  # (PoolInfo.tokensShm, Int32 tokens): create / append / lookup may then pass their tokens as a
-  # TokenRange of it instead of a list (a prompt written once by the worker, not encoded,
-  # sent and decoded). 0 = none. Per session; not part of the instance.
+  # (PoolInfo.tokensShm, Int32 tokens): create / append / lookup / pin may then pass their
+  # tokens as a TokenRange of it instead of a list (a prompt written once by the worker, not
+  # encoded, sent and decoded). 0 = none. Per session; not part of the instance.
   sharedTokens @26 :UInt64;
 }
 
