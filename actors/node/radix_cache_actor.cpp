@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -91,6 +92,16 @@ void publish_cleared(state& st) {
     if (st.announced.contains(id)) publish_clear(st, name);  // the topics it published on
 }
 
+/// What the instance's sessions' pins hold: the pins, and their pinned lengths summed.
+std::pair<std::uint64_t, std::uint64_t> pins_of(const state& st) {
+  std::uint64_t pins = 0, tokens = 0;
+  for (const auto& [id, ss] : st.sessions) {
+    pins += ss.requests->pins();
+    tokens += ss.requests->pinned_tokens();
+  }
+  return {pins, tokens};
+}
+
 /// Reports a step. `before`: the tree's counters when the step began; evictions beyond
 /// those the step's evict commands made happened inside allocations ("pressure").
 /// `queried`: the tokens its matches looked up (request_manager::queried_tokens' growth).
@@ -154,10 +165,7 @@ void report(state& st, const tree_counters& before, std::uint64_t queried,
   g.slot_used = g.slot_capacity - c.slots().available();
   g.slot_evictable = s.mamba_evictable;
   g.slot_protected = s.mamba_protected;
-  for (const auto& [id, ss] : st.sessions) {
-    g.kv_pinned += ss.requests->pinned_tokens();
-    g.pins += ss.requests->pins();
-  }
+  std::tie(g.pins, g.kv_pinned) = pins_of(st);
   if (c.has_host_tier()) {
     g.host = true;
     g.host_kv_capacity = c.host_kv().capacity();
@@ -185,11 +193,9 @@ instance_stats stats_of(const state& st) {
   const tree_counters& tc = c.tree().counters();
   const served_counters& sv = st.served;
   instance_stats out;
-  for (const auto& [id, m] : st.sessions) {
+  for (const auto& [id, m] : st.sessions)
     out.live_requests += m.requests->live_requests();
-    out.pins += m.requests->pins();
-    out.pinned_tokens += m.requests->pinned_tokens();
-  }
+  std::tie(out.pins, out.pinned_tokens) = pins_of(st);
   out.kv_capacity = c.kv().capacity();
   out.kv_available = c.kv().available();
   out.full_evictable = s.full_evictable;
