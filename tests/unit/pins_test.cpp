@@ -6,22 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <numeric>
 #include <vector>
 
 #include "actors/scheduler/command_executor.hpp"
 #include "actors/scheduler/instance_config.hpp"
 #include "tests/support/commands.hpp"
 #include "tests/support/manual_clock.hpp"
+#include "tests/support/tree_fixture.hpp"
 
 namespace hc::test {
 namespace {
-
-std::vector<token_id> tokens(std::size_t n, token_id first = 1) {
-  std::vector<token_id> t(n);
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
 
 instance_spec small_spec() {
   instance_spec s;
@@ -67,7 +61,7 @@ struct session {
 TEST(Pins, APinHoldsItsPrefixThroughEvictionUntilUnpinned) {
   radix_cache cache(cache_config_of(small_spec()));
   session s(cache);
-  const auto a = tokens(100), b = tokens(80, 1000);
+  const auto a = iota_tokens(1, 100), b = iota_tokens(1000, 80);
   s.serve(1, a);
   s.serve(2, b);
   const std::uint64_t len = s.resumable(a);
@@ -102,11 +96,11 @@ TEST(Pins, APinHoldsItsPrefixThroughEvictionUntilUnpinned) {
 TEST(Pins, NothingCachedIsNoPinAndAPinHoldsOnlyTheResumablePrefix) {
   radix_cache cache(cache_config_of(small_spec()));
   session s(cache);
-  const res::pin none = s.pin(tokens(50));
+  const res::pin none = s.pin(iota_tokens(1, 50));
   EXPECT_EQ(none.id, 0u);
   EXPECT_EQ(none.pinned_len, 0u);
   EXPECT_EQ(s.requests->pins(), 0u);
-  const auto a = tokens(100);
+  const auto a = iota_tokens(1, 100);
   s.serve(1, a);
   auto longer = a;
   longer.insert(longer.end(), {9, 9, 9, 9, 9});
@@ -118,7 +112,7 @@ TEST(Pins, APinEndsWithItsTtlAndEveryPinWithTheSession) {
   radix_cache cache(cache_config_of(small_spec()));
   {
     session s(cache);
-    const auto a = tokens(100), b = tokens(90, 2000);
+    const auto a = iota_tokens(1, 100), b = iota_tokens(2000, 90);
     s.serve(1, a);
     s.serve(2, b);
     const res::pin brief = s.pin(a, /*ttl_ms=*/50);
@@ -144,7 +138,7 @@ TEST(Pins, RefusedPastTheBudgetTheCountAndTheLongestTtl) {
   auto budget = make_pin_budget(cache);
   EXPECT_EQ(budget->limit(), 256u) << "half the KV pool";
   session s(cache, budget), t(cache, budget);
-  const auto a = tokens(200), b = tokens(200, 5000);
+  const auto a = iota_tokens(1, 200), b = iota_tokens(5000, 200);
   s.serve(1, a);
   t.serve(1, b);
   const res::pin pa = s.pin(a);
@@ -163,7 +157,7 @@ TEST(Pins, RefusedPastTheBudgetTheCountAndTheLongestTtl) {
   EXPECT_NE(ttl[0].error.find("7 days"), std::string::npos) << ttl[0].error;
 
   session many(cache, std::make_shared<token_budget>(0));  // unlimited: only the count limits it
-  const auto small = tokens(8, 9000);
+  const auto small = iota_tokens(9000, 8);
   many.serve(1, small);
   ASSERT_GT(many.resumable(small), 0u);
   for (std::size_t i = 0; i < max_pins_per_session; ++i)
