@@ -281,6 +281,20 @@ struct prometheus_metrics::impl {
                                              .Name("hybridcache_host_ssm_pool_slots")
                                              .Help("L2 host SSM pool slots: capacity and used")
                                              .Register(*reg);
+  pm::Counter& host_evicted_tokens =
+      pm::BuildCounter()
+          .Name("hybridcache_host_evicted_tokens_total")
+          .Help("L2 host KV tokens evicted (host pool pressure, or deleted with their node)")
+          .Register(*reg)
+          .Add({});
+  pm::Counter& host_evicted_slots =
+      pm::BuildCounter()
+          .Name("hybridcache_host_evicted_slots_total")
+          .Help(
+              "L2 host SSM slots evicted: each one a checkpoint the host tier can no longer "
+              "resume from")
+          .Register(*reg)
+          .Add({});
   pm::Family<pm::Gauge>& build = pm::BuildGauge()
                                      .Name("hybridcache_build_info")
                                      .Help("1, labelled with the node's release and protocol")
@@ -494,6 +508,11 @@ void prometheus_metrics::tier_bytes(std::string_view tier, std::string_view dire
 
 void prometheus_metrics::backup(double seconds, bool failed) {
   (failed ? impl_->backup_failed : impl_->backup_ok).Observe(seconds);
+}
+
+void prometheus_metrics::host_evicted(std::uint64_t tokens, std::uint64_t slots) {
+  impl_->host_evicted_tokens.Increment(static_cast<double>(tokens));
+  impl_->host_evicted_slots.Increment(static_cast<double>(slots));
 }
 
 void prometheus_metrics::fault(std::string_view kind) {

@@ -83,6 +83,7 @@ class prometheus_metrics final : public metrics_sink {
   void tier_bytes(std::string_view tier, std::string_view direction, std::uint64_t bytes,
                   double seconds) override;
   void backup(double seconds, bool failed) override;
+  void host_evicted(std::uint64_t tokens, std::uint64_t slots) override;
   void fault(std::string_view kind) override;
   /// hybridcache_l3_loading: 1 while the L3 store reads its index with the node serving
   /// (hybridcached's start, actors/daemon/l3_start.hpp), else 0.

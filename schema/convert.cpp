@@ -178,6 +178,7 @@ status put_spec(wire::InstanceSpec::Builder b, const instance_spec& s) {
   b.setNamespace(text(s.ns));
   b.setHicacheRatio(s.hicache_ratio);
   b.setHicacheBytes(s.hicache_bytes);
+  b.setHicacheSsmBytes(s.hicache_ssm_bytes);
   b.setHicacheWritePolicy(static_cast<wire::WritePolicy>(s.hicache_write_policy));
   b.setPrefetchPolicy(static_cast<wire::PrefetchPolicy>(s.prefetch_policy));
   b.setPrefetchThreshold(static_cast<std::uint32_t>(s.prefetch_threshold));
@@ -223,6 +224,7 @@ result<instance_spec> get_spec(wire::InstanceSpec::Reader r) {
   s.ns = text(r.getNamespace());
   s.hicache_ratio = r.getHicacheRatio();
   s.hicache_bytes = r.getHicacheBytes();
+  s.hicache_ssm_bytes = r.getHicacheSsmBytes();
   const auto wp = static_cast<unsigned>(r.getHicacheWritePolicy());
   const auto pp = static_cast<unsigned>(r.getPrefetchPolicy());
   if (wp > static_cast<unsigned>(write_policy::write_back))

@@ -88,6 +88,12 @@ struct InstanceSpec {
   # tokens as a TokenRange of it instead of a list (a prompt written once by the worker, not
   # encoded, sent and decoded). 0 = none. Per session; not part of the instance.
   sharedTokens @26 :UInt64;
+  # Host bytes of the SSM pool alone (SGLang's proposed --hicache-mamba-size-gb): the host
+  # SSM pool gets hicacheSsmBytes / ssmSlotBytes slots (+1), the host KV pool the rest of
+  # hicacheBytes, or hicacheRatio x the device KV pool. Needs hicacheRatio or hicacheBytes;
+  # less than hicacheBytes. 0 = both pools from the ratio, or hicacheBytes split in the
+  # device pools' proportion.
+  hicacheSsmBytes @27 :UInt64;
 }
 
 enum Device {

@@ -24,7 +24,9 @@ for bad in "--strategy no_buffer --page-size 64:pageSize 1" \
   "--strategy extra_buffer_lazy --overlap 0:--disable-overlap-schedule is hcsim's --overlap 0" \
   "--strategy extra_buffer --page-size 64 --track-interval 96:--mamba-track-interval is hcsim's --track-interval" \
   "--strategy extra_buffer --mamba2 --chunk 128 --track-interval 64:Mamba2 backend requires --mamba-track-interval (64) >= mamba_chunk_size (128)" \
-  "--strategy extra_buffer --mamba2 --chunk 256 --track-interval 128:mamba_chunk_size is hcsim's --chunk"; do
+  "--strategy extra_buffer --mamba2 --chunk 256 --track-interval 128:mamba_chunk_size is hcsim's --chunk" \
+  "--host-ssm-slots 80:hicacheSsmBytes is hcsim's --host-ssm-slots" \
+  "--host-ratio 3 --host-ssm-slots 20:must be larger than the device's --slots 48"; do
   rc=0
   # shellcheck disable=SC2086  # the settings are words
   "$hcsim" --socket "$tmp/none" ${bad%%:*} --progress false 2>"$tmp/err" >/dev/null || rc=$?
@@ -76,6 +78,9 @@ done
 run "pins" 3 --strategy extra_buffer "${small[@]}" --host-ratio 3 --overlap-scheduling --pin-rate 0.5
 grep -Eq '"pins":[1-9]' <<<"$out_last" || fail "pins: no pin was made"
 grep -q '"pin_losses":0' <<<"$out_last" || fail "pins: a pinned prefix was lost"
+# A host SSM pool sized on its own (InstanceSpec.hicacheSsmBytes), barely above the
+# device's: its checkpoints are evicted while the host KV pool still has room.
+run "host-ssm" 2 --strategy extra_buffer "${small[@]}" --host-ratio 3 --host-ssm-slots 40
 run "prefetch" 2 --strategy extra_buffer "${small[@]}" --host-ratio 3 --prefetch
 grep -Eq '"l2":[1-9]' <<<"$out_last" || fail "the host tier never served a hit"
 # Warm restart: the same conversations against a restarted node come back from L3.

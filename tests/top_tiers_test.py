@@ -18,7 +18,8 @@ import unittest
 DAEMON, HCCTL, HCSIM = ((os.path.abspath(p) for p in sys.argv[1:4]) if len(sys.argv) >= 4
                         else (None, None, None))
 TIERS = {"backed_up_tokens": "backed_up_tokens", "loaded_back_tokens": "loaded_back_tokens",
-         "demoted_tokens": "demoted_tokens", "host_evicted_tokens": "host_evicted_tokens"}
+         "demoted_tokens": "demoted_tokens", "host_evicted_tokens": "host_evicted_tokens",
+         "host_evicted_slots": "host_evicted_slots"}
 GAUGES = {"host_kv_tokens_capacity": "kv_capacity", "host_kv_tokens_free": "kv_available",
           "host_ssm_slots_capacity": "slot_capacity", "host_ssm_slots_free": "slot_available"}
 

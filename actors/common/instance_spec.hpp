@@ -55,6 +55,12 @@ struct instance_spec {
   // --- host tier (HiCache, cache-semantics.md §5); on when hicache_ratio or hicache_bytes > 0
   double hicache_ratio = 0;         ///< host pools as a multiple of the device pools (> 1)
   std::uint64_t hicache_bytes = 0;  ///< host bytes for both pools; overrides the ratio
+  /// Host bytes of the SSM pool alone (SGLang's proposed --hicache-mamba-size-gb): the
+  /// host SSM pool gets this many bytes of slots (+1), and the host KV pool the rest of
+  /// hicache_bytes, or hicache_ratio x the device KV pool. Needs hicache_ratio or
+  /// hicache_bytes; less than hicache_bytes. 0 = both pools by the ratio or split in the
+  /// device pools' proportion (§5.1). Default: 0
+  std::uint64_t hicache_ssm_bytes = 0;
   write_policy hicache_write_policy = write_policy::write_through;
   prefetch_termination prefetch_policy = prefetch_termination::best_effort;
   std::size_t prefetch_threshold = 256;  ///< tokens; fewer are not prefetched. Default: 256

@@ -55,6 +55,9 @@ class metrics_sink {
                           double seconds) = 0;
   /// One node's L3 backup ended (failed: a batch or the state failed to write).
   virtual void backup(double seconds, bool failed) = 0;
+  /// The host tier evicted `tokens` KV tokens and `slots` SSM slots (its pools' own
+  /// pressure, or a device eviction that deleted nodes with host copies).
+  virtual void host_evicted(std::uint64_t tokens, std::uint64_t slots) = 0;
 
   // --- faults the node survived (README, Reliability) ---
   /// One fault of `kind`: "l3_write_error" (a backup write failed), "l3_full" (a write
@@ -93,6 +96,7 @@ class null_metrics : public metrics_sink {
   void prefetch(std::string_view, std::uint64_t, std::uint64_t, double) override {}
   void tier_bytes(std::string_view, std::string_view, std::uint64_t, double) override {}
   void backup(double, bool) override {}
+  void host_evicted(std::uint64_t, std::uint64_t) override {}
   void fault(std::string_view) override {}
 };
 

@@ -22,22 +22,42 @@ result<host_pool_sizes> size_host_pools(const host_pool_request& req) {
   s.kv_bytes_per_token = req.kv_bytes_per_token;
   s.state_bytes = req.state_bytes;
   auto d = [](auto v) { return static_cast<double>(v); };
-  if (req.host_bytes > 0) {
-    // Split the budget in the device pools' proportion.
+  if (req.host_bytes == 0 && !(req.ratio > 1.0))
+    return error{errc::invalid_config,
+                 "--hicache-ratio must be greater than 1 (got " + std::to_string(req.ratio) + ")"};
+  if (req.host_bytes > 0 && req.ssm_bytes >= req.host_bytes)
+    return error{errc::invalid_config, "hicacheSsmBytes (" + std::to_string(req.ssm_bytes) +
+                                           ") must be less than hicacheBytes (" +
+                                           std::to_string(req.host_bytes) + ")"};
+  // The KV pool's bytes from the budget: what the SSM pool's own bytes leave, or the
+  // budget split in the device pools' proportion.
+  double kv_budget = 0;
+  if (req.host_bytes > 0 && req.ssm_bytes > 0) {
+    kv_budget = d(req.host_bytes - req.ssm_bytes);
+  } else if (req.host_bytes > 0) {
     const double dev_kv = d(req.device_kv_tokens) * d(req.kv_bytes_per_token);
     const double dev_ssm = d(req.device_slots) * d(req.state_bytes);
     const double share = dev_kv + dev_ssm > 0 ? dev_kv / (dev_kv + dev_ssm) : 0.5;
-    const double kv_budget = d(req.host_bytes) * share;
-    s.kv_tokens = static_cast<std::size_t>(kv_budget / d(req.kv_bytes_per_token)) / p * p;
-    s.slots = static_cast<std::size_t>((d(req.host_bytes) - kv_budget) / d(req.state_bytes));
-  } else {
-    if (!(req.ratio > 1.0))
-      return error{errc::invalid_config, "--hicache-ratio must be greater than 1 (got " +
-                                             std::to_string(req.ratio) + ")"};
-    s.kv_tokens = static_cast<std::size_t>(std::floor(req.ratio * d(req.device_kv_tokens))) / p * p;
-    s.slots = static_cast<std::size_t>(std::floor(req.ratio * d(req.device_slots)));
+    kv_budget = d(req.host_bytes) * share;
   }
+  s.kv_tokens =
+      req.host_bytes > 0
+          ? static_cast<std::size_t>(kv_budget / d(req.kv_bytes_per_token)) / p * p
+          : static_cast<std::size_t>(std::floor(req.ratio * d(req.device_kv_tokens))) / p * p;
+  if (req.ssm_bytes > 0)
+    s.slots = static_cast<std::size_t>(req.ssm_bytes / req.state_bytes);
+  else if (req.host_bytes > 0)
+    s.slots = static_cast<std::size_t>((d(req.host_bytes) - kv_budget) / d(req.state_bytes));
+  else
+    s.slots = static_cast<std::size_t>(std::floor(req.ratio * d(req.device_slots)));
   s.slots += 1;  // the +1 rule of MambaPoolHost
+  if (req.ssm_bytes > 0 && s.slots <= req.device_slots)
+    return error{errc::invalid_config,
+                 "hicacheSsmBytes (" + std::to_string(req.ssm_bytes) + ") gives " +
+                     std::to_string(s.slots) + " host SSM slots of " +
+                     std::to_string(req.state_bytes) +
+                     " bytes; the host pool must be larger than the device's " +
+                     std::to_string(req.device_slots) + " slots"};
   if (s.kv_tokens <= req.device_kv_tokens || s.slots <= req.device_slots)
     return error{errc::invalid_config, "--hicache-size: host pools (" +
                                            std::to_string(s.kv_tokens) + " tokens, " +

@@ -7,7 +7,10 @@
 // host slots start at 0).
 //
 // Sizing follows §5.1: from a byte budget or as a ratio of the device pool (default 2.0),
-// the SSM pool +1, both larger than the device's, refused when host memory is short.
+// the SSM pool +1, both larger than the device's, refused when host memory is short. The
+// SSM pool may be given its own bytes (SGLang's proposed --hicache-mamba-size-gb,
+// sglang#39436): a hybrid's host tier needs checkpoint slots in proportion to the
+// sequences it keeps resumable, not to the device's small SSM pool.
 //
 // Sharing contract. The node creates one host_pools per instance with a host tier and
 // shares it (shared_ptr) between the instance's forward_stream actor (D→H backups and
@@ -41,6 +44,10 @@ struct host_pool_request {
   std::uint64_t host_bytes = 0;
   /// Host pool size as a multiple of the device pool when host_bytes is 0. Default 2.0.
   double ratio = 2.0;
+  /// Host bytes of the SSM pool alone; 0 = by host_bytes' split or the ratio. Given, the
+  /// SSM pool holds ssm_bytes / state_bytes slots (+1) and the KV pool the rest of
+  /// host_bytes, or ratio x the device KV pool when host_bytes is 0.
+  std::uint64_t ssm_bytes = 0;
   /// Host memory that may be used (MemAvailable minus a reserve); 0 = do not check.
   std::uint64_t host_ram_available = 0;
 };

@@ -52,6 +52,9 @@ struct state {
   msg::scheduler_actor_type owner;
   metrics_sink* metrics = nullptr;
   const clock* time = &steady();  ///< the node's clock (times each command)
+  /// The tree's host evictions already reported to `metrics` (they also happen between
+  /// steps, as the tier pipeline makes room; each step reports what is new).
+  std::uint64_t host_evicted_tokens_reported = 0, host_evicted_slots_reported = 0;
 };
 
 /// Publishes the tree's events since the last call, one batch per namespace (its topic);
@@ -155,6 +158,13 @@ void report(state& st, const tree_counters& before, std::uint64_t queried,
     m.tombstones("eviction", now.tombstones_by_eviction - before.tombstones_by_eviction);
   if (now.tombstones_by_split != before.tombstones_by_split)
     m.tombstones("split", now.tombstones_by_split - before.tombstones_by_split);
+  if (now.host_evicted_tokens != st.host_evicted_tokens_reported ||
+      now.host_evicted_slots != st.host_evicted_slots_reported) {
+    m.host_evicted(now.host_evicted_tokens - st.host_evicted_tokens_reported,
+                   now.host_evicted_slots - st.host_evicted_slots_reported);
+    st.host_evicted_tokens_reported = now.host_evicted_tokens;
+    st.host_evicted_slots_reported = now.host_evicted_slots;
+  }
   const tree_sizes& s = c.tree().sizes();
   pool_gauges g;
   g.kv_capacity = c.kv().capacity();
@@ -229,6 +239,7 @@ instance_stats stats_of(const state& st) {
   out.loaded_back_tokens = tc.loaded_back_tokens;
   out.demoted_tokens = tc.demoted_tokens;
   out.host_evicted_tokens = tc.host_evicted_tokens;
+  out.host_evicted_slots = tc.host_evicted_slots;
   return out;
 }
 

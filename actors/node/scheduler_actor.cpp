@@ -88,6 +88,7 @@ result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_
   req.kv_bytes_per_token = spec.kv_bytes_per_token;
   req.state_bytes = spec.ssm_slot_bytes;
   req.host_bytes = spec.hicache_bytes;
+  req.ssm_bytes = spec.hicache_ssm_bytes;
   if (spec.hicache_ratio > 0) req.ratio = spec.hicache_ratio;
   req.host_ram_available = memory;
   auto sizes = size_host_pools(req);

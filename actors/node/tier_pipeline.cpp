@@ -300,6 +300,7 @@ std::string tier_pipeline::inspect() const {
                                   {"demoted_tokens", tc.demoted_tokens},
                                   {"loaded_back_tokens", tc.loaded_back_tokens},
                                   {"host_evicted_tokens", tc.host_evicted_tokens},
+                                  {"host_evicted_slots", tc.host_evicted_slots},
                                   {"backups_sent", n_.backups_sent},
                                   {"backups_refused", n_.backups_refused},
                                   {"l3_writes", n_.l3_writes},

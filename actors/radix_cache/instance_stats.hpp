@@ -30,7 +30,7 @@ struct instance_stats {
   std::uint64_t host_kv_capacity = 0, host_kv_available = 0;
   std::uint64_t host_slot_capacity = 0, host_slot_available = 0;
   std::uint64_t backed_up_tokens = 0, loaded_back_tokens = 0, demoted_tokens = 0,
-                host_evicted_tokens = 0;
+                host_evicted_tokens = 0, host_evicted_slots = 0;
 
   instance_stats& operator+=(const instance_stats& o) noexcept {
     for_each_field([&o, this](std::string_view, std::string_view, std::uint64_t instance_stats::*f,
@@ -79,6 +79,7 @@ struct instance_stats {
     f("loaded_back_tokens", "", &S::loaded_back_tokens, true);
     f("demoted_tokens", "", &S::demoted_tokens, true);
     f("host_evicted_tokens", "", &S::host_evicted_tokens, true);
+    f("host_evicted_slots", "", &S::host_evicted_slots, true);
   }
   friend bool operator==(const instance_stats&, const instance_stats&) = default;
 };

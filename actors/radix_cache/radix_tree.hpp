@@ -173,6 +173,7 @@ struct tree_counters {
   std::uint64_t backed_up_tokens = 0;        ///< KV tokens written D→H
   std::uint64_t loaded_back_tokens = 0;      ///< KV tokens copied H→D by load_back
   std::uint64_t host_evicted_tokens = 0;     ///< host KV freed by host eviction
+  std::uint64_t host_evicted_slots = 0;      ///< host SSM slots freed by eviction
 };
 
 /// Sizes of the tree (the MambaRadixCache counters).

@@ -30,6 +30,7 @@ std::size_t radix_tree::delete_node(radix_node* n) {
     mamba_lru_.remove(n);
   }
   counters_.host_evicted_tokens += n->host_value.size();
+  if (n->mamba_host != no_slot) ++counters_.host_evicted_slots;
   free_host_kv(n->host_value);
   free_host_slot(n);
   delete_leaf(n);

@@ -200,6 +200,7 @@ std::size_t radix_tree::evict_mamba_host(std::size_t n) {
       // in this list hold a host slot, which stops the cascade, so next is intact.
     } else {
       free_host_slot(x);
+      ++counters_.host_evicted_slots;
       drop_if_stateless_leaf(x);  // a leaf left without any state goes
     }
     ++freed;

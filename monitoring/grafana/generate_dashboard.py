@@ -103,6 +103,12 @@ PANELS = [
        "cache {{exported_instance}} SSM slots {{state}}")],
      "Capacity and use of each host-tier instance's L2 pools (backups, demoted nodes, "
      "prefetched prefixes)."),
+    ("Tiers", "L2 evictions per second", "short",
+     [(rate("hybridcache_host_evicted_tokens_total"), "KV tokens"),
+      (rate("hybridcache_host_evicted_slots_total"), "SSM slots")],
+     "What the host tier evicts to make room. SSM slots evicted while the KV pool has room "
+     "mean the host SSM pool is the short one: each is a checkpoint the tier can no longer "
+     "resume from (InstanceSpec.hicacheSsmBytes sizes it on its own)."),
     ("Tiers", "L3 store bytes", "bytes",
      [(f'max by (instance, state) (hybridcache_l3_bytes{{{SEL}}})', "{{state}} {{instance}}")],
      "What the L3 store holds against --l3-capacity (it evicts its least recently used values "

@@ -232,8 +232,11 @@ TEST_P(hicache, HostLeafEvictionEmptiesTheTree) {
   backup(b);
   (void)t.evict(4 * P, 0);
   ASSERT_TRUE(a.node->evicted() && b.node->evicted());
+  const std::size_t slots_held = t.host_usage().slots;
   const std::size_t freed = t.evict_host(4 * P);
   EXPECT_EQ(freed, 4 * P);
+  EXPECT_EQ(t.counters().host_evicted_tokens, 4 * P);
+  EXPECT_EQ(t.counters().host_evicted_slots, slots_held) << "each host state went with its node";
   EXPECT_EQ(t.node_count(), 0u);
   EXPECT_EQ(cache.host_kv().available(), cache.host_kv().capacity());
   EXPECT_EQ(cache.host_slots().available(), cache.host_slots().capacity());
@@ -349,7 +352,11 @@ TEST_P(hicache, LoadBackAppendsToThePrefixAndTheQuotaCanRefuse) {
 
 TEST_P(hicache, HostEvictionOfStatesKeepsInnerNodes) {
   auto [full, a, b] = demoted_chain();  // b: an H-leaf with a host state
+  const std::uint64_t tokens_before = t.counters().host_evicted_tokens;
   EXPECT_EQ(t.evict_mamba_host(2), 2u);
+  EXPECT_EQ(t.counters().host_evicted_slots, 2u) << "the H-leaf's state and a's";
+  EXPECT_EQ(t.counters().host_evicted_tokens - tokens_before, 2 * P)
+      << "the H-leaf's host KV went with it; a keeps its own";
   EXPECT_FALSE(t.valid(b)) << "an H-leaf goes whole";
   ASSERT_TRUE(t.valid(a));
   EXPECT_EQ(a.node->mamba_host, no_slot) << "a device node keeps its KV, loses its host state";
@@ -522,6 +529,7 @@ void hicache::mixed_operations(write_policy policy) {
   EXPECT_GT(tr.counters().demoted_tokens, 0u);
   EXPECT_GT(tr.counters().loaded_back_tokens, 0u);
   EXPECT_GT(tr.counters().host_evicted_tokens, 0u);
+  EXPECT_GT(tr.counters().host_evicted_slots, 0u);
   if (policy == write_policy::write_through_selective) {
     EXPECT_GT(tr.counters().evicted_tokens, tr.counters().demoted_tokens) << "some deletions";
   }

@@ -235,6 +235,7 @@ TEST(WireConvert, ASpecAndThePoolInfoKeepEveryField) {
   s.ns = "lora-a";
   s.hicache_ratio = 2.5;
   s.hicache_bytes = 1 << 20;
+  s.hicache_ssm_bytes = 1 << 18;
   s.hicache_write_policy = write_policy::write_back;
   s.prefetch_policy = prefetch_termination::timeout;
   s.prefetch_threshold = 77;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <future>
 #include <map>
 
@@ -264,7 +265,8 @@ TEST_F(TiersRpc, TheStatsHaveTheHitRatesDenominatorAndTheHostTier) {
                                           {"backed_up_tokens", "backed_up_tokens"},
                                           {"loaded_back_tokens", "loaded_back_tokens"},
                                           {"demoted_tokens", "demoted_tokens"},
-                                          {"host_evicted_tokens", "host_evicted_tokens"}})
+                                          {"host_evicted_tokens", "host_evicted_tokens"},
+                                          {"host_evicted_slots", "host_evicted_slots"}})
     EXPECT_EQ(by_name[name], host[field].get<double>()) << name;
   EXPECT_GT(by_name["host_kv_tokens_capacity"], 0);
 }
@@ -452,6 +454,67 @@ TEST_F(TiersRpc, AHostTierThatIsNotLargerThanTheDeviceIsRefusedNamingTheOption) 
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.err().code, errc::invalid_config);
   EXPECT_NE(s.err().message.find("hicacheRatio"), std::string::npos) << s.err().message;
+}
+
+// A host SSM pool sized on its own (hicacheSsmBytes, sglang#39436): the node gives it those
+// slots beside a KV pool that follows the ratio; with more prompts than host slots, the
+// host evicts checkpoints while its KV pool still has room, and /metrics counts the host
+// tier's evictions as the stats do.
+TEST_F(TiersRpc, AHostSsmPoolSizedOnItsOwnEvictsItsCheckpointsAndMetricsCountThem) {
+  instance_spec sp = toy_worker::spec();
+  sp.hicache_ratio = 8;                                     // 2048 host KV tokens: 32 prompts
+  sp.hicache_ssm_bytes = 17 * toy_worker::state_bytes + 5;  // 17 slots, + 1
+  toy_worker& wk = open(sp);
+  constexpr std::size_t prompts = 24;
+  for (std::size_t i = 0; i < prompts; ++i) {
+    wk.K = iota_tokens(static_cast<int>(1000 * (i + 1)), prompt_len);
+    wk.serve(i + 1);
+    // Each prompt's backup ends before the next: the host's LRU order is the serving order.
+    ASSERT_TRUE(after_drain(*c, [&] {
+      return host_of_instance().value("backed_up_tokens", 0u) >= (i + 1) * prompt_len;
+    })) << host_of_instance().dump();
+  }
+  expect_ok(wk.step({cmd::check{}})[0]);  // a step reports what the tiers did meanwhile
+  const nlohmann::json host = host_of_instance();
+  EXPECT_EQ(host.value("slot_capacity", 0u), 18u) << host.dump();
+  EXPECT_EQ(host.value("kv_capacity", 0u), 8u * sp.kv_tokens) << "the KV pool follows the ratio";
+  EXPECT_GT(host.value("host_evicted_slots", 0u), 0u) << host.dump();
+  EXPECT_GT(host.value("kv_available", 0u), 0u) << "the SSM pool ran short first";
+  auto stats = c->stats();
+  ASSERT_TRUE(stats.ok()) << stats.err().message;
+  std::map<std::string, double> by_name(stats->begin(), stats->end());
+  EXPECT_EQ(by_name["host_ssm_slots_capacity"], 18);
+  EXPECT_EQ(metric("hybridcache_host_evicted_slots_total"), by_name["host_evicted_slots"]);
+  EXPECT_EQ(metric("hybridcache_host_evicted_tokens_total"), by_name["host_evicted_tokens"]);
+  EXPECT_EQ(by_name["host_evicted_slots"], host.value("host_evicted_slots", 0u));
+  // The last prompt's checkpoint is on the host still: it is resumable from there.
+  expect_ok(wk.step({evict(sp.kv_tokens, sp.ssm_slots)})[0]);
+  expect_loaded_back(wk);
+}
+
+TEST_F(TiersRpc, HostSsmBytesThatCannotWorkAreRefusedNamingTheField) {
+  for (const auto& [set, words] :
+       std::vector<std::pair<std::function<void(instance_spec&)>, std::string>>{
+           {[](instance_spec& s) {
+              s.hicache_ratio = 0;
+              s.hicache_ssm_bytes = 1 << 20;
+            },
+            "needs hicacheRatio or hicacheBytes"},
+           {[](instance_spec& s) {
+              s.hicache_bytes = 1 << 20;
+              s.hicache_ssm_bytes = 1 << 20;
+            },
+            "less than hicacheBytes"},
+           {[](instance_spec& s) { s.hicache_ssm_bytes = 15 * toy_worker::state_bytes; },
+            "larger than the device's 16 slots"}}) {
+    instance_spec sp = toy_worker::spec();
+    set(sp);
+    auto s = c->open(sp);
+    ASSERT_FALSE(s.ok()) << words;
+    EXPECT_EQ(s.err().code, errc::invalid_config);
+    EXPECT_NE(s.err().message.find("hicacheSsmBytes"), std::string::npos) << s.err().message;
+    EXPECT_NE(s.err().message.find(words), std::string::npos) << s.err().message;
+  }
 }
 
 }  // namespace

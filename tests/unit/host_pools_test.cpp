@@ -49,6 +49,53 @@ TEST(HostPoolSizing, PoolsNotLargerThanTheDeviceAreRefused) {
   EXPECT_NE(s.err().message.find("larger than the device"), std::string::npos) << s.err().message;
 }
 
+TEST(HostPoolSizing, TheSsmPoolsOwnBytesTakeTheirPartOfTheBudget) {
+  // sglang#39436's case: the device SSM pool is small, so the proportional split leaves the
+  // host too few checkpoint slots; given its own bytes, the SSM pool gets them, and the KV
+  // pool the rest of the budget.
+  host_pool_request r = base();
+  r.host_bytes = 64ull << 20;
+  r.ssm_bytes = 16ull << 20;
+  auto s = size_host_pools(r);
+  ASSERT_TRUE(s.ok()) << s.err().message;
+  EXPECT_EQ(s->slots, (16ull << 20) / 49536 + 1);
+  EXPECT_EQ(s->kv_tokens, (48ull << 20) / 4096 / 64 * 64);
+  EXPECT_LE(s->bytes(), r.host_bytes + r.state_bytes);
+  host_pool_request split = base();
+  split.host_bytes = r.host_bytes;
+  auto p = size_host_pools(split);
+  ASSERT_TRUE(p.ok());
+  EXPECT_LT(p->slots, s->slots) << "the proportional split gives fewer slots";
+}
+
+TEST(HostPoolSizing, TheSsmPoolsOwnBytesBesideARatio) {
+  host_pool_request r = base();
+  r.ratio = 3.0;
+  r.ssm_bytes = 200ull * 49536 + 100;
+  auto s = size_host_pools(r);
+  ASSERT_TRUE(s.ok()) << s.err().message;
+  EXPECT_EQ(s->kv_tokens, 3u * 4096) << "the KV pool still follows the ratio";
+  EXPECT_EQ(s->slots, 201u) << "whole slots of the SSM bytes, +1";
+}
+
+TEST(HostPoolSizing, SsmBytesThatTakeTheWholeBudgetOrTooFewSlotsAreRefused) {
+  host_pool_request r = base();
+  r.host_bytes = 64ull << 20;
+  r.ssm_bytes = r.host_bytes;
+  auto s = size_host_pools(r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.err().code, errc::invalid_config);
+  EXPECT_NE(s.err().message.find("less than hicacheBytes"), std::string::npos) << s.err().message;
+  r.ssm_bytes = 63ull * 49536;  // 63 + 1 slots: not more than the device's 64
+  s = size_host_pools(r);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.err().message.find("hicacheSsmBytes"), std::string::npos) << s.err().message;
+  EXPECT_NE(s.err().message.find("larger than the device's 64 slots"), std::string::npos)
+      << s.err().message;
+  r.ssm_bytes = 64ull * 49536;  // 65 slots
+  EXPECT_TRUE(size_host_pools(r).ok());
+}
+
 TEST(HostPoolSizing, ShortHostMemoryIsRefused) {
   host_pool_request r = base();
   r.host_ram_available = 1ull << 20;

@@ -49,7 +49,8 @@ json whole_document() {
                          "slot_capacity": 44, "tree_tokens": 45, "tree_slots": 46,
                          "backed_up_tokens": 47, "backups_refused": 48,
                          "loaded_back_tokens": 49, "demoted_tokens": 50,
-                         "host_evicted_tokens": 51, "l3": true, "l3_writes": 52,
+                         "host_evicted_tokens": 51, "host_evicted_slots": 58,
+                         "l3": true, "l3_writes": 52,
                          "l3_write_failures": 53, "l3_writes_skipped": 54,
                          "prefetches_in_flight": 55, "prefetch_occupied_tokens": 56,
                          "prefetch": {"completed": 57}},
@@ -102,7 +103,7 @@ TEST(InspectView, AWholeDocumentSaysEachPartOnItsLine) {
            "  L2 pools: KV tokens 41 free of 42, slots 43 free of 44; the tree holds 45 tokens "
            "and 46 slots there\n",
            "  L2 traffic: 47 tokens backed up (48 backups refused), 49 loaded back, 50 demoted, "
-           "51 evicted from L2\n",
+           "51 tokens and 58 slots evicted from L2\n",
            "  to L3: 52 writes (53 failed, 54 skipped while its index loaded)\n",
            "  prefetch: 55 in flight (56 tokens of L2 held), 57 completed\n",
            "  device KV pages: 2, with an SSM checkpoint: 1 (events topic kv@m)\n",

@@ -161,9 +161,9 @@ void print_host_tier(out_it out, const json& h) {
                  n("tree_tokens"), n("tree_slots"));
   fmt::format_to(out,
                  "  L2 traffic: {} tokens backed up ({} backups refused), {} loaded back, {} "
-                 "demoted, {} evicted from L2\n",
+                 "demoted, {} tokens and {} slots evicted from L2\n",
                  n("backed_up_tokens"), n("backups_refused"), n("loaded_back_tokens"),
-                 n("demoted_tokens"), n("host_evicted_tokens"));
+                 n("demoted_tokens"), n("host_evicted_tokens"), n("host_evicted_slots"));
   if (flag_of(h, "l3"))
     fmt::format_to(out, "  to L3: {} writes ({} failed, {} skipped while its index loaded)\n",
                    n("l3_writes"), n("l3_write_failures"), n("l3_writes_skipped"));

@@ -123,6 +123,7 @@ constexpr std::pair<const char*, const char*> tier_rates[] = {
     {"loaded_back_tokens", "L2 loaded-back tokens/s"},
     {"demoted_tokens", "L2 demoted tokens/s"},
     {"host_evicted_tokens", "L2 evicted tokens/s"},
+    {"host_evicted_slots", "L2 evicted slots/s"},
     {"l3_pages_written", "L3 pages written/s"},
     {"l3_pages_read", "L3 pages read/s"},
 };

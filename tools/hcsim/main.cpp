@@ -36,10 +36,9 @@ using namespace hc::sim;
 /// same things under its own names. The hcsim flag for each SGLang name the message uses.
 std::string hcsim_flags_in(const std::string& message) {
   static constexpr std::pair<const char*, const char*> names[] = {
-      {"--mamba-scheduler-strategy", "--strategy"},
-      {"--disable-overlap-schedule", "--overlap 0"},
-      {"--mamba-track-interval", "--track-interval"},
-      {"mamba_chunk_size", "--chunk"},
+      {"--mamba-scheduler-strategy", "--strategy"},   {"--disable-overlap-schedule", "--overlap 0"},
+      {"--mamba-track-interval", "--track-interval"}, {"mamba_chunk_size", "--chunk"},
+      {"hicacheSsmBytes", "--host-ssm-slots"},
   };
   std::string out;
   for (const auto& [sglang, ours] : names) {
@@ -183,6 +182,11 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--host-ratio", cfg.host_ratio, "Host tier as a multiple of L1 (> 1; 0 = off)")
       ->capture_default_str();
+  app.add_option(
+         "--host-ssm-slots", cfg.host_ssm_slots,
+         "Host SSM pool of this many slots, sized on its own (InstanceSpec.hicacheSsmBytes; "
+         "needs --host-ratio; > --slots; 0 = by the ratio)")
+      ->capture_default_str();
   app.add_flag("--prefetch", cfg.prefetch,
                "Storage prefetch before each admission (needs --host-ratio and the node's L3)");
   app.add_option("--model", cfg.model, "Model id of the instance")->capture_default_str();
@@ -212,6 +216,13 @@ int run(int argc, char** argv) {
   }
   if (cfg.prefetch && cfg.host_ratio <= 1) {
     std::fprintf(stderr, "hcsim: --prefetch needs --host-ratio > 1\n");
+    return 2;
+  }
+  if (cfg.host_ssm_slots > 0 && cfg.host_ssm_slots + 1 <= cfg.slots) {
+    std::fprintf(stderr,
+                 "hcsim: --host-ssm-slots %zu: the host SSM pool (+1) must be larger than the "
+                 "device's --slots %zu\n",
+                 cfg.host_ssm_slots, cfg.slots);
     return 2;
   }
   sim_report before_run;

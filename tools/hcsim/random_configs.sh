@@ -32,7 +32,8 @@ start_build_node "$build" || exit 2
 
 RANDOM=$seed
 pick() { local a=("$@"); echo "${a[RANDOM % ${#a[@]}]}"; }
-tiers=("" "" "--host-ratio 3" "--host-ratio 3 --prefetch" "--host-ratio 1.5 --prefetch")
+tiers=("" "" "--host-ratio 3" "--host-ratio 3 --prefetch" "--host-ratio 1.5 --prefetch"
+       "--host-ratio 3 --host-ssm-slots 80" "--host-ratio 2 --prefetch --host-ssm-slots 400")
 runs=0 passed=0 refused=0 failed=0
 end=$((SECONDS + seconds))
 while [ $SECONDS -lt "$end" ]; do

@@ -54,6 +54,9 @@ struct sim_config {
   device_kind device = device_kind::cpu;
   std::uint32_t device_ordinal = 0;
   double host_ratio = 0;  ///< > 1: a host tier (HiCache) of this ratio
+  /// > 0: the host SSM pool on its own, this many slots (InstanceSpec.hicacheSsmBytes =
+  /// slots x the toy model's slot bytes; the +1 slot comes on top). 0: by host_ratio.
+  std::size_t host_ssm_slots = 0;
   bool prefetch = false;  ///< storage prefetch before each admission (needs L3)
   /// Probability that a finished turn pins its conversation (Command.pin) for 10-200 of the
   /// worker's steps (at most 2 pins a worker): every pinned prefix must stay matchable,

@@ -47,6 +47,7 @@ instance_spec spec_of(const sim_config& c, const toy_model_config& m) {
   s.overlap = c.overlap;
   s.request_rows = c.batch + 2;
   s.hicache_ratio = c.host_ratio;
+  s.hicache_ssm_bytes = std::uint64_t{c.host_ssm_slots} * s.ssm_slot_bytes;
   s.prefetch_threshold = 2 * m.chunk;
   s.prefetch_policy = prefetch_termination::wait_complete;
   return s;

@@ -670,6 +670,7 @@ void bind_vocabulary(py::module_& m) {
       .def_readwrite("namespace", &instance_spec::ns)
       .def_readwrite("hicache_ratio", &instance_spec::hicache_ratio)
       .def_readwrite("hicache_bytes", &instance_spec::hicache_bytes)
+      .def_readwrite("hicache_ssm_bytes", &instance_spec::hicache_ssm_bytes)
       .def_readwrite("prefetch_threshold", &instance_spec::prefetch_threshold)
       .def_readwrite("hicache_storage", &instance_spec::hicache_storage)
       .def_property(

@@ -55,6 +55,7 @@ class InstanceSpec:
     namespace: str
     hicache_ratio: float
     hicache_bytes: int
+    hicache_ssm_bytes: int
     prefetch_threshold: int
     hicache_storage: bool
     device: str

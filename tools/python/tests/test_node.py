@@ -73,6 +73,24 @@ class NodeTest(OwnNodeTest):
             self.assertIn("instances", node.inspect())
             node.drain()
 
+    def test_a_host_ssm_pool_of_its_own_size(self):
+        spec = small_spec("py-host-ssm")
+        spec.hicache_ratio = 2.0
+        spec.hicache_ssm_bytes = 40 * spec.ssm_slot_bytes
+        self.assertEqual(spec.hicache_ssm_bytes, 2560)
+        with self.connect() as node:
+            with node.open(spec) as s:
+                self.assertTrue(s.step([cmd.Check(full=True)])[0].ok)
+                host = next(i["tree"]["host"] for i in node.inspect()["instances"]
+                            if i["fingerprint"].startswith("py-host-ssm|"))
+                self.assertEqual(host["slot_capacity"], 41)  # 40 slots of the bytes, + 1
+                self.assertEqual(host["kv_capacity"], 512)  # the ratio's: 2 x 256
+            bad = small_spec("py-host-ssm-bad")
+            bad.hicache_ssm_bytes = 2560  # no host tier to size
+            with self.assertRaises(hybridcache.InvalidConfig) as caught:
+                node.open(bad)
+            self.assertIn("hicacheSsmBytes", str(caught.exception))
+
     def test_inspect_says_which_node_serves_and_with_what(self):
         with self.connect() as node:
             about = node.inspect()["node"]
