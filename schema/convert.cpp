@@ -468,6 +468,7 @@ struct body_writer {
     x.setPin(r.id);
     x.setPinnedLen(r.pinned_len);
     x.setKvMatched(r.kv_matched);
+    x.setLoadedTokens(r.loaded_tokens);
   }
 };
 
@@ -686,7 +687,7 @@ command_result get_result(wire::CommandResult::Reader b) {
     }
     case W::PIN: {
       auto x = b.getPin();
-      r.body = res::pin{x.getPin(), x.getPinnedLen(), x.getKvMatched()};
+      r.body = res::pin{x.getPin(), x.getPinnedLen(), x.getKvMatched(), x.getLoadedTokens()};
       break;
     }
     default:

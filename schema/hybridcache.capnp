@@ -202,7 +202,8 @@ struct Command {
   # that resumable prefix until `unpin`, the end of `ttlMs` or the session's close. Pins of
   # an instance hold at most half its KV pool (each pin counted whole; outOfMemory past it),
   # a session at most 4096 pins; a pin whose TTL ended is released at the instance's next
-  # step (only steps evict).
+  # step (only steps evict). With a host tier, what of the prefix is on the host only is
+  # loaded back to the device first, as a request's match does (the result's loadedTokens).
   struct Pin {
     tokens @0 :List(Int32);
     shared @1 :TokenRange;              # instead of tokens, as for Create
@@ -319,6 +320,7 @@ struct CommandResult {
     pin @0 :UInt64;             # the pin's id (for unpin); 0: nothing cached, no pin made
     pinnedLen @1 :UInt64;       # the resumable prefix it holds on the device
     kvMatched @2 :UInt64;       # KV tokens matched (>= pinnedLen; the rest is not held)
+    loadedTokens @3 :UInt64;    # of pinnedLen, loaded back from the host tier (L2) first
   }
 }
 

@@ -326,6 +326,7 @@ struct pin {
   std::uint64_t id = 0;
   std::uint64_t pinned_len = 0;
   std::uint64_t kv_matched = 0;
+  std::uint64_t loaded_tokens = 0;  ///< of pinned_len, loaded back from the host tier
   friend bool operator==(const pin&, const pin&) = default;
 };
 

@@ -156,7 +156,7 @@ struct runner {
   void operator()(const cmd::pin& c) {
     if (c.shared) return unresolved();
     body_or_fail(m.pin(c.ns, c.tokens, c.ttl_ms, now), [](const pin_info& r) {
-      return res::pin{r.id, r.pinned_len, r.kv_matched};
+      return res::pin{r.id, r.pinned_len, r.kv_matched, r.loaded_tokens};
     });
   }
   void operator()(const cmd::unpin& c) { check(m.unpin(c.pin)); }

@@ -31,8 +31,19 @@ result<pin_info> request_manager::pin(namespace_id ns, std::span<const token_id>
   if (pins_.size() >= max_pins_per_session)
     return error{errc::out_of_memory, "pin: the session holds " + std::to_string(pins_.size()) +
                                           " pins, the most one session may: unpin some"};
-  const match_result m = cache_.tree().match(ns, tokens, match_ids::leave_out);
   pin_info info;
+  match_result m;
+  if (cache_.has_host_tier()) {
+    // As a request's match: what is on the host only is loaded back to the device first
+    // (the copies run before the next forward of any session, so whoever reads the
+    // prefix reads the loaded bytes), and the pin holds the whole resumable prefix.
+    cow_match_result c = cache_.match(ns, tokens, /*cow=*/false, /*has_working_slot=*/false);
+    m = std::move(c.match);
+    m.prefix_len = m.indices.size();
+    info.loaded_tokens = c.loaded_tokens;
+  } else {
+    m = cache_.tree().match(ns, tokens, match_ids::leave_out);
+  }
   info.kv_matched = std::max(m.kv_matched, m.prefix_len);
   if (m.prefix_len == 0) return info;  // nothing resumable is cached: nothing to hold
   token_budget& budget = *cfg_.pinned_tokens;

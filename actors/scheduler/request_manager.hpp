@@ -92,6 +92,9 @@ struct pin_info {
   std::uint64_t id = 0;        ///< the pin's id; 0: nothing cached, no pin made
   std::size_t pinned_len = 0;  ///< resumable prefix held on the device
   std::size_t kv_matched = 0;  ///< KV tokens matched (>= pinned_len)
+  /// Tokens of pinned_len loaded back from the host tier (copied H→D before the next
+  /// forward of any session, as a match's load-back)
+  std::size_t loaded_tokens = 0;
 };
 
 /// Pins hold at most this share of an instance's KV pool (each pin counted with its whole

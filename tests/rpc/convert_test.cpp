@@ -59,7 +59,7 @@ std::vector<result_body> every_body() {
           res::check{33, 34, false, "a detail"},
           res::take_ops{35, 36, 37},
           res::prefetch{true, "completed", 38},
-          res::pin{39, 40, 41}};
+          res::pin{39, 40, 41, 42}};
 }
 
 TEST(WireConvert, EveryCommandKindKeepsEveryField) {

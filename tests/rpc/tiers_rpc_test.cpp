@@ -456,6 +456,33 @@ TEST_F(TiersRpc, AHostTierThatIsNotLargerThanTheDeviceIsRefusedNamingTheOption) 
   EXPECT_NE(s.err().message.find("hicacheRatio"), std::string::npos) << s.err().message;
 }
 
+// A pin of a prefix that pressure demoted to the host loads it back (loadedTokens) and holds
+// it: the evictions that follow leave it on the device, and the next request reads every
+// byte of it there, with nothing left to load.
+TEST_F(TiersRpc, APinLoadsBackAPrefixHeldOnTheHostAndKeepsItOnTheDevice) {
+  toy_worker& wk = open();
+  wk.serve(1);
+  ASSERT_TRUE(after_drain(*c, [&] {
+    return host_of_instance().value("backed_up_tokens", 0u) >= prompt_len;
+  })) << host_of_instance().dump();
+  expect_ok(wk.step({evict(256, 16)})[0]);  // demoted: the prompt is on the host only
+  const command_result r = wk.step({cmd::pin{0, wk.K, std::nullopt, 0}})[0];
+  expect_ok(r);
+  const res::pin p = r.as<res::pin>();
+  EXPECT_NE(p.id, 0u);
+  EXPECT_EQ(p.pinned_len, prompt_len);
+  EXPECT_EQ(p.loaded_tokens, prompt_len);
+  const command_result ev = wk.step({evict(256, 16)})[0];
+  expect_ok(ev);
+  EXPECT_EQ(ev.as<res::evict>().tokens_freed_total, 0u) << "the pinned prefix stays";
+  expect_ok(wk.step({create(2, wk.continuation())})[0]);
+  const res::match m = wk.admit_and_check(2);
+  EXPECT_EQ(m.prefix_len, prompt_len);
+  EXPECT_EQ(m.loaded_tokens, 0u) << "the pin loaded it already";
+  expect_ok(wk.step({cmd::unpin{p.id}})[0]);
+  wk.abort_and_check_idle(2);
+}
+
 // A host SSM pool sized on its own (hicacheSsmBytes, sglang#39436): the node gives it those
 // slots beside a KV pool that follows the ratio; with more prompts than host slots, the
 // host evicts checkpoints while its KV pool still has room, and /metrics counts the host

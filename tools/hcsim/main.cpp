@@ -151,9 +151,10 @@ int run(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--pin-rate", cfg.pin_rate,
-                 "Probability that a finished turn pins its conversation (Command.pin) for "
-                 "10-200 steps, at most 2 pins a worker; a pinned prefix found shorter before "
-                 "its unpin is a pin loss (exit 1)")
+                 "Probability that a finished turn pins a conversation (Command.pin) for "
+                 "10-200 steps, at most 2 pins a worker: its own, or half the time another one "
+                 "(perhaps on the host tier only: the pin loads it back); a pinned prefix found "
+                 "shorter before its unpin is a pin loss (exit 1)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--max-context", cfg.max_context, "A conversation restarts beyond this length")

@@ -25,6 +25,7 @@ void each_counter(Report& r, F&& f) {
   f("errors", r.errors);
   f("pins", r.pins);
   f("pin_losses", r.pin_losses);
+  f("pin_loaded_tokens", r.pin_loaded_tokens);
   f("prompt_tokens", r.prompt_tokens);
   f("reused_tokens", r.reused_tokens);
   f("computed_tokens", r.computed_tokens);
@@ -93,7 +94,8 @@ std::string sim_report::text() const {
       step_latency.percentile_us(0.50), step_latency.percentile_us(0.99), step_latency.max_us(),
       mismatches, kv_mismatches, state_mismatches, leaks, errors);
   if (pins > 0 || pin_losses > 0)
-    t += fmt::format("pins {}, pinned prefixes lost {}\n", pins, pin_losses);
+    t += fmt::format("pins {} ({} tokens loaded back from the host), pinned prefixes lost {}\n",
+                     pins, pin_loaded_tokens, pin_losses);
   if (!first_error.empty()) t += "first problem: " + first_error + "\n";
   return t;
 }

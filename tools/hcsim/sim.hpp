@@ -58,9 +58,10 @@ struct sim_config {
   /// slots x the toy model's slot bytes; the +1 slot comes on top). 0: by host_ratio.
   std::size_t host_ssm_slots = 0;
   bool prefetch = false;  ///< storage prefetch before each admission (needs L3)
-  /// Probability that a finished turn pins its conversation (Command.pin) for 10-200 of the
-  /// worker's steps (at most 2 pins a worker): every pinned prefix must stay matchable,
-  /// whatever the workers evict, until it is unpinned. 0: no pins.
+  /// Probability that a finished turn pins a conversation (Command.pin) for 10-200 of the
+  /// worker's steps (at most 2 pins a worker): its own, or half the time another one, whose
+  /// prefix may be on the host tier only (the pin loads it back). Every pinned prefix must
+  /// stay matchable, whatever the workers evict, until it is unpinned. 0: no pins.
   double pin_rate = 0;
   std::string model = "hcsim-toy";
   bool json = false;
@@ -77,6 +78,8 @@ struct sim_report {
   std::uint64_t leaks = 0, errors = 0;
   /// Pins made (pin_rate), and pinned prefixes found shorter than pinned before their unpin.
   std::uint64_t pins = 0, pin_losses = 0;
+  /// Tokens the pins loaded back from the host tier (res::pin::loaded_tokens).
+  std::uint64_t pin_loaded_tokens = 0;
   std::uint64_t prompt_tokens = 0, reused_tokens = 0, computed_tokens = 0;
   std::uint64_t l1_hit_tokens = 0, l2_hit_tokens = 0, l3_hit_tokens = 0;
   /// Of the matches that succeeded: the tokens their keys looked up (each prompt but its

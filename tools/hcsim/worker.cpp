@@ -612,10 +612,10 @@ class worker {
       std::vector<token_id> full = r->tokens;
       full.insert(full.end(), r->outputs.begin(),
                   r->outputs.begin() + static_cast<std::ptrdiff_t>(r->decode_total));
+      history_[r->conv] = std::move(full);
       if (cfg_.pin_rate > 0 && to_pin_.size() + pins_.size() < 2 &&
           std::uniform_real_distribution<double>(0, 1)(rng_) < cfg_.pin_rate)
-        to_pin_.push_back(full);
-      history_[r->conv] = std::move(full);
+        to_pin_.push_back(history_[rng_() % 2 ? r->conv : rng_() % history_.size()]);
       ++rep_.finished;
       r->gone = true;
     }
@@ -666,6 +666,7 @@ class worker {
       const res::pin& p = x.as<res::pin>();
       if (p.id == 0) continue;  // nothing of it cached (evicted already)
       ++rep_.pins;
+      rep_.pin_loaded_tokens += p.loaded_tokens;
       pins_.push_back(
           {p.id, std::move(to_pin_[i - pins_at]), p.pinned_len, rep_.steps + 10 + rng_() % 191});
     }

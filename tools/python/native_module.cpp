@@ -601,8 +601,10 @@ void bind_results(py::module_& m) {
           HC_RO(res::prefetch, storage_hit_tokens);
   py::class_<res::pin>(m, "Pin",
                        "A pin: its id (`pin`, 0 when nothing was cached to pin), the resumable "
-                       "prefix it holds and the KV tokens matched.")
-      .def_readonly("pin", &res::pin::id) HC_RO(res::pin, pinned_len) HC_RO(res::pin, kv_matched);
+                       "prefix it holds, the KV tokens matched, and the tokens of the prefix "
+                       "loaded back from the host tier to hold it.")
+      .def_readonly("pin", &res::pin::id) HC_RO(res::pin, pinned_len) HC_RO(res::pin, kv_matched)
+          HC_RO(res::pin, loaded_tokens);
 }
 
 void bind_vocabulary(py::module_& m) {

@@ -269,6 +269,7 @@ class res:
         pin: int
         pinned_len: int
         kv_matched: int
+        loaded_tokens: int
 
 class CommandResult:
     @property

@@ -178,7 +178,8 @@ class NodeTest(OwnNodeTest):
             pinned = s.step([cmd.Pin(tokens=prompt, ttl_ms=60_000)])[0]
             self.assertTrue(pinned.ok, pinned.error)
             self.assertIsInstance(pinned.body, res.Pin)
-            self.assertEqual((pinned.body.pinned_len, pinned.body.kv_matched), (16, 16))
+            self.assertEqual((pinned.body.pinned_len, pinned.body.kv_matched,
+                              pinned.body.loaded_tokens), (16, 16, 0))
             self.assertIn("pinned_len=16", repr(pinned.body))
             self.assertEqual(node.stats()["pins"], 1)
             self.assertEqual(node.stats()["pinned_tokens"], 16)
