@@ -199,8 +199,9 @@ struct prefetch {
 /// the device: its nodes are locked as a request's matched prefix is, so no eviction takes
 /// them, until `unpin`, the end of `ttl_ms` (0: no end) or the session's close. What an
 /// agent or an API server asks for a system prompt or a conversation it will come back to
-/// (cache control; the request-free counterpart of lock). Not an SGLang call: a session
-/// that never pins runs SGLang's exact semantics.
+/// (cache control; the request-free counterpart of lock). With a host tier, the part of
+/// the prefix on the host only is loaded back first, as a match's load-back. Not an SGLang
+/// call: a session that never pins runs SGLang's exact semantics.
 struct pin {
   namespace_id ns = 0;  ///< set by the node to the session's namespace
   std::vector<token_id> tokens;

@@ -83,10 +83,6 @@ status validate(const instance_spec& s, const spec_limits& lim) {
                ") must be > 1: the host pools must be larger than the device pools");
   if (s.hicache_ssm_bytes > 0 && !s.host_tier())
     return bad("hicacheSsmBytes sizes a host tier: it needs hicacheRatio or hicacheBytes");
-  if (s.hicache_ssm_bytes > 0 && s.hicache_bytes > 0 && s.hicache_ssm_bytes >= s.hicache_bytes)
-    return bad("hicacheSsmBytes (" + std::to_string(s.hicache_ssm_bytes) +
-               ") must be less than hicacheBytes (" + std::to_string(s.hicache_bytes) +
-               "): it is the SSM pool's part of the host bytes");
   // Overflow-safe pool size checks.
   const std::size_t kv_rows = s.kv_tokens + s.page_size;
   if (s.kv_bytes_per_token != 0 && kv_rows > lim.max_pool_bytes / s.kv_bytes_per_token)

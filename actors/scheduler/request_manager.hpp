@@ -178,7 +178,8 @@ class request_manager {
   std::uint64_t queried_tokens() const noexcept { return queried_tokens_; }
 
   // ---- Pins (cmd::pin): a prefix kept on the device without a request ------------------
-  // Not an SGLang call. A pin matches `tokens` as a lookup does (no COW; the LRU moves) and
+  // Not an SGLang call. A pin matches `tokens` as a lookup does (no COW; the LRU moves; with
+  // a host tier, loading back what is on the host only, as a match does) and
   // locks the deepest node with a state (inc_lock_ref, as a request's matched prefix), so
   // no eviction takes its resumable prefix, until unpin, its TTL or the session's end.
 
