@@ -26,7 +26,8 @@ for bad in "--strategy no_buffer --page-size 64:pageSize 1" \
   "--strategy extra_buffer --mamba2 --chunk 128 --track-interval 64:Mamba2 backend requires --mamba-track-interval (64) >= mamba_chunk_size (128)" \
   "--strategy extra_buffer --mamba2 --chunk 256 --track-interval 128:mamba_chunk_size is hcsim's --chunk" \
   "--host-ssm-slots 80:hicacheSsmBytes is hcsim's --host-ssm-slots" \
-  "--host-ratio 3 --host-ssm-slots 20:must be larger than the device's --slots 48"; do
+  "--host-ratio 3 --host-ssm-slots 20:hicacheSsmBytes (1760) gives 21 host SSM slots" \
+  "--host-ratio 3 --host-ssm-slots 20:larger than the device's 48 slots"; do
   rc=0
   # shellcheck disable=SC2086  # the settings are words
   "$hcsim" --socket "$tmp/none" ${bad%%:*} --progress false 2>"$tmp/err" >/dev/null || rc=$?

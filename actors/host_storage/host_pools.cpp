@@ -58,26 +58,41 @@ result<host_pool_sizes> size_host_pools(const host_pool_request& req) {
                      std::to_string(req.state_bytes) +
                      " bytes; the host pool must be larger than the device's " +
                      std::to_string(req.device_slots) + " slots"};
+  // The option that sized the pools, in SGLang's words (the worker's InstanceSpec field).
+  const std::string option =
+      req.host_bytes > 0 ? "--hicache-size (hicacheBytes)" : "--hicache-ratio (hicacheRatio)";
   if (s.kv_tokens <= req.device_kv_tokens || s.slots <= req.device_slots)
-    return error{errc::invalid_config, "--hicache-size: host pools (" +
-                                           std::to_string(s.kv_tokens) + " tokens, " +
-                                           std::to_string(s.slots) +
+    return error{errc::invalid_config, option + ": host pools (" + std::to_string(s.kv_tokens) +
+                                           " tokens, " + std::to_string(s.slots) +
                                            " SSM slots) must be larger than the device pools (" +
                                            std::to_string(req.device_kv_tokens) + " tokens, " +
                                            std::to_string(req.device_slots) + " slots)"};
   // Host ids are 32-bit like the device's (host_value holds kv_index): page 0 is reserved.
   if (s.kv_tokens > max_pool_ids - p || s.slots > max_pool_ids)
-    return error{errc::invalid_config,
-                 "--hicache-size: host pools (" + std::to_string(s.kv_tokens) + " tokens, " +
-                     std::to_string(s.slots) + " SSM slots) exceed the 32-bit ids: at most " +
-                     std::to_string(max_pool_ids - p) + " tokens and " +
-                     std::to_string(max_pool_ids) + " slots"};
+    return error{errc::invalid_config, option + ": host pools (" + std::to_string(s.kv_tokens) +
+                                           " tokens, " + std::to_string(s.slots) +
+                                           " SSM slots) exceed the 32-bit ids: at most " +
+                                           std::to_string(max_pool_ids - p) + " tokens and " +
+                                           std::to_string(max_pool_ids) + " slots"};
   if (req.host_ram_available > 0 && s.bytes() > req.host_ram_available)
-    return error{errc::invalid_config, "--hicache-size: host pools need " +
-                                           std::to_string(s.bytes()) + " bytes but only " +
+    return error{errc::invalid_config, option + ": host pools need " + std::to_string(s.bytes()) +
+                                           " bytes but only " +
                                            std::to_string(req.host_ram_available) +
                                            " bytes of host memory are available"};
   return s;
+}
+
+host_pool_request host_pool_request_of(const instance_spec& spec) {
+  host_pool_request req;
+  req.device_kv_tokens = spec.kv_tokens;
+  req.device_slots = spec.ssm_slots;
+  req.page_size = spec.page_size;
+  req.kv_bytes_per_token = spec.kv_bytes_per_token;
+  req.state_bytes = spec.ssm_slot_bytes;
+  req.host_bytes = spec.hicache_bytes;
+  req.ssm_bytes = spec.hicache_ssm_bytes;
+  if (spec.hicache_ratio > 0) req.ratio = spec.hicache_ratio;
+  return req;
 }
 
 host_bytes heap_host_bytes(std::size_t n) {

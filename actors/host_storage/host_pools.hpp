@@ -30,6 +30,7 @@
 #include <span>
 
 #include "actors/common/ids.hpp"
+#include "actors/common/instance_spec.hpp"
 #include "actors/common/status.hpp"
 
 namespace hc {
@@ -63,6 +64,9 @@ struct host_pool_sizes {
 /// §5.1 sizing. invalid_config (naming the option) when the host pools would not be larger
 /// than the device pools or do not fit in the available host memory.
 result<host_pool_sizes> size_host_pools(const host_pool_request& req);
+
+/// The sizing request of an instance's host tier (spec.host_tier()), host memory unchecked.
+host_pool_request host_pool_request_of(const instance_spec& spec);
 
 /// Zeroed bytes for one pool and what keeps them alive.
 struct host_bytes {

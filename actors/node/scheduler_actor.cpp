@@ -81,15 +81,7 @@ result<tier_wiring> make_tiers(node_state& st, const instance_spec& spec, cache_
   tier_wiring w;
   w.time = st.cfg.time_source;
   if (!spec.host_tier()) return w;
-  host_pool_request req;
-  req.device_kv_tokens = spec.kv_tokens;
-  req.device_slots = spec.ssm_slots;
-  req.page_size = spec.page_size;
-  req.kv_bytes_per_token = spec.kv_bytes_per_token;
-  req.state_bytes = spec.ssm_slot_bytes;
-  req.host_bytes = spec.hicache_bytes;
-  req.ssm_bytes = spec.hicache_ssm_bytes;
-  if (spec.hicache_ratio > 0) req.ratio = spec.hicache_ratio;
+  host_pool_request req = host_pool_request_of(spec);
   req.host_ram_available = memory;
   auto sizes = size_host_pools(req);
   if (!sizes) return sizes.err();

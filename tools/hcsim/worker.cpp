@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "actors/host_storage/host_pools.hpp"
 #include "actors/scheduler/instance_config.hpp"
 #include "schema/client.hpp"
 #include "tools/hcsim/forward_device.hpp"
@@ -59,6 +60,8 @@ status check_instance(const sim_config& cfg) {
   const toy_model_config m = model_config(cfg);
   const instance_spec spec = spec_of(cfg, m);
   if (status ok = validate(spec); !ok) return ok;
+  if (spec.host_tier())  // the host pools' sizes, as the node checks them at open
+    if (auto sizes = size_host_pools(host_pool_request_of(spec)); !sizes) return sizes.err();
   // What the node cannot check, as the instance carries C alone: the model's own chunk and
   // kernel family, which SGLang's Mamba2 backend checks against the strategy — the same
   // rules as the node's sizing (track interval >= the model's chunk, K - 1 < it).
