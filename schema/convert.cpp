@@ -374,6 +374,11 @@ struct command_writer {
     x.setTtlMs(c.ttl_ms);
   }
   void operator()(const cmd::unpin& c) { b.initUnpin().setPin(c.pin); }
+  void operator()(const cmd::demote& c) {
+    auto x = b.initDemote();
+    put_list([&](unsigned n) { return x.initTokens(n); }, c.tokens);
+    put_range(x, c.shared);
+  }
 };
 
 /// Writes one result body into its union member.
@@ -470,9 +475,18 @@ struct body_writer {
     x.setKvMatched(r.kv_matched);
     x.setLoadedTokens(r.loaded_tokens);
   }
+  void operator()(const res::demote& r) {
+    auto x = b.initDemote();
+    x.setMatchedTokens(r.matched_tokens);
+    x.setDemotedTokens(r.demoted_tokens);
+    x.setEvictedTokens(r.evicted_tokens);
+    x.setSlotsFreed(r.slots_freed);
+    x.setDeferredTokens(r.deferred_tokens);
+    x.setKeptTokens(r.kept_tokens);
+  }
 };
 
-/// Create, Append, Lookup and Pin: the tokens, or the range of the session's arena.
+/// Create, Append, Lookup, Pin and Demote: the tokens, or the range of the session's arena.
 template <class C, class Reader>
 void get_tokens(C& c, Reader r) {
   copy_list(c.tokens, r.getTokens());
@@ -566,6 +580,11 @@ result<command> get_command(wire::Command::Reader r) {
     }
     case W::UNPIN:
       return command(cmd::unpin{r.getUnpin().getPin()});
+    case W::DEMOTE: {
+      cmd::demote c;
+      get_tokens(c, r.getDemote());
+      return command(std::move(c));
+    }
   }
   return error{errc::invalid_argument,
                "command kind " + std::to_string(static_cast<unsigned>(r.which())) +
@@ -690,6 +709,12 @@ command_result get_result(wire::CommandResult::Reader b) {
       r.body = res::pin{x.getPin(), x.getPinnedLen(), x.getKvMatched(), x.getLoadedTokens()};
       break;
     }
+    case W::DEMOTE: {
+      auto x = b.getDemote();
+      r.body = res::demote{x.getMatchedTokens(), x.getDemotedTokens(),  x.getEvictedTokens(),
+                           x.getSlotsFreed(),    x.getDeferredTokens(), x.getKeptTokens()};
+      break;
+    }
     default:
       if (r.ok()) {
         r.code = errc::parse_error;
@@ -781,8 +806,8 @@ capnp::MessageSize step_request_size(std::span<const command> cmds) {
       struct_words<C>() +
       largest_struct_words<C::ForRequest, C::Create, C::Append, C::TokenRange, C::AllocKv, C::Track,
                            C::PrepareExtend, C::ProcessDecode, C::CacheUnfinished, C::Finish,
-                           C::Evict, C::Check, C::TakeOps, C::Lookup, C::Prefetch, C::Pin,
-                           C::Unpin>() +
+                           C::Evict, C::Check, C::TakeOps, C::Lookup, C::Prefetch, C::Pin, C::Unpin,
+                           C::Demote>() +
       struct_words<C::TokenRange>();
   std::uint64_t words = 8 + 1;  // the root, the list's tag; each command inline below
   for (const command& c : cmds) {
@@ -804,7 +829,7 @@ capnp::MessageSize step_results_size(std::span<const command_result> results) {
       struct_words<R>() + struct_words<wire::Error>() + struct_words<wire::PoolState>() +
       largest_struct_words<R::Match, R::Lookup, R::AllocReq, R::AllocKv, R::Track, R::PrepareExtend,
                            R::PrepareDecode, R::CacheUnfinished, R::Finish, R::Evict, R::Check,
-                           R::TakeOps, R::Prefetch, R::Pin>();
+                           R::TakeOps, R::Prefetch, R::Pin, R::Demote>();
   std::uint64_t words = 8 + struct_words<wire::Error>() + 1;  // root, its error, list tag
   for (const command_result& r : results) {
     words += per_result + text_words(r.error);

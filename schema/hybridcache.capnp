@@ -140,6 +140,7 @@ struct Command {
     prefetch @19 :Prefetch;
     pin @20 :Pin;                       # keep a prompt's cached prefix on the device
     unpin @21 :Unpin;                   # release a pin of this session
+    demote @22 :Demote;                 # take a prompt's cached path off the device now
   }
 
   struct ForRequest { req @0 :UInt64; }
@@ -210,6 +211,18 @@ struct Command {
     ttlMs @2 :UInt64;                   # 0: until unpin or the session's close; at most 7 days
   }
   struct Unpin { pin @0 :UInt64; }      # the id a Pin result gave; notFound once released
+  # Not an SGLang call: cache control for an agent or an API server whose conversation waits
+  # (on a tool, on its user). Takes the cached path of `tokens` off the device now, as
+  # eviction would take those nodes if they were the least recent: deepest first, only
+  # what no request or pin holds and no other branch still on the device extends. With a
+  # host tier it stays resumable — demoted to the host, where a later match loads it back;
+  # what has no host copy yet is backed up first and demoted once that copy is done,
+  # unless a match or insert used it meanwhile — without one it is evicted. Nodes move
+  # whole; nothing is split, and recency is left alone.
+  struct Demote {
+    tokens @0 :List(Int32);
+    shared @1 :TokenRange;              # instead of tokens, as for Create
+  }
 }
 
 struct PoolState {
@@ -245,6 +258,7 @@ struct CommandResult {
     takeOps @15 :TakeOps;
     prefetch @16 :Prefetch;
     pin @17 :Pin;
+    demote @18 :Demote;
   }
 
   struct Match {
@@ -321,6 +335,14 @@ struct CommandResult {
     pinnedLen @1 :UInt64;       # the resumable prefix it holds on the device
     kvMatched @2 :UInt64;       # KV tokens matched (>= pinnedLen; the rest is not held)
     loadedTokens @3 :UInt64;    # of pinnedLen, loaded back from the host tier (L2) first
+  }
+  struct Demote {               # device KV of the path's nodes (whole), by where it went
+    matchedTokens @0 :UInt64;   # tokens of the prompt found in the tree, any tier
+    demotedTokens @1 :UInt64;   # moved to the host tier now (resumable after a load-back)
+    evictedTokens @2 :UInt64;   # dropped now (no host tier)
+    slotsFreed @3 :UInt64;      # device SSM slots freed now
+    deferredTokens @4 :UInt64;  # demoted once the backups it queued are done
+    keptTokens @5 :UInt64;      # stays: held by a request or pin, or extended by another branch
   }
 }
 

@@ -79,6 +79,13 @@ done
 run "pins" 3 --strategy extra_buffer "${small[@]}" --host-ratio 3 --overlap-scheduling --pin-rate 0.5
 grep -Eq '"pins":[1-9]' <<<"$out_last" || fail "pins: no pin was made"
 grep -q '"pin_losses":0' <<<"$out_last" || fail "pins: a pinned prefix was lost"
+# Demotes (Command.demote) of finished conversations among three workers with pins: each
+# leaves the device for the host tier (at once, or once its backup is done) and its next
+# turn loads it back, every byte checked by the toy model.
+run "demote" 3 --strategy no_buffer "${small[@]}" --host-ratio 3 --pin-rate 0.3 --demote-rate 0.5
+grep -Eq '"demoted_tokens":[1-9]' <<<"$out_last" || fail "demote: nothing was demoted"
+grep -q '"pin_losses":0' <<<"$out_last" || fail "demote: a pinned prefix was lost"
+grep -q '"demote_evicted_tokens":0' <<<"$out_last" || fail "demote: evicted with a host tier"
 # A host SSM pool sized on its own (InstanceSpec.hicacheSsmBytes), barely above the
 # device's: its checkpoints are evicted while the host KV pool still has room.
 run "host-ssm" 2 --strategy extra_buffer "${small[@]}" --host-ratio 3 --host-ssm-slots 40

@@ -14,7 +14,7 @@ const char* to_string(cmd_kind k) noexcept {
       "finish",         "abort",          "not_admitted",
       "evict",          "check",          "take_ops",
       "lookup",         "prefetch",       "pin",
-      "unpin"};
+      "unpin",          "demote"};
   const auto i = static_cast<std::size_t>(k);
   return i < cmd_kind_count ? names[i] : "?";
 }
@@ -28,6 +28,7 @@ static_assert(std::is_same_v<alternative<cmd_kind::finish>, cmd::finish>);
 static_assert(std::is_same_v<alternative<cmd_kind::evict>, cmd::evict>);
 static_assert(std::is_same_v<alternative<cmd_kind::prefetch>, cmd::prefetch>);
 static_assert(std::is_same_v<alternative<cmd_kind::unpin>, cmd::unpin>);
+static_assert(std::is_same_v<alternative<cmd_kind::demote>, cmd::demote>);
 
 template <class T>
 concept about_a_request = requires(const T& t) {

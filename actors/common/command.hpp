@@ -47,8 +47,9 @@ enum class cmd_kind : std::uint8_t {
   prefetch,
   pin,
   unpin,
+  demote,
 };
-inline constexpr std::size_t cmd_kind_count = 22;
+inline constexpr std::size_t cmd_kind_count = 23;
 
 /// Stable lowercase name ("cache_unfinished"); "?" for an out-of-range value.
 const char* to_string(cmd_kind k) noexcept;
@@ -214,20 +215,35 @@ struct unpin {
   std::uint64_t pin = 0;
   friend bool operator==(const unpin&, const unpin&) = default;
 };
+/// The cached path of `tokens` (or the arena's range, as for create) will not be needed
+/// soon: take it off the device now, as eviction would take those nodes if they were the
+/// least recent (radix_tree::demote_prefix): deepest first, only what no request or pin
+/// holds and no other branch on the device extends. With a host tier it stays resumable
+/// (demoted, after a backup if it had none); without one it is evicted. What an agent
+/// asks when a conversation waits on a tool, or an API server when a session goes idle.
+/// Not an SGLang call: a session that never demotes runs SGLang's exact semantics.
+struct demote {
+  namespace_id ns = 0;  ///< set by the node to the session's namespace
+  std::vector<token_id> tokens;
+  std::optional<token_range> shared;
+  friend bool operator==(const demote&, const demote&) = default;
+};
 
 }  // namespace cmd
 
-using command = std::variant<cmd::create, cmd::append, cmd::match, cmd::lock, cmd::unlock,
-                             cmd::alloc_req, cmd::alloc_kv, cmd::track, cmd::prepare_extend,
-                             cmd::prepare_decode, cmd::process_decode, cmd::cache_unfinished,
-                             cmd::finish, cmd::abort, cmd::not_admitted, cmd::evict, cmd::check,
-                             cmd::take_ops, cmd::lookup, cmd::prefetch, cmd::pin, cmd::unpin>;
+using command =
+    std::variant<cmd::create, cmd::append, cmd::match, cmd::lock, cmd::unlock, cmd::alloc_req,
+                 cmd::alloc_kv, cmd::track, cmd::prepare_extend, cmd::prepare_decode,
+                 cmd::process_decode, cmd::cache_unfinished, cmd::finish, cmd::abort,
+                 cmd::not_admitted, cmd::evict, cmd::check, cmd::take_ops, cmd::lookup,
+                 cmd::prefetch, cmd::pin, cmd::unpin, cmd::demote>;
 static_assert(std::variant_size_v<command> == cmd_kind_count);
 
 inline cmd_kind kind_of(const command& c) noexcept {
   return static_cast<cmd_kind>(c.index());
 }
-/// The request a command is about; nullopt for evict, check, take_ops, lookup, pin and unpin.
+/// The request a command is about; nullopt for evict, check, take_ops, lookup, pin, unpin
+/// and demote.
 std::optional<request_handle> request_of(const command& c) noexcept;
 
 /// Pool and tree occupancy after a command (what every trace op reports).
@@ -330,6 +346,18 @@ struct pin {
   std::uint64_t loaded_tokens = 0;  ///< of pinned_len, loaded back from the host tier
   friend bool operator==(const pin&, const pin&) = default;
 };
+/// What a demote did (radix_tree's demote_report): the prompt's tokens found in the tree,
+/// the device KV demoted to the host or evicted now (whole nodes) with the slots freed,
+/// the device KV that goes once the backups it queued are done, and what stays.
+struct demote {
+  std::uint64_t matched_tokens = 0;
+  std::uint64_t demoted_tokens = 0;
+  std::uint64_t evicted_tokens = 0;
+  std::uint64_t slots_freed = 0;
+  std::uint64_t deferred_tokens = 0;
+  std::uint64_t kept_tokens = 0;
+  friend bool operator==(const demote&, const demote&) = default;
+};
 
 }  // namespace res
 
@@ -339,7 +367,7 @@ struct pin {
 using result_body =
     std::variant<std::monostate, res::match, res::lookup, res::alloc_req, res::alloc_kv, res::track,
                  res::prepare_extend, res::prepare_decode, res::cache_unfinished, res::finish,
-                 res::evict, res::check, res::take_ops, res::prefetch, res::pin>;
+                 res::evict, res::check, res::take_ops, res::prefetch, res::pin, res::demote>;
 
 struct command_result {
   errc code = errc::ok;

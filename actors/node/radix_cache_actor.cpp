@@ -117,6 +117,13 @@ void report(state& st, const tree_counters& before, std::uint64_t queried,
   if (queried > 0) m.queried_tokens(queried);
   sv.commands += cmds.size();
   std::uint64_t explicit_tokens = 0, explicit_slots = 0;
+  const auto explicit_eviction = [&](std::uint64_t tokens, std::uint64_t slots) {
+    m.evicted("explicit", tokens, slots);
+    explicit_tokens += tokens;
+    explicit_slots += slots;
+    sv.explicit_evicted_tokens += tokens;
+    sv.explicit_evicted_slots += slots;
+  };
   for (std::size_t i = 0; i < cmds.size(); ++i) {
     const command_result& r = res[i];
     if (!r.ok()) {
@@ -133,11 +140,9 @@ void report(state& st, const tree_counters& before, std::uint64_t queried,
     } else if (r.get_if<res::lookup>()) {
       ++sv.lookups;
     } else if (const auto* e = r.get_if<res::evict>()) {
-      m.evicted("explicit", e->tokens_freed_total, e->slots_freed_total);
-      explicit_tokens += e->tokens_freed_total;
-      explicit_slots += e->slots_freed_total;
-      sv.explicit_evicted_tokens += e->tokens_freed_total;
-      sv.explicit_evicted_slots += e->slots_freed_total;
+      explicit_eviction(e->tokens_freed_total, e->slots_freed_total);
+    } else if (const auto* d = r.get_if<res::demote>()) {  // what it freed at once
+      explicit_eviction(d->demoted_tokens + d->evicted_tokens, d->slots_freed);
     } else if (const auto* t = r.get_if<res::take_ops>()) {
       m.forward_ops(t->snapshots, t->clears, t->cows);
     } else if (const auto* u = r.get_if<res::cache_unfinished>(); u && u->inserted) {
@@ -354,6 +359,7 @@ msg::cache_actor::behavior_type radix_cache_actor(msg::cache_actor::pointer self
           if (auto* x = std::get_if<cmd::create>(&c)) x->ns = it->second.ns;
           if (auto* x = std::get_if<cmd::lookup>(&c)) x->ns = it->second.ns;
           if (auto* x = std::get_if<cmd::pin>(&c)) x->ns = it->second.ns;
+          if (auto* x = std::get_if<cmd::demote>(&c)) x->ns = it->second.ns;
         }
         // Pins whose TTL ended stop holding their prefixes before the step can need room
         // (an idle session's too: any session's step may evict).

@@ -1,7 +1,10 @@
 #include "actors/node/tier_pipeline.hpp"
-#include "actors/node/json_text.hpp"
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "actors/node/json_text.hpp"
 
 #include "storage/l3_keys.hpp"
 
@@ -98,6 +101,12 @@ void tier_pipeline::pump(session_id s, const std::function<bool(slot_id)>& pendi
     }
     auto c = t.write_backup(n);
     if (!c) {
+      // A parent deferred above: its backup comes first (a demotion queues both).
+      if (std::any_of(deferred_.begin(), deferred_.end(),
+                      [&](node_ref d) { return d.node == n.node->parent; })) {
+        deferred_.push_back(n);
+        continue;
+      }
       ++n_.backups_refused;  // host full of protected data, or a parent without backup
       continue;
     }

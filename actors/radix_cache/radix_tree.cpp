@@ -738,6 +738,7 @@ void radix_tree::reset() {
   sizes_ = {};
   host_sizes_ = {};
   backup_candidates_.clear();
+  pending_demotions_.clear();
   if (cfg_.enable_events) {
     events_.clear();
     kv_event e;

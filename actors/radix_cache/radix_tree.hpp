@@ -163,6 +163,22 @@ struct evict_result {
   std::size_t slots_freed_total = 0;
 };
 
+/// demote_prefix's report. Nodes move whole: `demoted_tokens`, `evicted_tokens` and
+/// `kept_tokens` count the device KV of the path's nodes, which may reach past the prompt
+/// when its last node does.
+struct demote_report {
+  std::size_t matched_tokens = 0;  ///< tokens of the prompt found in the tree (any tier)
+  std::size_t demoted_tokens = 0;  ///< device KV moved to the host tier (still resumable)
+  std::size_t evicted_tokens = 0;  ///< device KV dropped (an instance without a host tier)
+  std::size_t slots_freed = 0;     ///< device SSM slots freed with them
+  /// Device KV of the path that goes once the backups this call queued are done (the
+  /// host tier, nodes without a backup): demoted then, unless used in the meantime.
+  std::size_t deferred_tokens = 0;
+  /// Device KV of the path that stays: held by a request or a pin, shared with another
+  /// branch still on the device, or (host tier) without a backup that can be made now.
+  std::size_t kept_tokens = 0;
+};
+
 /// Cumulative counts since construction, never reset (what metrics report as _total).
 struct tree_counters {
   std::uint64_t evicted_tokens = 0;          ///< KV tokens freed by evict(), any caller
@@ -240,6 +256,19 @@ class radix_tree {
   /// backs a leaf up first; the D→H copies this queues are taken with drain_copies().
   evict_result evict(std::size_t num_tokens, std::size_t mamba_num);
 
+  /// Takes the cached path of `key` (page-floored, namespace `ns`) off the device, deepest
+  /// node first, as eviction would take those nodes if they were the least recent: nodes
+  /// below the first one that must stay (locked, or with another child on the device).
+  /// Without a host tier those nodes are evicted. With one, those already backed up are
+  /// demoted at once (device KV and slot freed, the host copy kept); the others, and the
+  /// ancestors write-through's backup contiguity needs, become backup candidates
+  /// (take_backup_candidates), backed up as write-through backs up — locked while the copy
+  /// runs, whatever the write policy — and demoted by backup_done(), deepest first, unless
+  /// a match or insert touched them since. Never splits a node and leaves recency alone
+  /// (the hint says "not soon"). What it frees at once counts as evictions
+  /// (counters().evicted_tokens / evicted_slots); a demotion also as demoted_tokens.
+  demote_report demote_prefix(namespace_id ns, std::span<const token_id> key);
+
   // ---- host tier (cache-semantics.md §5.2-§5.3) ---------------------------------------
   /// Turns the host tier on. The host allocators must outlive the tree and use the
   /// tree's page size. REQUIRES: the tree is empty. Branching lengths are off from now.
@@ -254,10 +283,11 @@ class radix_tree {
   /// hang below root or a backed-up parent (backup contiguity) and stays full-locked until
   /// backup_done(). Returns the D→H copy to perform.
   result<tier_copy> write_backup(node_ref ref);
-  /// The D→H write of `ref` finished: unlock it. (The backup lock holds the KV path and,
-  /// when the write copies the device slot, that slot: evicted while the copy waits for
-  /// the forwards that write it, the slot could be reused — or the host state restored —
-  /// before the host holds its bytes.)
+  /// The D→H write of `ref` finished: unlock it, and demote it (and its ancestors) if
+  /// demote_prefix asked for that and nobody used them since. (The backup lock holds the KV path
+  /// and, when the write copies the device slot, that slot: evicted while the copy waits for the
+  /// forwards that write it, the slot could be reused — or the host state restored — before the
+  /// host holds its bytes.)
   status backup_done(node_ref ref);
   /// Nodes whose insert hits reached the write-through threshold and that can be backed up
   /// now (parent root or backed up), oldest first. Cleared by the call.
@@ -407,6 +437,9 @@ class radix_tree {
   std::size_t evict_device_leaf(radix_node* x, radix_node** surviving, bool* kept);
   std::size_t evict_full(std::size_t n, evict_result& r);
   std::size_t evict_mamba(std::size_t n, evict_result& r);
+  /// demote_prefix's walk: the prompt's path nodes that hold device KV, root's child first.
+  std::vector<radix_node*> device_path(namespace_id ns, std::span<const token_id> key,
+                                       std::size_t* matched) const;
   void delete_leaf(radix_node* x);
 
   tree_config cfg_;
@@ -424,6 +457,19 @@ class radix_tree {
   host_sizes host_sizes_;
   std::vector<node_ref> backup_candidates_;
   std::vector<tier_copy> copies_;
+  /// demote_prefix's nodes that wait for a backup (theirs or a child's), with their
+  /// last_access then: a later access cancels the demotion. At most
+  /// max_pending_demotions, oldest dropped first.
+  struct pending_demotion {
+    node_ref node;
+    std::uint64_t last_access;
+  };
+  static constexpr std::size_t max_pending_demotions = 4096;
+  std::vector<pending_demotion> pending_demotions_;
+  /// backup_done's part: demotes `n` and its ancestors while each is a pending demotion
+  /// that can go (backed up, unlocked, no child on the device, untouched since).
+  void demote_pending_upward(radix_node* n);
+  bool is_demotion_pending(const radix_node* n) const;
   tree_counters counters_;
   std::uint64_t clock_ = 0;
   std::uint64_t next_id_ = 1;

@@ -131,7 +131,7 @@ result<tier_copy> radix_tree::write_backup(node_ref ref) {
   if (through && n->parent != root_ && !n->parent->backed_up())
     return error{errc::invalid_argument,
                  "backup: parent is not backed up (backup contiguity, write-through)"};
-  return backup_node(n, through);
+  return backup_node(n, through || is_demotion_pending(n));
 }
 
 status radix_tree::backup_done(node_ref ref) {
@@ -146,6 +146,7 @@ status radix_tree::backup_done(node_ref ref) {
   }
   unlock_path(n);
   drop_if_stateless_leaf(ref.node);
+  if (valid(ref) && !pending_demotions_.empty()) demote_pending_upward(ref.node);
   return {};
 }
 

@@ -160,6 +160,12 @@ struct runner {
     });
   }
   void operator()(const cmd::unpin& c) { check(m.unpin(c.pin)); }
+  void operator()(const cmd::demote& c) {
+    if (c.shared) return unresolved();
+    const demote_report r = cache.tree().demote_prefix(c.ns, c.tokens);
+    out.body = res::demote{r.matched_tokens, r.demoted_tokens,  r.evicted_tokens,
+                           r.slots_freed,    r.deferred_tokens, r.kept_tokens};
+  }
   void operator()(const cmd::take_ops& c) {
     forward_ops taken = m.take_forward_ops(c.reqs);
     out.body = res::take_ops{taken.snapshots.size(), taken.clears.size(), taken.cows.size()};
@@ -215,6 +221,7 @@ status validate_command(const command& c, std::size_t max_tokens) {
   if (const auto* x = std::get_if<cmd::append>(&c)) tokens = &x->tokens;
   if (const auto* x = std::get_if<cmd::lookup>(&c)) tokens = &x->tokens;
   if (const auto* x = std::get_if<cmd::pin>(&c)) tokens = &x->tokens;
+  if (const auto* x = std::get_if<cmd::demote>(&c)) tokens = &x->tokens;
   if (tokens && tokens->size() > max_tokens)
     return {errc::invalid_argument,
             std::string(kind) + ": tokens has " + std::to_string(tokens->size()) +
@@ -224,6 +231,7 @@ status validate_command(const command& c, std::size_t max_tokens) {
   if (const auto* x = std::get_if<cmd::append>(&c)) shared = x->shared;
   if (const auto* x = std::get_if<cmd::lookup>(&c)) shared = x->shared;
   if (const auto* x = std::get_if<cmd::pin>(&c)) shared = x->shared;
+  if (const auto* x = std::get_if<cmd::demote>(&c)) shared = x->shared;
   if (shared && !tokens->empty())
     return {errc::invalid_argument,
             std::string(kind) + ": tokens and a shared range at once (send one of them)"};

@@ -7,7 +7,8 @@ namespace hc {
 
 namespace {
 
-/// The range and the token list of a create, append, lookup or pin; null for other kinds.
+/// The range and the token list of a create, append, lookup, pin or demote; null for other
+/// kinds.
 struct token_fields {
   std::optional<cmd::token_range>* shared = nullptr;
   std::vector<token_id>* tokens = nullptr;
@@ -17,6 +18,7 @@ token_fields fields_of(command& c) {
   if (auto* x = std::get_if<cmd::append>(&c)) return {&x->shared, &x->tokens};
   if (auto* x = std::get_if<cmd::lookup>(&c)) return {&x->shared, &x->tokens};
   if (auto* x = std::get_if<cmd::pin>(&c)) return {&x->shared, &x->tokens};
+  if (auto* x = std::get_if<cmd::demote>(&c)) return {&x->shared, &x->tokens};
   return {};
 }
 

@@ -445,7 +445,7 @@ TEST_P(hicache, WriteThroughPoliciesPickNodesByHits) {
   }
 }
 
-// Mixed backup / evict / insert / match / load-back / host eviction on small pools, with
+// Mixed backup / evict / insert / match / load-back / host eviction / demote on small pools, with
 // every invariant checked after each step and every id accounted for at the end.
 TEST_P(hicache, MixedOperationsKeepEveryInvariant) {
   for (write_policy policy : {write_policy::write_through, write_policy::write_through_selective,
@@ -477,8 +477,15 @@ void hicache::mixed_operations(write_policy policy) {
     return key;
   };
   std::vector<node_ref> in_flight;
+  std::size_t demote_moved = 0;  // device KV demote_prefix demoted or deferred
+  auto back_up_candidates = [&] {
+    for (node_ref n : tr.take_backup_candidates()) {
+      auto copy = tr.write_backup(n);
+      if (copy.ok()) in_flight.push_back(n);
+    }
+  };
   for (int step = 0; step < 3000; ++step) {
-    const unsigned op = rng() % 8;
+    const unsigned op = rng() % 9;
     if (op <= 2) {  // insert a fresh sequence (evicting for room)
       auto key = rand_key();
       std::vector<kv_index> kv;
@@ -493,10 +500,7 @@ void hicache::mixed_operations(write_policy policy) {
       if (r->mamba_exist) {
         ASSERT_TRUE(c.slots().free_one(s).ok());
       }
-      for (node_ref n : tr.take_backup_candidates()) {
-        auto copy = tr.write_backup(n);
-        if (copy.ok()) in_flight.push_back(n);
-      }
+      back_up_candidates();
     } else if (op == 3) {  // acks arrive
       for (node_ref n : in_flight)
         if (tr.valid(n)) {
@@ -510,6 +514,11 @@ void hicache::mixed_operations(write_policy policy) {
     } else if (op == 5) {
       (void)tr.evict_host(1 + rng() % (8 * P));
       if (rng() % 2) (void)tr.evict_mamba_host(1);
+    } else if (op == 8) {  // demote a prompt's path; its backups start at once
+      const demote_report r = tr.demote_prefix(0, rand_key());
+      ASSERT_EQ(r.evicted_tokens, 0u) << "a host tier loses nothing";
+      demote_moved += r.demoted_tokens + r.deferred_tokens;
+      back_up_candidates();
     } else {  // match, load back what is on the host, release
       auto m = tr.match(0, rand_key());
       auto lb = tr.load_back(m.best, static_cast<std::int64_t>(rng() % (16 * P)));
@@ -530,6 +539,7 @@ void hicache::mixed_operations(write_policy policy) {
   EXPECT_GT(tr.counters().loaded_back_tokens, 0u);
   EXPECT_GT(tr.counters().host_evicted_tokens, 0u);
   EXPECT_GT(tr.counters().host_evicted_slots, 0u);
+  EXPECT_GT(demote_moved, 0u);
   if (policy == write_policy::write_through_selective) {
     EXPECT_GT(tr.counters().evicted_tokens, tr.counters().demoted_tokens) << "some deletions";
   }

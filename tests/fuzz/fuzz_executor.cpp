@@ -223,6 +223,8 @@ command command_from(fuzz_input& in) {
       return cmd::pin{0, tokens_from(in), {}, in.count(2)};
     case cmd_kind::unpin:
       return cmd::unpin{in.range(0, 8)};
+    case cmd_kind::demote:
+      return cmd::demote{0, tokens_from(in), {}};
   }
   return cmd::check{};
 }

@@ -244,13 +244,16 @@ void fill_command(wire::Command::Builder c, fuzz_input& in) {
     case 19:
       small_words(c.initPrefetch(), in);
       break;
-    case 20:  // a pin of a prompt (a TTL of 0-2 ms, or past the limit) or an unpin
+    case 20:  // a pin of a prompt (a TTL of 0-2 ms, or past the limit), an unpin or a demote
       if (in.flag()) {
         auto p = c.initPin();
         fill_tokens([&](unsigned n) { return p.initTokens(n); }, in);
         p.setTtlMs(in.count(2));
-      } else {
+      } else if (in.flag()) {
         c.initUnpin().setPin(in.range(0, 7));
+      } else {
+        auto d = c.initDemote();
+        fill_tokens([&](unsigned n) { return d.initTokens(n); }, in);
       }
       break;
     default:

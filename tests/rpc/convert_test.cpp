@@ -40,7 +40,8 @@ std::vector<command> every_command() {
           cmd::lookup{0, {29, 30}, true, std::nullopt},
           cmd::prefetch{31, true},
           cmd::pin{0, {32, 33}, cmd::token_range{34, 35}, 36},
-          cmd::unpin{37}};
+          cmd::unpin{37},
+          cmd::demote{0, {38, 39}, cmd::token_range{40, 41}}};
 }
 
 /// One body of every kind, every field set to a value other than its default.
@@ -59,7 +60,8 @@ std::vector<result_body> every_body() {
           res::check{33, 34, false, "a detail"},
           res::take_ops{35, 36, 37},
           res::prefetch{true, "completed", 38},
-          res::pin{39, 40, 41, 42}};
+          res::pin{39, 40, 41, 42},
+          res::demote{43, 44, 45, 46, 47, 48}};
 }
 
 TEST(WireConvert, EveryCommandKindKeepsEveryField) {

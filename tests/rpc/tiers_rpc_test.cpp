@@ -544,5 +544,56 @@ TEST_F(TiersRpc, HostSsmBytesThatCannotWorkAreRefusedNamingTheField) {
   }
 }
 
+// Demote (an agent's conversation waits on a tool): right after a turn, the conversation
+// leaves the device — at once if its write-through backup is done, else when it is — and
+// stays resumable: its next turn loads every byte back from the host.
+TEST_F(TiersRpc, ADemotedConversationLeavesTheDeviceAndItsNextTurnLoadsItBack) {
+  toy_worker& wk = open();
+  wk.serve(1);
+  const command_result r = wk.step({cmd::demote{0, wk.K, std::nullopt}})[0];
+  expect_ok(r);
+  const res::demote d = r.as<res::demote>();
+  EXPECT_EQ(d.matched_tokens, prompt_len);
+  EXPECT_EQ(d.demoted_tokens + d.deferred_tokens, prompt_len)
+      << "demoted now, or once its backup in flight is done";
+  EXPECT_EQ(d.evicted_tokens + d.kept_tokens, 0u) << "nothing dropped, nothing held";
+  ASSERT_TRUE(after_drain(*c, [&] {
+    return host_of_instance().value("demoted_tokens", 0u) >= prompt_len;
+  })) << host_of_instance().dump();
+  const command_result idle = wk.step({cmd::check{}})[0];
+  expect_ok(idle);
+  EXPECT_EQ(idle.pools.full_evictable + idle.pools.full_protected, 0u)
+      << "nothing of it on the device";
+  EXPECT_EQ(metric(R"(hybridcache_evicted_tokens_total{reason="explicit"})"), d.demoted_tokens);
+  expect_loaded_back(wk);
+}
+
+// A demote leaves what a pin holds; without a host tier it evicts, and the next turn
+// recomputes.
+TEST_F(TiersRpc, ADemoteKeepsAPinnedPrefixAndWithoutAHostTierEvicts) {
+  instance_spec sp = toy_worker::spec();
+  sp.hicache_ratio = 0;
+  toy_worker& wk = open(sp);
+  wk.serve(1);
+  const command_result pinned = wk.step({cmd::pin{0, wk.K, std::nullopt, 0}})[0];
+  expect_ok(pinned);
+  const res::demote kept = wk.step({cmd::demote{0, wk.K, std::nullopt}})[0].as<res::demote>();
+  EXPECT_EQ(kept.kept_tokens, prompt_len) << "the pin holds it";
+  EXPECT_EQ(kept.evicted_tokens + kept.demoted_tokens + kept.deferred_tokens, 0u);
+  expect_ok(wk.step({cmd::unpin{pinned.as<res::pin>().id}})[0]);
+
+  const command_result r = wk.step({cmd::demote{0, wk.K, std::nullopt}})[0];
+  expect_ok(r);
+  const res::demote d = r.as<res::demote>();
+  EXPECT_EQ(d.evicted_tokens, prompt_len);
+  EXPECT_EQ(d.slots_freed, 1u);
+  EXPECT_EQ(d.demoted_tokens + d.deferred_tokens + d.kept_tokens, 0u);
+  EXPECT_EQ(r.pools.full_evictable + r.pools.full_protected, 0u);
+  EXPECT_EQ(metric(R"(hybridcache_evicted_tokens_total{reason="explicit"})"), prompt_len);
+  EXPECT_EQ(metric(R"(hybridcache_evicted_tokens_total{reason="pressure"})"), 0);
+  expect_ok(wk.step({create(2, wk.continuation())})[0]);
+  expect_recompute(wk);
+}
+
 }  // namespace
 }  // namespace hc::test

@@ -6,8 +6,8 @@
 // are checked, and the KV events with state checkpoints (tree_config::state_events),
 // applied to a replica as a router would, describe the device tree exactly
 // (radix_tree::device_blocks). Pins come and go (unpinned, expired) among them, and
-// every pinned prefix stays matchable through any eviction. Fixed seeds; a failure names
-// the seed and the step.
+// every pinned prefix stays matchable through any eviction or demote. Fixed seeds; a
+// failure names the seed and the step.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -114,7 +114,8 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
   };
   std::vector<pinned> pins;
   manual_clock time;
-  std::size_t pins_made = 0, pins_expired = 0;
+  std::size_t pins_made = 0, pins_expired = 0, demote_evicted = 0;
+  std::vector<std::vector<token_id>> done_prompts;  ///< of finished requests (demoted later)
 
   auto fail_safe_abort = [&](request_handle h) {
     ASSERT_TRUE(m.abort(h).ok());
@@ -197,6 +198,7 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
           std::vector<token_id> out =
               iota_tokens(static_cast<int>(500000 + h * 1000), len + 1 - r->tokens.size());
           ASSERT_TRUE(m.append_tokens(h, out).ok());
+          done_prompts.push_back(cat(r->tokens, out));
           auto f = m.finish(h);
           ASSERT_TRUE(f.ok()) << f.err().message;
           reqs.erase(it);
@@ -212,8 +214,23 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
           }
         }
       }
-    } else if (action < 90) {
+    } else if (action < 87) {
       (void)cache.tree().evict(rng() % (4 * p.page + 1), rng() % 3);
+    } else if (action < 90) {
+      // Demote (not an SGLang call): a prompt's cached path leaves the device, but for what
+      // a request or a pin holds or another device branch extends.
+      auto key = done_prompts.empty() || rng() % 4 == 0
+                     ? cat(systems[rng() % systems.size()], iota_tokens(100000, rng() % 64))
+                     : done_prompts[rng() % done_prompts.size()];
+      const std::size_t before = cache.tree().sizes().total_tokens();
+      const demote_report r = cache.tree().demote_prefix(0, key);
+      ASSERT_LE(r.matched_tokens, key.size());
+      ASSERT_EQ(r.demoted_tokens + r.deferred_tokens, 0u) << "no host tier";
+      ASSERT_EQ(cache.tree().sizes().total_tokens(), before - r.evicted_tokens);
+      demote_evicted += r.evicted_tokens;
+      for (const pinned& q : pins)
+        ASSERT_GE(cache.tree().match(0, q.key, match_ids::leave_out).prefix_len, q.len)
+            << "a demote took pin " << q.id << "'s prefix";
     } else if (action >= 97) {
       // Pins (not an SGLang call): a pinned prefix survives any eviction until it is
       // unpinned or its TTL ends; the pool identity counts it as protected.
@@ -289,6 +306,7 @@ TEST_P(RandomOps, InvariantsHoldAfterEveryStep) {
   EXPECT_EQ(m.pins(), 0u);
   EXPECT_GT(pins_made, 2u) << "pins should hold prefixes";
   EXPECT_GT(pins_expired, 0u) << "some pins should expire";
+  EXPECT_GT(demote_evicted, 0u) << "some demotes should take a path off the device";
   ASSERT_TRUE(cache.tree().sanity_check().ok()) << cache.tree().sanity_check().err().message;
   ASSERT_TRUE(m.check_pool_invariants().ok());
   EXPECT_EQ(m.held_slots(), 0u);

@@ -157,6 +157,12 @@ int run(int argc, char** argv) {
                  "shorter before its unpin is a pin loss (exit 1)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--demote-rate", cfg.demote_rate,
+                 "Probability that a finished turn demotes its conversation (Command.demote) "
+                 "at the worker's next step: to the host tier, where its next turn loads it "
+                 "back (the toy model checks the bytes), or evicted without one")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--max-context", cfg.max_context, "A conversation restarts beyond this length")
       ->capture_default_str();
   app.add_option("--page-size", cfg.page_size, "Tokens per KV page")->capture_default_str();

@@ -4,7 +4,7 @@
 # interval, ping-pong track slots or not, pool sizes, batch, workers, context length, the
 # workload's shape (conversations, system prompts and their length, turn and output
 # lengths, prefill chunk, abort rate) and, each on its own, overlap scheduling, pins
-# (--pin-rate) and a host tier (none, or 1.5x / 3x of L1, with or without storage
+# (--pin-rate), demotes (--demote-rate) and a host tier (none, or 1.5x / 3x of L1, with or without storage
 # prefetch) — and its own model id, so every run opens an instance of its own beside the
 # earlier ones'. A run must either pass
 # (exit 0: 0 mismatches, 0 leaks, 0 errors) or be refused as a usage error before any
@@ -52,6 +52,7 @@ while [ $SECONDS -lt "$end" ]; do
   [ $((RANDOM % 3)) = 0 ] && extra+=(--mamba2)
   [ $((RANDOM % 3)) = 0 ] && extra+=(--overlap-scheduling)
   [ $((RANDOM % 3)) = 0 ] && extra+=(--pin-rate "$(pick 0.1 0.5)")
+  [ $((RANDOM % 3)) = 0 ] && extra+=(--demote-rate "$(pick 0.2 0.7)")
   # shellcheck disable=SC2206  # a tier is a list of words
   extra+=($(pick "${tiers[@]}"))
   rc=0

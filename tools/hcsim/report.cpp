@@ -26,6 +26,11 @@ void each_counter(Report& r, F&& f) {
   f("pins", r.pins);
   f("pin_losses", r.pin_losses);
   f("pin_loaded_tokens", r.pin_loaded_tokens);
+  f("demotes", r.demotes);
+  f("demoted_tokens", r.demoted_tokens);
+  f("demote_evicted_tokens", r.demote_evicted_tokens);
+  f("demote_deferred_tokens", r.demote_deferred_tokens);
+  f("demote_kept_tokens", r.demote_kept_tokens);
   f("prompt_tokens", r.prompt_tokens);
   f("reused_tokens", r.reused_tokens);
   f("computed_tokens", r.computed_tokens);
@@ -96,6 +101,10 @@ std::string sim_report::text() const {
   if (pins > 0 || pin_losses > 0)
     t += fmt::format("pins {} ({} tokens loaded back from the host), pinned prefixes lost {}\n",
                      pins, pin_loaded_tokens, pin_losses);
+  if (demotes > 0)
+    t += fmt::format(
+        "demotes {}: device tokens demoted {}, evicted {}, demoted after a backup {}, kept {}\n",
+        demotes, demoted_tokens, demote_evicted_tokens, demote_deferred_tokens, demote_kept_tokens);
   if (!first_error.empty()) t += "first problem: " + first_error + "\n";
   return t;
 }

@@ -63,6 +63,11 @@ struct sim_config {
   /// prefix may be on the host tier only (the pin loads it back). Every pinned prefix must
   /// stay matchable, whatever the workers evict, until it is unpinned. 0: no pins.
   double pin_rate = 0;
+  /// Probability that a finished turn demotes its conversation (Command.demote) at the
+  /// worker's next step: off the device now, resumable from the host tier (the next turn
+  /// loads it back, and the toy model checks the bytes), evicted without one. Pins must
+  /// survive it. 0: no demotes.
+  double demote_rate = 0;
   std::string model = "hcsim-toy";
   bool json = false;
   bool progress = true;
@@ -80,6 +85,10 @@ struct sim_report {
   std::uint64_t pins = 0, pin_losses = 0;
   /// Tokens the pins loaded back from the host tier (res::pin::loaded_tokens).
   std::uint64_t pin_loaded_tokens = 0;
+  /// Demotes sent (demote_rate) and their results' device KV: demoted to the host or
+  /// evicted at once, demoted after the backups they queued, kept on the device.
+  std::uint64_t demotes = 0, demoted_tokens = 0, demote_evicted_tokens = 0,
+                demote_deferred_tokens = 0, demote_kept_tokens = 0;
   std::uint64_t prompt_tokens = 0, reused_tokens = 0, computed_tokens = 0;
   std::uint64_t l1_hit_tokens = 0, l2_hit_tokens = 0, l3_hit_tokens = 0;
   /// Of the matches that succeeded: the tokens their keys looked up (each prompt but its

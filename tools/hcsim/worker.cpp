@@ -619,6 +619,9 @@ class worker {
       if (cfg_.pin_rate > 0 && to_pin_.size() + pins_.size() < 2 &&
           std::uniform_real_distribution<double>(0, 1)(rng_) < cfg_.pin_rate)
         to_pin_.push_back(history_[rng_() % 2 ? r->conv : rng_() % history_.size()]);
+      if (cfg_.demote_rate > 0 &&
+          std::uniform_real_distribution<double>(0, 1)(rng_) < cfg_.demote_rate)
+        to_demote_.push_back(history_[r->conv]);
       ++rep_.finished;
       r->gone = true;
     }
@@ -676,6 +679,37 @@ class worker {
     to_pin_.clear();
   }
 
+  /// --demote-rate: one step that demotes the conversations chosen since the last call.
+  /// A result must account for no more than the prompt found; what it keeps is checked
+  /// by the pins' lookups (a pinned prefix never goes) and the next turn's match.
+  void demotes_turn() {
+    if (to_demote_.empty()) return;
+    std::vector<command> cmds;
+    for (std::vector<token_id>& t : to_demote_)
+      cmds.emplace_back(cmd::demote{0, std::move(t), {}});
+    to_demote_.clear();
+    auto r = step(cmds);
+    if (!r) return;
+    for (std::size_t i = 0; i < cmds.size(); ++i) {
+      const command_result& x = (*r)[i];
+      if (!x.ok()) {
+        error("demote: " + x.error);
+        continue;
+      }
+      const res::demote& d = x.as<res::demote>();
+      const std::size_t asked = std::get<cmd::demote>(cmds[i]).tokens.size();
+      if (d.matched_tokens > asked || (d.evicted_tokens > 0 && cfg_.host_ratio > 0))
+        error("demote of " + std::to_string(asked) + " tokens: matched " +
+              std::to_string(d.matched_tokens) + ", evicted " + std::to_string(d.evicted_tokens) +
+              (cfg_.host_ratio > 0 ? " with a host tier" : ""));
+      ++rep_.demotes;
+      rep_.demoted_tokens += d.demoted_tokens;
+      rep_.demote_evicted_tokens += d.evicted_tokens;
+      rep_.demote_deferred_tokens += d.deferred_tokens;
+      rep_.demote_kept_tokens += d.kept_tokens;
+    }
+  }
+
   /// The output the request's next decode consumes (recorded as it is generated).
   token_id next_output(request& r) {
     r.outputs.push_back(token());
@@ -701,6 +735,7 @@ class worker {
     std::unique_ptr<forward_run> prev;
     while (rep_.ops < budget && rep_.errors == 0) {
       if (overlap_) cache_chunked(prev.get());
+      demotes_turn();  // before a next turn of the conversation is admitted (and locks it)
       while (active_.size() < cfg_.batch && admit()) {
       }
       maybe_abort();
@@ -752,8 +787,9 @@ class worker {
     std::uint64_t len;         ///< its pinned length
     std::uint64_t until_step;  ///< unpinned at the first pins_turn from this step on
   };
-  std::vector<held_pin> pins_;                 ///< --pin-rate: held now
-  std::vector<std::vector<token_id>> to_pin_;  ///< conversations to pin at the next turn
+  std::vector<held_pin> pins_;                    ///< --pin-rate: held now
+  std::vector<std::vector<token_id>> to_pin_;     ///< conversations to pin at the next turn
+  std::vector<std::vector<token_id>> to_demote_;  ///< --demote-rate: at the next step
   request_handle next_handle_ = 0;
   std::uint64_t batch_ = 0;
   /// Forwards run on a thread while the next batch is scheduled (SGLang disables overlap

@@ -539,6 +539,24 @@ void bind_commands(py::module_& m) {
       .def(py::init([](std::uint64_t pin) { return cmd::unpin{pin}; }), py::arg("pin"))
       .def_readwrite("pin", &cmd::unpin::pin)
       .def(py::self == py::self);
+  py::class_<cmd::demote>(
+      m, "Demote",
+      "Takes the cached path of `tokens` (as Create takes them; or the `count` tokens at `at` "
+      "of the session's token arena) off the device now: demoted to the host tier (still "
+      "resumable), or evicted without one. What a request or pin holds, or another branch "
+      "on the device extends, stays.")
+      .def(py::init([](token_list tokens, std::optional<std::uint64_t> at,
+                       std::optional<std::uint64_t> count) {
+             cmd::demote c;
+             c.shared = token_range_of(tokens, at, count);
+             c.tokens = std::move(tokens.ids);
+             return c;
+           }),
+           py::arg("tokens") = token_list{}, py::kw_only(), py::arg("at") = py::none(),
+           py::arg("count") = py::none())
+      .def_property("tokens", &tokens_of<cmd::demote>, &set_tokens<cmd::demote>)
+      .def_property_readonly("shared", &shared_range_of<cmd::demote>)
+      .def(py::self == py::self);
 }
 
 #define HC_RO(cls, field) .def_readonly(#field, &cls::field)
@@ -605,6 +623,13 @@ void bind_results(py::module_& m) {
                        "loaded back from the host tier to hold it.")
       .def_readonly("pin", &res::pin::id) HC_RO(res::pin, pinned_len) HC_RO(res::pin, kv_matched)
           HC_RO(res::pin, loaded_tokens);
+  py::class_<res::demote>(m, "Demote",
+                          "What a demote did: the prompt's tokens found in the tree; the device "
+                          "KV demoted to the host or evicted now, and the slots freed; the KV "
+                          "demoted once the backups it queued are done; the KV that stays.")
+      HC_RO(res::demote, matched_tokens) HC_RO(res::demote, demoted_tokens)
+          HC_RO(res::demote, evicted_tokens) HC_RO(res::demote, slots_freed)
+              HC_RO(res::demote, deferred_tokens) HC_RO(res::demote, kept_tokens);
 }
 
 void bind_vocabulary(py::module_& m) {

@@ -197,12 +197,17 @@ class cmd:
     class Unpin:
         pin: int
         def __init__(self, pin: int) -> None: ...
+    class Demote:
+        tokens: List[int]
+        shared: Optional[Tuple[int, int]]
+        def __init__(self, tokens: Tokens = ..., *,
+                     at: Optional[int] = None, count: Optional[int] = None) -> None: ...
 
 Command = Union[cmd.Create, cmd.Append, cmd.Match, cmd.Lock, cmd.Unlock, cmd.AllocReq,
                 cmd.PrepareDecode, cmd.Abort, cmd.NotAdmitted, cmd.AllocKv, cmd.Track,
                 cmd.PrepareExtend, cmd.ProcessDecode, cmd.CacheUnfinished, cmd.Finish,
                 cmd.Evict, cmd.Check, cmd.TakeOps, cmd.Lookup, cmd.Prefetch, cmd.Pin,
-                cmd.Unpin]
+                cmd.Unpin, cmd.Demote]
 
 class res:
     class Match:
@@ -270,6 +275,13 @@ class res:
         pinned_len: int
         kv_matched: int
         loaded_tokens: int
+    class Demote:
+        matched_tokens: int
+        demoted_tokens: int
+        evicted_tokens: int
+        slots_freed: int
+        deferred_tokens: int
+        kept_tokens: int
 
 class CommandResult:
     @property

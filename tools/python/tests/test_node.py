@@ -195,6 +195,33 @@ class NodeTest(OwnNodeTest):
             self.assertEqual(look.prefix_len, 0, "unpinned, it was evicted")
             self.assertEqual(node.stats()["pins"], 0)
 
+    def test_a_demote_takes_a_conversation_off_the_device(self):
+        """cmd.Demote (an agent's conversation waits on a tool) evicts the cached prompt on an
+        instance without a host tier, res.Demote says what went where, and a pinned prompt
+        stays; a prompt given as an arena range works as for Create."""
+        prompt = list(range(1, 17))
+        with self.connect() as node, node.open(small_spec("py-demote")) as s:
+            r = s.step([cmd.Create(req=1, tokens=prompt), cmd.Match(req=1), cmd.AllocReq(req=1),
+                        cmd.AllocKv(req=1, to_end=True), cmd.Finish(req=1)])
+            self.assertTrue(all(x.ok for x in r), [x.error for x in r])
+            pinned = s.step([cmd.Pin(tokens=prompt)])[0].body
+            kept = s.step([cmd.Demote(prompt)])[0]
+            self.assertTrue(kept.ok, kept.error)
+            self.assertIsInstance(kept.body, res.Demote)
+            self.assertEqual((kept.body.matched_tokens, kept.body.kept_tokens,
+                              kept.body.evicted_tokens), (16, 16, 0))
+            s.step([cmd.Unpin(pin=pinned.pin)])
+            gone = s.step([cmd.Demote(tokens=prompt)])[0].body
+            self.assertEqual((gone.evicted_tokens, gone.slots_freed, gone.demoted_tokens,
+                              gone.deferred_tokens, gone.kept_tokens), (16, 1, 0, 0, 0))
+            self.assertIn("evicted_tokens=16", repr(gone))
+            look = s.step([cmd.Lookup(tokens=prompt, without_indices=True)])[0].body
+            self.assertEqual(look.kv_matched, 0, "evicted")
+            self.assertEqual(cmd.Demote(at=3, count=4).shared, (3, 4))
+            with self.assertRaisesRegex(hybridcache.InvalidArgument,
+                                        r"\(demote\): shared tokens .* no token arena"):
+                s.step([cmd.Demote(at=0, count=4)])
+
     def test_a_numpy_prompt_is_cached_and_its_ids_read_as_numpy_arrays(self):
         """A prompt given as a NumPy array is cached as its list would be, and every result's
         `*_array` holds its list's ids as int32 (what torch.from_numpy takes as it is)."""

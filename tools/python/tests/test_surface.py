@@ -154,7 +154,7 @@ class TokensTest(unittest.TestCase):
         for name, tokens in self.forms_of(values).items():
             with self.subTest(form=name):
                 for command in (cmd.Create(req=1, tokens=tokens), cmd.Append(1, tokens),
-                                cmd.Lookup(tokens), cmd.Pin(tokens)):
+                                cmd.Lookup(tokens), cmd.Pin(tokens), cmd.Demote(tokens)):
                     self.assertEqual(command.tokens, values)
                     self.assertIs(type(command.tokens[0]), int)
                 command = cmd.Create(req=1)
