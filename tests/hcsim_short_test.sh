@@ -27,7 +27,8 @@ for bad in "--strategy no_buffer --page-size 64:pageSize 1" \
   "--strategy extra_buffer --mamba2 --chunk 256 --track-interval 128:mamba_chunk_size is hcsim's --chunk" \
   "--host-ssm-slots 80:hicacheSsmBytes is hcsim's --host-ssm-slots" \
   "--host-ratio 3 --host-ssm-slots 20:hicacheSsmBytes (1760) gives 21 host SSM slots" \
-  "--host-ratio 3 --host-ssm-slots 20:larger than the device's 48 slots"; do
+  "--host-ratio 3 --host-ssm-slots 20:larger than the device's 48 slots" \
+  "--demote-tools:--demote-tools needs --tool-rate"; do
   rc=0
   # shellcheck disable=SC2086  # the settings are words
   "$hcsim" --socket "$tmp/none" ${bad%%:*} --progress false 2>"$tmp/err" >/dev/null || rc=$?
@@ -82,7 +83,8 @@ grep -q '"pin_losses":0' <<<"$out_last" || fail "pins: a pinned prefix was lost"
 # Demotes (Command.demote) of finished conversations among three workers with pins: each
 # leaves the device for the host tier (at once, or once its backup is done) and its next
 # turn loads it back, every byte checked by the toy model.
-run "demote" 3 --strategy no_buffer "${small[@]}" --host-ratio 3 --pin-rate 0.3 --demote-rate 0.5
+run "demote" 3 --strategy no_buffer "${small[@]}" --host-ratio 3 --pin-rate 0.3 --demote-rate 0.5 \
+  --tool-rate 0.5 --tool-steps 20 --demote-tools
 grep -Eq '"demoted_tokens":[1-9]' <<<"$out_last" || fail "demote: nothing was demoted"
 grep -q '"pin_losses":0' <<<"$out_last" || fail "demote: a pinned prefix was lost"
 grep -q '"demote_evicted_tokens":0' <<<"$out_last" || fail "demote: evicted with a host tier"

@@ -163,6 +163,19 @@ int run(int argc, char** argv) {
                  "back (the toy model checks the bytes), or evicted without one")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--tool-rate", cfg.tool_rate,
+                 "Probability that a finished turn waits on a tool: its conversation gets no "
+                 "new turn for --tool-steps iterations of the worker's scheduling loop (an "
+                 "agent's tool call)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--tool-steps", cfg.tool_steps,
+                 "Scheduling iterations a tool wait lasts (--tool-rate)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32));
+  app.add_flag("--demote-tools", cfg.demote_tools,
+               "Demote a conversation when its tool wait begins (Command.demote), as an agent "
+               "framework that knows the wait would; needs --tool-rate");
   app.add_option("--max-context", cfg.max_context, "A conversation restarts beyond this length")
       ->capture_default_str();
   app.add_option("--page-size", cfg.page_size, "Tokens per KV page")->capture_default_str();
@@ -219,6 +232,10 @@ int run(int argc, char** argv) {
                  ok.err().message.c_str());
     if (const std::string flags = hcsim_flags_in(ok.err().message); !flags.empty())
       std::fprintf(stderr, "hcsim: (%s)\n", flags.c_str());
+    return 2;
+  }
+  if (cfg.demote_tools && cfg.tool_rate <= 0) {
+    std::fprintf(stderr, "hcsim: --demote-tools needs --tool-rate > 0 (no turn waits on a tool)\n");
     return 2;
   }
   if (cfg.prefetch && cfg.host_ratio <= 1) {

@@ -26,6 +26,7 @@ void each_counter(Report& r, F&& f) {
   f("pins", r.pins);
   f("pin_losses", r.pin_losses);
   f("pin_loaded_tokens", r.pin_loaded_tokens);
+  f("tool_waits", r.tool_waits);
   f("demotes", r.demotes);
   f("demoted_tokens", r.demoted_tokens);
   f("demote_evicted_tokens", r.demote_evicted_tokens);

@@ -68,6 +68,14 @@ struct sim_config {
   /// loads it back, and the toy model checks the bytes), evicted without one. Pins must
   /// survive it. 0: no demotes.
   double demote_rate = 0;
+  /// Probability that a finished turn waits on a tool: its conversation gets no new turn
+  /// for `tool_steps` iterations of the worker's scheduling loop (an agent's tool call).
+  /// 0: none.
+  double tool_rate = 0;
+  std::uint64_t tool_steps = 100;
+  /// Demote a conversation when its tool wait begins (what an agent framework that knows
+  /// the wait would ask); without it the cache sees only the requests, as SGLang's does.
+  bool demote_tools = false;
   std::string model = "hcsim-toy";
   bool json = false;
   bool progress = true;
@@ -87,6 +95,7 @@ struct sim_report {
   std::uint64_t pin_loaded_tokens = 0;
   /// Demotes sent (demote_rate) and their results' device KV: demoted to the host or
   /// evicted at once, demoted after the backups they queued, kept on the device.
+  std::uint64_t tool_waits = 0;  ///< finished turns that waited on a tool (tool_rate)
   std::uint64_t demotes = 0, demoted_tokens = 0, demote_evicted_tokens = 0,
                 demote_deferred_tokens = 0, demote_kept_tokens = 0;
   std::uint64_t prompt_tokens = 0, reused_tokens = 0, computed_tokens = 0;

@@ -191,6 +191,7 @@ class worker {
     system_ = sys;
     history_.resize(std::max(1u, cfg_.conversations));
     busy_.assign(history_.size(), false);
+    waits_until_.assign(history_.size(), 0);
     for (std::size_t c = 0; c < history_.size(); ++c)
       history_[c] = system_[c % system_.size()];
   }
@@ -207,9 +208,10 @@ class worker {
       retracted_.pop_front();
     } else {
       unsigned c = static_cast<unsigned>(rng_() % history_.size());
-      for (unsigned tries = 0; busy_[c] && tries < history_.size(); ++tries)
+      const auto taken = [&](unsigned k) { return busy_[k] || waits_until_[k] > iterations_; };
+      for (unsigned tries = 0; taken(c) && tries < history_.size(); ++tries)
         c = (c + 1) % static_cast<unsigned>(history_.size());
-      if (busy_[c]) return false;
+      if (taken(c)) return false;
       if (history_[c].size() > cfg_.max_context) history_[c] = system_[c % system_.size()];
       r.conv = c;
       r.tokens = history_[c];
@@ -622,6 +624,12 @@ class worker {
       if (cfg_.demote_rate > 0 &&
           std::uniform_real_distribution<double>(0, 1)(rng_) < cfg_.demote_rate)
         to_demote_.push_back(history_[r->conv]);
+      if (cfg_.tool_rate > 0 &&
+          std::uniform_real_distribution<double>(0, 1)(rng_) < cfg_.tool_rate) {
+        waits_until_[r->conv] = iterations_ + cfg_.tool_steps;  // a tool runs meanwhile
+        ++rep_.tool_waits;
+        if (cfg_.demote_tools) to_demote_.push_back(history_[r->conv]);
+      }
       ++rep_.finished;
       r->gone = true;
     }
@@ -734,6 +742,7 @@ class worker {
     auto last = clk::now();
     std::unique_ptr<forward_run> prev;
     while (rep_.ops < budget && rep_.errors == 0) {
+      ++iterations_;  // advances while every conversation waits on a tool, too
       if (overlap_) cache_chunked(prev.get());
       demotes_turn();  // before a next turn of the conversation is admitted (and locks it)
       while (active_.size() < cfg_.batch && admit()) {
@@ -779,6 +788,8 @@ class worker {
   std::unique_ptr<forward_device> device_;
   std::vector<std::vector<token_id>> system_, history_;
   std::vector<bool> busy_;
+  std::vector<std::uint64_t> waits_until_;  ///< --tool-rate: no turn before this iteration
+  std::uint64_t iterations_ = 0;            ///< of the scheduling loop (the tools' clock)
   std::vector<request> active_;
   std::deque<request> retracted_;  ///< re-admitted before any new turn
   struct held_pin {
