@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -245,6 +246,31 @@ inline cmd_kind kind_of(const command& c) noexcept {
 /// The request a command is about; nullopt for evict, check, take_ops, lookup, pin, unpin
 /// and demote.
 std::optional<request_handle> request_of(const command& c) noexcept;
+
+/// The prompt of a command that carries one — create, append, lookup, pin, demote: any kind
+/// with a token list and an arena range — as pointers to those two fields; both null for
+/// the other kinds. `C` is command or const command (the pointers follow its constness).
+template <class C>
+requires std::is_same_v<std::remove_const_t<C>, command>
+auto prompt_fields(C& c) noexcept {
+  constexpr bool ro = std::is_const_v<C>;
+  struct fields {
+    std::conditional_t<ro, const std::vector<token_id>*, std::vector<token_id>*> tokens = nullptr;
+    std::conditional_t<ro, const std::optional<cmd::token_range>*, std::optional<cmd::token_range>*>
+        shared = nullptr;
+  };
+  return std::visit(
+      [](auto& x) -> fields {
+        if constexpr (requires {
+                        x.tokens.data();
+                        x.shared.has_value();
+                      })
+          return {&x.tokens, &x.shared};
+        else
+          return {};
+      },
+      c);
+}
 
 /// Pool and tree occupancy after a command (what every trace op reports).
 struct pool_state {

@@ -15,6 +15,11 @@ bool held(const radix_node* x) noexcept {
   return x->full_lock_ref > 0 || x->mamba_lock_ref > 0 || x->backup_in_flight;
 }
 
+/// A predicate: the pending demotion is of node n (the same node, not a reuse of it).
+auto names(const radix_node* n) {
+  return [n](const auto& d) { return d.node.node == n && d.node.id == n->id; };
+}
+
 /// True if a child of x other than `going` still has its KV on the device.
 bool other_device_child(const radix_node* x, const radix_node* going) noexcept {
   for (const radix_node* c : x->children)
@@ -57,8 +62,8 @@ demote_report radix_tree::demote_prefix(namespace_id ns, std::span<const token_i
     const radix_node* x = path[first - 1];
     const radix_node* below = first < path.size() ? path[first] : nullptr;
     backups_below += x->backup_in_flight ? 1 : 0;
-    const bool held_by_others = x->full_lock_ref > backups_below ||
-                                x->mamba_lock_ref > (x->backup_locks_slot ? 1 : 0);
+    const bool held_by_others =
+        x->full_lock_ref > backups_below || x->mamba_lock_ref > (x->backup_locks_slot ? 1 : 0);
     if (held_by_others || other_device_child(x, below)) break;
     --first;
   }
@@ -128,17 +133,13 @@ demote_report radix_tree::demote_prefix(namespace_id ns, std::span<const token_i
 }
 
 bool radix_tree::is_demotion_pending(const radix_node* n) const {
-  return std::any_of(
-      pending_demotions_.begin(), pending_demotions_.end(),
-      [n](const pending_demotion& d) { return d.node.node == n && d.node.id == n->id; });
+  return std::any_of(pending_demotions_.begin(), pending_demotions_.end(), names(n));
 }
 
 void radix_tree::demote_pending_upward(radix_node* n) {
   const radix_node* below = nullptr;
   while (n != root_) {
-    const auto it = std::find_if(
-        pending_demotions_.begin(), pending_demotions_.end(),
-        [n](const pending_demotion& d) { return d.node.node == n && d.node.id == n->id; });
+    const auto it = std::find_if(pending_demotions_.begin(), pending_demotions_.end(), names(n));
     if (it == pending_demotions_.end()) return;
     if (!valid(it->node) || n->last_access != it->last_access || n->evicted()) {
       pending_demotions_.erase(it);  // used since (or gone): the hint is void

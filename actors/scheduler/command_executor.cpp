@@ -216,22 +216,12 @@ void execute_batch(request_manager& m, radix_cache& cache, std::span<const comma
 
 status validate_command(const command& c, std::size_t max_tokens) {
   const char* kind = to_string(kind_of(c));
-  const std::vector<token_id>* tokens = nullptr;
-  if (const auto* x = std::get_if<cmd::create>(&c)) tokens = &x->tokens;
-  if (const auto* x = std::get_if<cmd::append>(&c)) tokens = &x->tokens;
-  if (const auto* x = std::get_if<cmd::lookup>(&c)) tokens = &x->tokens;
-  if (const auto* x = std::get_if<cmd::pin>(&c)) tokens = &x->tokens;
-  if (const auto* x = std::get_if<cmd::demote>(&c)) tokens = &x->tokens;
+  const auto [tokens, prompt_range] = prompt_fields(c);
   if (tokens && tokens->size() > max_tokens)
     return {errc::invalid_argument,
             std::string(kind) + ": tokens has " + std::to_string(tokens->size()) +
                 " entries, more than the limit " + std::to_string(max_tokens)};
-  std::optional<cmd::token_range> shared;
-  if (const auto* x = std::get_if<cmd::create>(&c)) shared = x->shared;
-  if (const auto* x = std::get_if<cmd::append>(&c)) shared = x->shared;
-  if (const auto* x = std::get_if<cmd::lookup>(&c)) shared = x->shared;
-  if (const auto* x = std::get_if<cmd::pin>(&c)) shared = x->shared;
-  if (const auto* x = std::get_if<cmd::demote>(&c)) shared = x->shared;
+  const std::optional<cmd::token_range> shared = prompt_range ? *prompt_range : std::nullopt;
   if (shared && !tokens->empty())
     return {errc::invalid_argument,
             std::string(kind) + ": tokens and a shared range at once (send one of them)"};
