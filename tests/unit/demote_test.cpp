@@ -38,6 +38,14 @@ struct Demote : ::testing::Test {
       ASSERT_TRUE(c.tree().insert(0, key, ids, c.slots().alloc_one(), a.size()).ok());
     }
   }
+  /// build(), then drops the write-through backups its inserts queued: as if the pipeline
+  /// had not got to them, so no node has a host copy yet.
+  static void build_without_backups(radix_cache& c,
+                                    const std::vector<std::vector<token_id>>& leaves,
+                                    const std::vector<token_id>& a) {
+    build(c, leaves, a);
+    (void)c.tree().take_backup_candidates();
+  }
   /// Backs `key`'s node up (the copy itself is the data plane's) and acknowledges it.
   static void back_up(radix_cache& c, const std::vector<token_id>& key) {
     node_ref n = c.tree().match(0, key).last_node;
@@ -123,8 +131,7 @@ TEST_F(Demote, AnotherNamespaceOrAnUnknownPromptFindsNothing) {
 
 TEST_F(Demote, BackedUpNodesAreDemotedAtOnceAndLoadBack) {
   radix_cache c(config(true));
-  build(c, {AB}, A);
-  (void)c.tree().take_backup_candidates();
+  build_without_backups(c, {AB}, A);
   back_up(c, A);
   back_up(c, AB);
   const demote_report r = c.tree().demote_prefix(0, AB);
@@ -149,8 +156,7 @@ TEST_F(Demote, NodesWithoutABackupAreDemotedWhenTheirBackupsAreDone) {
   for (bool child_first : {true, false}) {
     SCOPED_TRACE(child_first ? "the leaf's backup ends first" : "the parent's ends first");
     radix_cache c(config(true));
-    build(c, {AB}, A);
-    (void)c.tree().take_backup_candidates();  // as if the pipeline had not got to them
+    build_without_backups(c, {AB}, A);
     const demote_report r = c.tree().demote_prefix(0, AB);
     EXPECT_EQ(r.deferred_tokens, 32u);
     EXPECT_EQ(r.demoted_tokens + r.evicted_tokens + r.kept_tokens, 0u);
@@ -174,8 +180,7 @@ TEST_F(Demote, NodesWithoutABackupAreDemotedWhenTheirBackupsAreDone) {
 
 TEST_F(Demote, ABackupInFlightIsNoReasonToStayItsNodeGoesWhenTheCopyIsDone) {
   radix_cache c(config(true));
-  build(c, {AB}, A);
-  (void)c.tree().take_backup_candidates();
+  build_without_backups(c, {AB}, A);
   back_up(c, A);
   const node_ref ab = c.tree().match(0, AB).last_node;
   ASSERT_TRUE(c.tree().write_backup(ab).ok());  // its copy runs: AB's path is locked
@@ -189,8 +194,7 @@ TEST_F(Demote, ABackupInFlightIsNoReasonToStayItsNodeGoesWhenTheCopyIsDone) {
 
   // A request's lock is a reason: with AB locked by one, nothing is deferred.
   radix_cache d(config(true));
-  build(d, {AB}, A);
-  (void)d.tree().take_backup_candidates();
+  build_without_backups(d, {AB}, A);
   back_up(d, A);
   const node_ref held = d.tree().match(0, AB).last_node;
   ASSERT_TRUE(d.tree().write_backup(held).ok());
@@ -224,8 +228,7 @@ TEST_F(Demote, UnderWriteBackTheBackupIsLockedUntilItsCopyIsDone) {
 
 TEST_F(Demote, AUseBeforeTheBackupIsDoneCancelsTheDemotion) {
   radix_cache c(config(true));
-  build(c, {AB}, A);
-  (void)c.tree().take_backup_candidates();
+  build_without_backups(c, {AB}, A);
   (void)c.tree().demote_prefix(0, AB);
   std::vector<node_ref> queued = c.tree().take_backup_candidates();
   for (node_ref n : queued)
@@ -242,8 +245,7 @@ TEST_F(Demote, PagesAreFlooredAndTheSharedAncestorIsBackedUpButStays) {
   cache_config cfg = config(true);
   cfg.page_size = 4;
   radix_cache c(cfg);
-  build(c, {AB, AC}, A);
-  (void)c.tree().take_backup_candidates();
+  build_without_backups(c, {AB, AC}, A);
   std::vector<token_id> prompt = cat(AB, toks({1, 2, 3}));  // 35 tokens: 32 after the floor
   const demote_report r = c.tree().demote_prefix(0, prompt);
   EXPECT_EQ(r.matched_tokens, 32u);
